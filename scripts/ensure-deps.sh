@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what stablebooks needs to run on this machine, and nothing it already has:
+#   - npm dependencies (npm ci when node_modules is missing or older than package-lock.json);
+#   - the PostgreSQL and Redis server binaries, unless DATABASE_URL / REDIS_URL point at servers.
+# As root on Debian/Ubuntu it uses apt-get; on macOS brew; otherwise it prints the exact command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'stablebooks setup: %s\n' "$*" >&2; }
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm dependencies (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+have_postgres() {
+  command -v initdb >/dev/null 2>&1 && return 0
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && return 0
+  ls /opt/homebrew/opt/postgresql@*/bin/initdb /usr/local/opt/postgresql@*/bin/initdb >/dev/null 2>&1
+}
+have_redis() { command -v redis-server >/dev/null 2>&1; }
+
+debs=()
+brews=()
+if [ -z "${DATABASE_URL:-}" ] && ! have_postgres; then debs+=(postgresql); brews+=(postgresql@15); fi
+if [ -z "${REDIS_URL:-}" ] && ! have_redis; then debs+=(redis-server); brews+=(redis); fi
+[ ${#debs[@]} -eq 0 ] && exit 0
+
+if [ "$(uname -s)" = Darwin ] && command -v brew >/dev/null 2>&1; then
+  say "installing ${brews[*]} with brew"
+  brew install "${brews[@]}"
+elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  say "installing ${debs[*]} with apt-get"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # The packages' own services are not wanted: tests and the demo start private servers.
+  apt-get install -y -qq --no-install-recommends "${debs[@]}" >/dev/null
+else
+  if command -v apt-get >/dev/null 2>&1; then
+    say "missing ${debs[*]}: run  sudo apt-get install -y ${debs[*]}  and try again"
+  else
+    say "missing ${debs[*]}: install them with your package manager (brew install ${brews[*]}) and try again"
+  fi
+  exit 1
+fi

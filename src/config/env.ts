@@ -1,0 +1,76 @@
+import { z } from 'zod';
+
+/**
+ * The daemon's environment variables (DESIGN.md section 4), parsed once at start. Nothing else in
+ * the code reads process.env: the parsed Config is passed down.
+ */
+const postgresUrl = z
+  .string()
+  .url()
+  .refine((u) => /^postgres(ql)?:$/.test(new URL(u).protocol), 'must be a postgres:// URL');
+const redisUrl = z
+  .string()
+  .url()
+  .refine((u) => /^rediss?:$/.test(new URL(u).protocol), 'must be a redis:// or rediss:// URL');
+const httpUrl = z
+  .string()
+  .url()
+  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL');
+
+export const envFields = {
+  /** PostgreSQL holding the ledger, facts and findings. */
+  DATABASE_URL: postgresUrl,
+  /** Redis for BullMQ queues, schedules, rate limits and nonce caches. */
+  REDIS_URL: redisUrl,
+  /** Base address of the Merchant Payments Service (or the sandbox). */
+  SVC_BASE_URL: httpUrl,
+  /** The one HTTP port: webhooks, metrics, health, admin. */
+  PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** JSON file listing the merchant's stores (see src/config/stores.ts). */
+  STORES_FILE: z.string().min(1),
+  /** 32 random bytes, base64: encrypts claim URLs at rest (AES-256-GCM). */
+  ENCRYPTION_KEY: z
+    .string()
+    .refine((s) => /^[A-Za-z0-9+/]+={0,2}$/.test(s) && Buffer.from(s, 'base64').length === 32, {
+      message: 'must be 32 bytes, base64 encoded (make one with: openssl rand -base64 32)',
+    }),
+  /** Bearer token for /admin/queues; the admin routes are off when unset. */
+  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Where alert notifications are POSTed (generic or Slack-compatible webhook). */
+  ALERT_WEBHOOK_URL: httpUrl.optional(),
+  /** Folder for reconciliation reports. */
+  REPORTS_DIR: z.string().min(1).default('./reports'),
+  /** Cron (UTC) of the scheduled reconciliation run; default daily at 00:15 for the previous day. */
+  RECON_CRON: z
+    .string()
+    .refine((s) => s.trim().split(/\s+/).length === 5 || s.trim().split(/\s+/).length === 6, {
+      message: 'must be a cron expression of 5 or 6 fields, e.g. "15 0 * * *"',
+    })
+    .default('15 0 * * *'),
+} as const;
+
+export const envSchema = z.object(envFields);
+export type Env = z.output<typeof envSchema>;
+
+/** RPC_URL_<EIP-155 chain id>: one or more comma-separated URLs, used as a viem fallback transport. */
+export function parseRpcUrls(env: Record<string, string | undefined>): {
+  urls: Map<number, string[]>;
+  problems: string[];
+} {
+  const urls = new Map<number, string[]>();
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(env)) {
+    const match = /^RPC_URL_(\d+)$/.exec(key);
+    if (!match || value === undefined) continue;
+    const list = value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const bad = list.filter((u) => !httpUrl.safeParse(u).success && !/^wss?:\/\//.test(u));
+    if (list.length === 0) problems.push(`${key}: is empty; give one or more comma-separated RPC URLs`);
+    else if (bad.length > 0) problems.push(`${key}: ${bad.length} entry is not an http(s) or ws(s) URL`);
+    else urls.set(Number(match[1]), list);
+  }
+  return { urls, problems };
+}

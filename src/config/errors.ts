@@ -1,0 +1,10 @@
+/**
+ * Configuration that cannot work. Each problem is one line naming the variable and what to do;
+ * values are never echoed, because several of them are secrets.
+ */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}

@@ -1,0 +1,98 @@
+import { type Env, envFields, envSchema, parseRpcUrls } from './env.ts';
+import { ConfigError } from './errors.ts';
+import { loadStores, type StoreConfig } from './stores.ts';
+
+/** Everything the daemon is configured with, parsed once at start and passed down. */
+export interface Config {
+  databaseUrl: string;
+  redisUrl: string;
+  svcBaseUrl: string;
+  port: number;
+  logLevel: Env['LOG_LEVEL'];
+  stores: StoreConfig[];
+  /** EIP-155 chain id -> RPC URLs, in fallback order. */
+  rpcUrls: Map<number, string[]>;
+  /** 32 bytes; a secret. */
+  encryptionKey: Buffer;
+  adminToken: string | undefined;
+  alertWebhookUrl: string | undefined;
+  reportsDir: string;
+  reconCron: string;
+}
+
+type RawEnv = Record<string, string | undefined>;
+
+/**
+ * Parses the whole environment, collecting every problem (one line each) before failing, so a
+ * person fixes them all in one go rather than one per restart.
+ */
+export function loadConfig(env: RawEnv): Config {
+  const problems: string[] = [];
+  const parsed = envSchema.safeParse(blankAsMissing(env));
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const name = String(issue.path[0] ?? '?');
+      problems.push(
+        env[name] === undefined || env[name] === ''
+          ? `${name}: is required but not set`
+          : `${name}: ${issue.message}`,
+      );
+    }
+  }
+  const rpc = parseRpcUrls(env);
+  problems.push(...rpc.problems);
+  const storesFile = env.STORES_FILE;
+  const stores = storesFile ? loadStores(storesFile, env) : { stores: [], problems: [] };
+  problems.push(...stores.problems);
+  for (const store of stores.stores) {
+    for (const chainId of store.wallets.keys()) {
+      if (!rpc.urls.has(chainId)) {
+        problems.push(
+          `RPC_URL_${chainId}: is required because store ${store.storeId} has wallets on chain ${chainId}`,
+        );
+      }
+    }
+  }
+  if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
+  const e = parsed.data;
+  return {
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    svcBaseUrl: e.SVC_BASE_URL,
+    port: e.PORT,
+    logLevel: e.LOG_LEVEL,
+    stores: stores.stores,
+    rpcUrls: rpc.urls,
+    encryptionKey: Buffer.from(e.ENCRYPTION_KEY, 'base64'),
+    adminToken: e.ADMIN_TOKEN,
+    alertWebhookUrl: e.ALERT_WEBHOOK_URL,
+    reportsDir: e.REPORTS_DIR,
+    reconCron: e.RECON_CRON,
+  };
+}
+
+/** For commands that only touch the database (`stablebooks migrate`). */
+export function loadDatabaseUrl(env: RawEnv): string {
+  const parsed = envFields.DATABASE_URL.safeParse(env.DATABASE_URL || undefined);
+  if (!parsed.success) {
+    throw new ConfigError([
+      env.DATABASE_URL
+        ? `DATABASE_URL: ${parsed.error.issues[0]?.message}`
+        : 'DATABASE_URL: is required but not set',
+    ]);
+  }
+  return parsed.data;
+}
+
+/** The secret values of a config, for the logger's last-line scrub. */
+export function secretValues(config: Config): string[] {
+  return [
+    ...config.stores.map((s) => s.apiSecret),
+    config.encryptionKey.toString('base64'),
+    ...(config.adminToken ? [config.adminToken] : []),
+  ];
+}
+
+function blankAsMissing(env: RawEnv): RawEnv {
+  return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
+}

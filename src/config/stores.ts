@@ -1,0 +1,96 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/**
+ * STORES_FILE: the merchant's stores at the service. The file names the env var that holds each
+ * api_secret instead of holding it, so the file can live in version control.
+ */
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
+
+export const storeFileEntrySchema = z
+  .object({
+    store_id: z.string().min(1),
+    business_id: z.string().min(1),
+    api_key: z.string().min(1),
+    /** Name of the environment variable holding this store's api_secret. */
+    api_secret_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'),
+    /** Whether the store has response signing on: then an unsigned response is an error. */
+    signed_response: z.boolean().default(false),
+    /** Per EIP-155 chain id: the merchant wallet at the service (tx_to) and the custody wallet. */
+    wallets: z
+      .record(
+        z.string().regex(/^\d+$/, 'chain keys are EIP-155 chain ids'),
+        z.object({ merchant: address, custody: address }),
+      )
+      .default({}),
+  })
+  .strict();
+
+export const storesFileSchema = z.array(storeFileEntrySchema).min(1, 'lists no store');
+
+export interface StoreConfig {
+  storeId: string;
+  businessId: string;
+  apiKey: string;
+  /** Secret: never logged (src/logging redacts it by value and by key). */
+  apiSecret: string;
+  signedResponse: boolean;
+  wallets: Map<number, { merchant: `0x${string}`; custody: `0x${string}` }>;
+}
+
+/** Reads and validates STORES_FILE, resolving each secret from the env var it names. */
+export function loadStores(
+  path: string,
+  env: Record<string, string | undefined>,
+): { stores: StoreConfig[]; problems: string[] } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : 'not valid JSON';
+    return { stores: [], problems: [`STORES_FILE: ${path}: ${why}`] };
+  }
+  const parsed = storesFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    return {
+      stores: [],
+      problems: parsed.error.issues.map((i) => `STORES_FILE: ${path}: ${formatPath(i.path)}: ${i.message}`),
+    };
+  }
+  const problems: string[] = [];
+  const stores: StoreConfig[] = [];
+  const seen = new Set<string>();
+  for (const entry of parsed.data) {
+    if (seen.has(entry.store_id)) problems.push(`STORES_FILE: store ${entry.store_id} is listed twice`);
+    seen.add(entry.store_id);
+    const secret = env[entry.api_secret_env];
+    if (!secret) {
+      problems.push(
+        `STORES_FILE: store ${entry.store_id} names api_secret_env ${entry.api_secret_env}, which is not set`,
+      );
+      continue;
+    }
+    const wallets = new Map<number, { merchant: `0x${string}`; custody: `0x${string}` }>();
+    for (const [chain, w] of Object.entries(entry.wallets)) {
+      wallets.set(Number(chain), {
+        merchant: w.merchant as `0x${string}`,
+        custody: w.custody as `0x${string}`,
+      });
+    }
+    stores.push({
+      storeId: entry.store_id,
+      businessId: entry.business_id,
+      apiKey: entry.api_key,
+      apiSecret: secret,
+      signedResponse: entry.signed_response,
+      wallets,
+    });
+  }
+  return { stores, problems };
+}
+
+function formatPath(path: PropertyKey[]): string {
+  return path.length === 0
+    ? '(top level)'
+    : path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.');
+}

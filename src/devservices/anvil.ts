@@ -1,0 +1,61 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { startManagedProcess, waitUntilReady } from './childProcess.ts';
+import { freePort } from './freePort.ts';
+
+export interface EphemeralAnvil {
+  rpcUrl: string;
+  chainId: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * The anvil binary ships inside a platform package of @foundry-rs/anvil, so it is there after
+ * `npm ci` even when install scripts are skipped. We run it directly rather than through the
+ * package's node wrapper so that signals reach anvil itself.
+ */
+export function anvilBinaryPath(): string {
+  const require = createRequire(import.meta.url);
+  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
+  const platform = process.platform === 'win32' ? 'win32' : process.platform;
+  const pkg = `@foundry-rs/anvil-${platform}-${arch}`;
+  let dir: string;
+  try {
+    dir = dirname(require.resolve(`${pkg}/package.json`));
+  } catch {
+    throw new Error(`anvil not found: the npm package ${pkg} is missing (run npm ci)`);
+  }
+  const binary = join(dir, 'bin', platform === 'win32' ? 'anvil.exe' : 'anvil');
+  if (!existsSync(binary)) throw new Error(`anvil not found at ${binary} (run npm ci)`);
+  return binary;
+}
+
+async function rpcChainId(rpcUrl: string): Promise<number | undefined> {
+  const res = await fetch(rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+    signal: AbortSignal.timeout(1000),
+  });
+  const body = (await res.json()) as { result?: string };
+  return body.result ? Number.parseInt(body.result, 16) : undefined;
+}
+
+/** A local EVM node on a free port; blocks are mined on every transaction (no block time). */
+export async function startAnvil(options: { chainId?: number } = {}): Promise<EphemeralAnvil> {
+  const chainId = options.chainId ?? 31337;
+  const port = await freePort();
+  const proc = startManagedProcess(anvilBinaryPath(), [
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--chain-id',
+    String(chainId),
+    '--silent',
+  ]);
+  const rpcUrl = `http://127.0.0.1:${port}`;
+  await waitUntilReady(proc, 'anvil', async () => (await rpcChainId(rpcUrl)) === chainId);
+  return { rpcUrl, chainId, stop: () => proc.stop('SIGTERM') };
+}

@@ -1,0 +1,47 @@
+import { createConnection } from 'node:net';
+import { startManagedProcess, waitUntilReady } from './childProcess.ts';
+import { findBinary } from './findBinary.ts';
+import { freePort } from './freePort.ts';
+
+export interface EphemeralRedis {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Sends PING over a raw socket, so readiness does not depend on a client library's retry policy. */
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.setTimeout(1000);
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (data) => {
+      resolve(data.toString().startsWith('+PONG'));
+      socket.destroy();
+    });
+    socket.on('error', () => resolve(false));
+    socket.on('timeout', () => {
+      resolve(false);
+      socket.destroy();
+    });
+  });
+}
+
+/** A throwaway redis-server on a free loopback port with no persistence at all. */
+export async function startEphemeralRedis(): Promise<EphemeralRedis> {
+  const binary = findBinary({ name: 'redis-server', debianPackage: 'redis-server', brewFormula: 'redis' });
+  const port = await freePort();
+  const proc = startManagedProcess(binary, [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'no',
+  ]);
+  await waitUntilReady(proc, 'redis-server', () => ping(port));
+  return { url: `redis://127.0.0.1:${port}`, stop: () => proc.stop('SIGTERM') };
+}
