@@ -1,0 +1,18 @@
+import type { Command } from 'commander';
+import { runDoctor } from '../../doctor/runDoctor.ts';
+import { printResult } from '../output.ts';
+
+export function registerDoctor(program: Command): void {
+  program
+    .command('doctor')
+    .description("check configuration, PostgreSQL, Redis, RPC URLs and each store's credentials")
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { json?: boolean }) => {
+      const checks = await runDoctor(process.env);
+      const ok = checks.every((c) => c.ok);
+      printResult(opts.json, { ok, checks }, (r) =>
+        r.checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(14)} ${c.detail}`).join('\n'),
+      );
+      if (!ok) process.exitCode = 1;
+    });
+}

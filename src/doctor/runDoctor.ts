@@ -1,0 +1,110 @@
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { createPublicClient, http } from 'viem';
+import { ConfigError } from '../config/errors.ts';
+import { type Config, loadConfig } from '../config/loadConfig.ts';
+import { createSvcClient } from '../svc/client.ts';
+
+/** One line of `stablebooks doctor`: what was checked, whether it passed, and what was seen. */
+export interface DoctorCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+const TIMEOUT_MS = 5000;
+
+/**
+ * Checks that this installation can work: configuration, PostgreSQL, Redis, every RPC URL (its
+ * chain id must be the one its variable names), and each store's credentials against the service
+ * (GET /v1/test/ping, which proves the api_key, the secret and the signing).
+ */
+export async function runDoctor(env: Record<string, string | undefined>): Promise<DoctorCheck[]> {
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError)
+      return err.problems.map((p) => ({ name: 'config', ok: false, detail: p }));
+    throw err;
+  }
+  const checks: Array<Promise<DoctorCheck>> = [
+    Promise.resolve({
+      name: 'config',
+      ok: true,
+      detail: `${config.stores.length} store(s), RPC for chain(s) ${[...config.rpcUrls.keys()].join(', ') || 'none'}`,
+    }),
+    check('postgres', () => checkPostgres(config.databaseUrl)),
+    check('redis', () => checkRedis(config.redisUrl)),
+  ];
+  for (const [chainId, urls] of config.rpcUrls) {
+    urls.forEach((url, i) => {
+      checks.push(
+        check(`rpc ${chainId}${urls.length > 1 ? ` #${i + 1}` : ''}`, () => checkRpc(chainId, url)),
+      );
+    });
+  }
+  for (const store of config.stores) {
+    checks.push(
+      check(`store ${store.storeId}`, async () => {
+        const client = createSvcClient({
+          baseUrl: config.svcBaseUrl,
+          credentials: store,
+          retry: { maxAttempts: 2 },
+          timeouts: { defaultMs: TIMEOUT_MS },
+        });
+        const res = await client.ping();
+        return `ping answered ${res.pong}${store.signedResponse ? ', response signature verified' : ''}`;
+      }),
+    );
+  }
+  return Promise.all(checks);
+}
+
+async function check(name: string, fn: () => Promise<string>): Promise<DoctorCheck> {
+  try {
+    return { name, ok: true, detail: await fn() };
+  } catch (err) {
+    const message = err instanceof Error ? err.message || err.name : String(err);
+    return { name, ok: false, detail: message.split('\n')[0] ?? 'failed' };
+  }
+}
+
+async function checkPostgres(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: TIMEOUT_MS });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ v: string }>(`select current_setting('server_version') as v`);
+    return `reachable, PostgreSQL ${rows[0]?.v}`;
+  } finally {
+    await client.end();
+  }
+}
+
+async function checkRedis(url: string): Promise<string> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: TIMEOUT_MS,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    const pong = await redis.ping();
+    const info = await redis.info('server');
+    const version = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
+    return `reachable (${pong}), Redis ${version}`;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function checkRpc(expected: number, url: string): Promise<string> {
+  const client = createPublicClient({ transport: http(url, { timeout: TIMEOUT_MS, retryCount: 0 }) });
+  const actual = await client.getChainId();
+  if (actual !== expected)
+    throw new Error(`answers chain id ${actual}, but RPC_URL_${expected} says ${expected}`);
+  const block = await client.getBlockNumber();
+  return `chain id ${actual}, head block ${block}`;
+}

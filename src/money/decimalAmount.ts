@@ -1,0 +1,63 @@
+/**
+ * Decimal amount: a stable-coin amount as the service writes it ("12.5"), converted to and from
+ * the token's base units (bigint). This is the only place a decimal string becomes money, so the
+ * conversion is exact: an amount finer than the token's decimals is an error, never rounded.
+ */
+
+/** Digits, optionally a dot and more digits. No sign, exponent, whitespace or bare dot. */
+export const DECIMAL_STRING_RE = /^\d+(?:\.\d+)?$/;
+
+/** ERC-20 `decimals()` is a uint8. */
+const MAX_DECIMALS = 255;
+
+export class AmountFormatError extends Error {
+  override readonly name = 'AmountFormatError';
+  constructor(
+    message: string,
+    readonly text: string,
+    readonly decimals: number,
+  ) {
+    super(message);
+  }
+}
+
+function assertDecimals(decimals: number): void {
+  if (!Number.isInteger(decimals) || decimals < 0 || decimals > MAX_DECIMALS) {
+    throw new RangeError(`token decimals must be an integer from 0 to ${MAX_DECIMALS}, got ${decimals}`);
+  }
+}
+
+/** Quotes the offending text in a message without letting a huge input flood the logs. */
+function quote(text: string): string {
+  return JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}...` : text);
+}
+
+export function parseDecimalAmount(text: string, decimals: number): bigint {
+  assertDecimals(decimals);
+  if (!DECIMAL_STRING_RE.test(text)) {
+    throw new AmountFormatError(
+      `amount ${quote(text)} is not a plain decimal string (digits with an optional fraction; no sign, exponent or spaces)`,
+      text,
+      decimals,
+    );
+  }
+  const [whole = '', fraction = ''] = text.split('.');
+  if (fraction.length > decimals) {
+    throw new AmountFormatError(
+      `amount ${quote(text)} has more precision than the token's ${decimals} decimals`,
+      text,
+      decimals,
+    );
+  }
+  return BigInt(whole + fraction.padEnd(decimals, '0'));
+}
+
+/** Canonical form: no trailing fractional zeros, no dot for a whole amount, '-' when negative. */
+export function formatDecimalAmount(units: bigint, decimals: number): string {
+  assertDecimals(decimals);
+  const sign = units < 0n ? '-' : '';
+  const digits = (units < 0n ? -units : units).toString().padStart(decimals + 1, '0');
+  const whole = digits.slice(0, digits.length - decimals);
+  const fraction = digits.slice(digits.length - decimals).replace(/0+$/, '');
+  return `${sign}${whole}${fraction === '' ? '' : `.${fraction}`}`;
+}

@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Clock } from '../clock.ts';
+import { readHeader } from '../svc/signing/requestSignature.ts';
+import { signResponse } from '../svc/signing/responseSignature.ts';
+import type { SandboxStore } from './sandboxConfig.ts';
+
+/** The service's response envelope. */
+export interface EnvelopeBody {
+  code: number;
+  payload: unknown;
+  error: { message: string; details: Record<string, unknown> } | null;
+  request_id: string;
+}
+
+/**
+ * Sends an envelope as exact bytes, signed when the store has signed_response on (errors too, as
+ * the spec says). Before a store is identified there is nothing to sign with, so nothing is signed.
+ */
+export function sendEnvelope(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  args: {
+    clock: Clock;
+    store: SandboxStore | undefined;
+    httpStatus: number;
+    code: number;
+    payload?: unknown;
+    message?: string;
+    details?: Record<string, unknown>;
+  },
+): FastifyReply {
+  const requestId = randomUUID();
+  const body: EnvelopeBody = {
+    code: args.code,
+    payload: args.code === 0 ? (args.payload ?? null) : null,
+    error: args.code === 0 ? null : { message: args.message ?? 'error', details: args.details ?? {} },
+    request_id: requestId,
+  };
+  const bytes = JSON.stringify(body);
+  reply.code(args.httpStatus).type('application/json');
+  if (args.store?.signed_response) {
+    const requestNonce = readHeader(req.headers, 'X-Nonce') ?? '';
+    const headers = signResponse({
+      secret: args.store.api_secret,
+      status: args.httpStatus,
+      path: new URL(req.url, 'http://sandbox').pathname,
+      requestNonce,
+      requestBody: rawBody(req),
+      responseBody: bytes,
+      clock: args.clock,
+    });
+    reply.headers({ ...headers, 'X-Request-Nonce': requestNonce, 'X-Request-Id': requestId });
+  }
+  return reply.send(bytes);
+}
+
+/** The exact request bytes (the server keeps bodies as Buffers; see server.ts). */
+export function rawBody(req: FastifyRequest): Buffer {
+  return Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+}

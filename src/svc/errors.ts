@@ -1,0 +1,138 @@
+/**
+ * The error taxonomy of the service's protocol. Every error says whether a retry can help
+ * (`retryable`) and, where a person must act, what to do (`action`). Secrets never appear in
+ * messages: requests are described by method and path only.
+ */
+export abstract class SvcError extends Error {
+  abstract readonly retryable: boolean;
+}
+
+/** The service answered with a non-zero envelope code. */
+export class SvcApiError extends SvcError {
+  override name = 'SvcApiError';
+  readonly code: number;
+  readonly httpStatus: number;
+  readonly details: Record<string, unknown>;
+  readonly requestId: string | undefined;
+  readonly endpoint: string;
+  readonly retryable: boolean;
+  /** What a person should do, when no retry will fix it by itself. */
+  readonly action: string | undefined;
+  /** For 40001: how long the service asked us to wait, in ms, when it said. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(init: {
+    endpoint: string;
+    code: number;
+    httpStatus: number;
+    message: string;
+    details: Record<string, unknown>;
+    requestId: string | undefined;
+    retryable: boolean;
+    action?: string;
+    retryAfterMs?: number;
+  }) {
+    super(
+      `${init.endpoint}: service error ${init.code} (HTTP ${init.httpStatus}): ${init.message}` +
+        (init.requestId ? ` [request_id ${init.requestId}]` : '') +
+        (init.action ? `; ${init.action}` : ''),
+    );
+    this.endpoint = init.endpoint;
+    this.code = init.code;
+    this.httpStatus = init.httpStatus;
+    this.details = init.details;
+    this.requestId = init.requestId;
+    this.retryable = init.retryable;
+    this.action = init.action;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+/**
+ * The request did not complete at the network level. `reachedService` is false only when the
+ * connection was never made (refused, DNS), so the service cannot have acted on it.
+ */
+export class SvcTransportError extends SvcError {
+  override name = 'SvcTransportError';
+  readonly retryable = true;
+  constructor(
+    readonly endpoint: string,
+    readonly reachedService: boolean,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${endpoint}: ${message}`, options);
+  }
+}
+
+/** The response was not the protocol's: not JSON, no envelope, or a payload of the wrong shape. */
+export class SvcProtocolError extends SvcError {
+  override name = 'SvcProtocolError';
+  constructor(
+    readonly endpoint: string,
+    readonly httpStatus: number,
+    message: string,
+    readonly retryable: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(`${endpoint}: ${message} (HTTP ${httpStatus})`, options);
+  }
+}
+
+/**
+ * A store with signed_response got a response whose signature is missing, wrong, stale or
+ * replayed. Never retried: it means a proxy, a misconfiguration or an attacker, and a person must look.
+ */
+export class ResponseSignatureError extends SvcError {
+  override name = 'ResponseSignatureError';
+  readonly retryable = false;
+  constructor(
+    readonly endpoint: string,
+    readonly reason: string,
+    readonly httpStatus: number,
+  ) {
+    super(
+      `${endpoint}: response signature check failed (${reason}, HTTP ${httpStatus}); check the store's signed_response setting and api_secret`,
+    );
+  }
+}
+
+/**
+ * Create-checkout-intent has no idempotency key: once the request may have reached the service,
+ * a retry could create a second intent. The caller gets this instead, with what is known, and
+ * records the unknown outcome for a person (or a later lookup by order_id) to resolve.
+ */
+export class UnknownOutcomeError extends SvcError {
+  override name = 'UnknownOutcomeError';
+  readonly retryable = false;
+  constructor(
+    readonly endpoint: string,
+    readonly known: {
+      orderId: string | null;
+      attempts: number;
+      lastHttpStatus: number | undefined;
+      requestId: string | undefined;
+    },
+    options: { cause: unknown },
+  ) {
+    super(
+      `${endpoint}: outcome unknown after ${known.attempts} attempt(s)` +
+        (known.orderId ? ` for order_id ${known.orderId}` : '') +
+        ': the intent may or may not exist; do not create it again before checking' +
+        (options.cause instanceof Error ? ` (${options.cause.message})` : ''),
+      options,
+    );
+  }
+}
+
+/** We refused to send a request that breaks the spec's rules; nothing was sent. */
+export class SvcInvalidRequestError extends SvcError {
+  override name = 'SvcInvalidRequestError';
+  readonly retryable = false;
+  constructor(
+    readonly endpoint: string,
+    readonly problems: string[],
+  ) {
+    super(`${endpoint}: invalid request: ${problems.join('; ')}`);
+  }
+}

@@ -1,0 +1,32 @@
+import { describe, expect, test } from 'vitest';
+import { hmacSignatureV1, signaturesEqual } from '../../../../src/svc/signing/hmac.ts';
+
+describe('hmacSignatureV1', () => {
+  test('vector: v1= prefix and Base64 HMAC-SHA256', () => {
+    // printf 'hello\nworld' | openssl dgst -sha256 -hmac 'sk_test_3c9d' -binary | base64
+    expect(hmacSignatureV1('sk_test_3c9d', 'hello\nworld')).toBe(
+      'v1=Qa6DwXxZkqk9CqB55ozMtTpkU8u3uo/ZG3phh+rRNr4=',
+    );
+  });
+
+  test('behavior: a secret given as bytes signs like its UTF-8 string', () => {
+    expect(hmacSignatureV1(Buffer.from('sk_test_3c9d'), 'hello\nworld')).toBe(
+      hmacSignatureV1('sk_test_3c9d', 'hello\nworld'),
+    );
+  });
+});
+
+describe('signaturesEqual', () => {
+  test('behavior: equal signatures compare equal', () => {
+    expect(signaturesEqual('v1=abc', 'v1=abc')).toBe(true);
+  });
+
+  test('error: different signatures of the same length', () => {
+    expect(signaturesEqual('v1=abc', 'v1=abd')).toBe(false);
+  });
+
+  test('error: different lengths compare unequal without throwing', () => {
+    expect(signaturesEqual('v1=abc', 'v1=abc=')).toBe(false);
+    expect(signaturesEqual('', 'v1=abc')).toBe(false);
+  });
+});
