@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { centsSchema, decimalStringSchema, requestCentsSchema } from './amounts.ts';
 import { checkoutStatusSchema } from './checkoutStatus.ts';
-import { currencySchema } from './currency.ts';
+import { currencySchema, reportedCurrencySchema } from './currency.ts';
 import { addressSchema, eip155ChainIdSchema, txHashSchema } from './onChain.ts';
 import { paymentMethodTypeSchema } from './paymentMethodType.ts';
 import { stableCoinFlagsSchema, stableCoinSchema, stableCoinSymbolSchema } from './stableCoin.ts';
@@ -60,7 +60,7 @@ export type CreateCheckoutIntentResult = z.output<typeof createCheckoutIntentRes
 export const checkoutIntentSchema = z.object({
   all_svc_checkout_intent_id: z.string().min(1),
   /** currency, currency_symbol, amount_cents and currency_rate are null when priced in a stable coin. */
-  currency: currencySchema.nullable(),
+  currency: reportedCurrencySchema.nullable(),
   currency_symbol: z.string().nullable(),
   amount_cents: centsSchema.nullable(),
   chain_id: eip155ChainIdSchema.nullable(),

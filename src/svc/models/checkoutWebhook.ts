@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { centsSchema, decimalStringSchema } from './amounts.ts';
 import { CheckoutStatus } from './checkoutStatus.ts';
-import { currencySchema } from './currency.ts';
+import { reportedCurrencySchema } from './currency.ts';
 import { addressSchema, eip155ChainIdSchema, txHashSchema } from './onChain.ts';
 import { paymentMethodTypeSchema } from './paymentMethodType.ts';
 import { stableCoinSymbolSchema } from './stableCoin.ts';
@@ -19,7 +19,7 @@ export const checkoutWebhookPayloadSchema = z.object({
   /** Equals the X-Webhook-Id header; the idempotency key of the delivery. */
   webhook_id: z.string().min(1),
   amount_cents: centsSchema,
-  currency: currencySchema.nullable().default(null),
+  currency: reportedCurrencySchema.nullable().default(null),
   currency_symbol: optionalText,
   amount_coins: decimalStringSchema,
   coin_contract_address: addressSchema,

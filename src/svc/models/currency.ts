@@ -25,6 +25,13 @@ export const currencySchema = z.enum(Currency, {
   error: 'must be a Currency enum integer from 1 (USD) to 73 (KES)',
 });
 
+/**
+ * Currency as the service reports it. The spec says values above 73 exist but are not listed; a
+ * paid webhook or intent priced in one of them must still be read (currency is report metadata,
+ * never money we post), so inbound we accept any positive integer and only requests are strict.
+ */
+export const reportedCurrencySchema = z.int().positive({ error: 'must be a positive Currency enum integer' });
+
 const CODES = new Map<number, CurrencyCode>(
   Object.entries(Currency).map(([code, value]) => [value, code as CurrencyCode]),
 );

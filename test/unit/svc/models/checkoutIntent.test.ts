@@ -98,6 +98,10 @@ describe('checkout intent', () => {
     expect(intent.error_message).toMatch(/underpaid/);
   });
 
+  it('behavior: a currency above the listed 73 is still read (report metadata only)', () => {
+    expect(checkoutIntentSchema.parse({ ...confirmedFiatIntent, currency: 120 }).currency).toBe(120);
+  });
+
   it('behavior: inside the success envelope', () => {
     const envelope = envelopeSchema(checkoutIntentSchema).parse({
       code: 0,
@@ -116,7 +120,7 @@ describe('checkout intent', () => {
     ['amount_cents fractional', { amount_cents: 25.99 }],
     ['amount_cents as string', { amount_cents: '2599' }],
     ['unknown status', { status: 7 }],
-    ['unknown currency', { currency: 74 }],
+    ['currency zero', { currency: 0 }],
     ['currency by name', { currency: 'EUR' }],
     ['unknown coin symbol', { coin_symbol: 'DAI' }],
     ['unknown payment method', { payment_method_type: 9 }],

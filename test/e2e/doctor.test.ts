@@ -1,0 +1,158 @@
+import { createHash, createHmac, randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { runCli } from '../helpers/runCli.ts';
+import { createTestDatabase } from '../helpers/testDatabase.ts';
+
+/**
+ * `stablebooks doctor` against a service stand-in that checks request signatures with its own
+ * code (node:crypto here, nothing from src/svc), and signs its responses the same way.
+ */
+const API_KEY = 'pk_doctor';
+const SECRET = 'sk_doctor_0123456789abcdef';
+const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+const hmac = (s: string) => `v1=${createHmac('sha256', SECRET).update(s).digest('base64')}`;
+
+let server: Server;
+let baseUrl: string;
+const seen: Array<{ path: string; verified: boolean }> = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const url = new URL(req.url ?? '/', 'http://x');
+      const h = (n: string) => String(req.headers[n] ?? '');
+      const canonical = [
+        req.method,
+        url.pathname,
+        url.search.slice(1),
+        h('x-timestamp'),
+        h('x-nonce'),
+        sha(body),
+      ].join('\n');
+      const verified =
+        h('x-api-key') === API_KEY &&
+        h('x-signature') === hmac(canonical) &&
+        Math.abs(Number(h('x-timestamp')) - Date.now() / 1000) <= 300;
+      seen.push({ path: url.pathname, verified });
+      const status = verified ? 200 : 401;
+      const response = JSON.stringify(
+        verified
+          ? { code: 0, payload: { pong: 'ok' }, error: null, request_id: randomUUID() }
+          : {
+              code: 20002,
+              payload: null,
+              error: { message: 'Invalid signature', details: {} },
+              request_id: randomUUID(),
+            },
+      );
+      const ts = String(Math.floor(Date.now() / 1000));
+      const nonce = randomUUID();
+      const signature = hmac(
+        [status, url.pathname, h('x-nonce'), sha(body), ts, nonce, sha(response)].join('\n'),
+      );
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'x-response-timestamp': ts,
+        'x-response-nonce': nonce,
+        'x-response-signature': signature,
+        'x-request-id': 'req-1',
+      });
+      res.end(response);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const address = server.address();
+  baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+async function doctorEnv(overrides: Record<string, string> = {}): Promise<Record<string, string>> {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-doctor-'));
+  const storesFile = join(dir, 'stores.json');
+  writeFileSync(
+    storesFile,
+    JSON.stringify([
+      {
+        store_id: 'st_doc',
+        business_id: 'biz_doc',
+        api_key: API_KEY,
+        api_secret_env: 'DOC_SECRET',
+        signed_response: true,
+        wallets: { '31337': { merchant: `0x${'1'.repeat(40)}`, custody: `0x${'2'.repeat(40)}` } },
+      },
+    ]),
+  );
+  return {
+    DATABASE_URL: await createTestDatabase('doctor'),
+    REDIS_URL: inject('redisUrl'),
+    SVC_BASE_URL: baseUrl,
+    STORES_FILE: storesFile,
+    DOC_SECRET: SECRET,
+    ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+    RPC_URL_31337: inject('rpcUrl'),
+    ...overrides,
+  };
+}
+
+describe('stablebooks doctor', () => {
+  it('behavior: every check passes against real services and an independent signature checker', async () => {
+    const run = await runCli(['doctor', '--json'], await doctorEnv());
+    const result = JSON.parse(run.stdout) as {
+      ok: boolean;
+      checks: Array<{ name: string; ok: boolean; detail: string }>;
+    };
+    expect(result.checks.map((c) => [c.name, c.ok])).toEqual([
+      ['config', true],
+      ['postgres', true],
+      ['redis', true],
+      ['rpc 31337', true],
+      ['store st_doc', true],
+    ]);
+    expect(result.ok).toBe(true);
+    expect(run.code).toBe(0);
+    expect(result.checks.at(-1)?.detail).toContain('response signature verified');
+    expect(seen.at(-1)).toEqual({ path: '/v1/test/ping', verified: true });
+    expect(run.stdout + run.stderr).not.toContain(SECRET);
+  });
+
+  it('error: a wrong secret, a wrong chain id and a dead Redis each fail their line, exit 1', async () => {
+    const run = await runCli(
+      ['doctor'],
+      await doctorEnv({
+        DOC_SECRET: 'sk_wrong_secret_000000',
+        RPC_URL_31337: inject('rpcUrl'),
+        RPC_URL_5: inject('rpcUrl'),
+        REDIS_URL: 'redis://127.0.0.1:1',
+      }),
+    );
+    expect(run.code).toBe(1);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines.find((l) => l.includes('store st_doc'))).toMatch(
+      /^FAIL .*signature check failed .*api_secret/,
+    );
+    expect(lines.find((l) => l.includes('rpc 5 '))).toMatch(
+      /^FAIL .*answers chain id 31337, but RPC_URL_5 says 5/,
+    );
+    expect(lines.find((l) => l.includes('redis'))).toMatch(/^FAIL/);
+    expect(lines.find((l) => l.includes('postgres'))).toMatch(/^ok/);
+    expect(run.stdout).not.toContain('sk_wrong_secret_000000');
+  });
+
+  it('error: bad configuration is one line per problem', async () => {
+    const run = await runCli(['doctor'], { ...(await doctorEnv()), ENCRYPTION_KEY: 'nope', DOC_SECRET: '' });
+    expect(run.code).toBe(1);
+    expect(run.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(/^FAIL\s+config\s+ENCRYPTION_KEY: must be 32 bytes/),
+      expect.stringMatching(
+        /^FAIL\s+config\s+STORES_FILE: store st_doc names api_secret_env DOC_SECRET, which is not set/,
+      ),
+    ]);
+  });
+});

@@ -1,0 +1,22 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const BIN = fileURLToPath(new URL('../../bin/stablebooks.js', import.meta.url));
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `stablebooks` binary in a child process with exactly the given environment. */
+export function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+  const clean: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' };
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) clean[k] = v;
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: clean, timeout: 60_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}

@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock, unixSeconds } from '../../../src/clock.ts';
+import { sandboxConfigSchema } from '../../../src/sandbox/sandboxConfig.ts';
+import { createSandboxServer } from '../../../src/sandbox/server.ts';
+import { createSvcClient } from '../../../src/svc/client.ts';
+import { SvcApiError } from '../../../src/svc/errors.ts';
+import { signRequest } from '../../../src/svc/signing/requestSignature.ts';
+
+const config = sandboxConfigSchema.parse({
+  businesses: [
+    {
+      business_id: 'biz_1',
+      stores: [
+        { store_id: 'st_plain', api_key: 'pk_plain', api_secret: 'sk_plain_0123456789abcdef' },
+        {
+          store_id: 'st_signed',
+          api_key: 'pk_signed',
+          api_secret: 'sk_signed_0123456789abcdef',
+          signed_response: true,
+        },
+        {
+          store_id: 'st_walled',
+          api_key: 'pk_walled',
+          api_secret: 'sk_walled_0123456789abcdef',
+          ip_allowlist: ['10.0.0.0/8'],
+        },
+        {
+          store_id: 'st_local',
+          api_key: 'pk_local',
+          api_secret: 'sk_local_0123456789abcdef',
+          ip_allowlist: ['127.0.0.0/8'],
+        },
+      ],
+    },
+  ],
+});
+
+let app: FastifyInstance;
+let url: string;
+beforeAll(async () => {
+  app = createSandboxServer({ config, clock: systemClock });
+  url = await app.listen({ host: '127.0.0.1', port: 0 });
+});
+afterAll(() => app.close());
+
+const client = (apiKey: string, apiSecret: string, signedResponse = false) =>
+  createSvcClient({
+    baseUrl: url,
+    credentials: { apiKey, apiSecret, signedResponse },
+    retry: { maxAttempts: 1 },
+  });
+
+/** A hand-made signed request, for the cases the client would never send. */
+function signedFetch(
+  path: string,
+  opts: { secret?: string; timestamp?: number; nonce?: string; body?: string } = {},
+) {
+  const body = opts.body;
+  const signed = signRequest({
+    secret: opts.secret ?? 'sk_plain_0123456789abcdef',
+    method: body === undefined ? 'GET' : 'POST',
+    path,
+    body: body ?? '',
+    timestamp: opts.timestamp ?? unixSeconds(systemClock),
+    nonce: opts.nonce ?? randomUUID(),
+  });
+  return fetch(`${url}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: {
+      'X-API-Key': 'pk_plain',
+      ...signed.headers,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    body,
+  });
+}
+
+describe('sandbox test routes', () => {
+  it('behavior: ping, echo of the exact object, and the always-failing route', async () => {
+    const c = client('pk_plain', 'sk_plain_0123456789abcdef');
+    expect(await c.ping()).toEqual({ pong: 'ok' });
+    const raw = '{"b":1,  "a":"caf\\u00e9"}';
+    expect(await c.echo({ rawBody: raw })).toEqual({ your_request_body: { b: 1, a: 'café' } });
+    const failure = await c.fail().catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(SvcApiError);
+    expect(failure).toMatchObject({ code: 10001, httpStatus: 400 });
+  });
+
+  it('behavior: a store with signed_response gets signed responses, errors included', async () => {
+    const c = client('pk_signed', 'sk_signed_0123456789abcdef', true);
+    expect(await c.ping()).toEqual({ pong: 'ok' });
+    await expect(c.fail()).rejects.toMatchObject({ code: 10001 });
+    const res = await fetch(`${url}/v1/test/ping`);
+    expect(res.headers.get('x-response-signature')).toBeNull();
+  });
+
+  it('error: missing headers 20001, wrong secret 20002, stale timestamp, replayed nonce', async () => {
+    const missing = await fetch(`${url}/v1/test/ping`, { headers: { 'X-API-Key': 'pk_plain' } });
+    expect(missing.status).toBe(401);
+    expect(((await missing.json()) as { code: number }).code).toBe(20001);
+
+    await expect(client('pk_plain', 'sk_wrong_0000000000000000').ping()).rejects.toMatchObject({
+      code: 20002,
+      httpStatus: 401,
+    });
+
+    const stale = await signedFetch('/v1/test/ping', { timestamp: unixSeconds(systemClock) - 301 });
+    expect(await stale.json()).toMatchObject({
+      code: 20002,
+      error: { details: { reason: 'stale_timestamp' } },
+    });
+
+    const nonce = randomUUID();
+    expect((await signedFetch('/v1/test/ping', { nonce })).status).toBe(200);
+    const replay = await signedFetch('/v1/test/ping', { nonce });
+    expect(await replay.json()).toMatchObject({
+      code: 20002,
+      error: { details: { reason: 'nonce_reused' } },
+    });
+  });
+
+  it('error: a body that is not a JSON object is 10001; a tampered body fails the signature', async () => {
+    const notObject = await signedFetch('/v1/test/post', { body: '[1,2]' });
+    expect(notObject.status).toBe(400);
+    expect(((await notObject.json()) as { code: number }).code).toBe(10001);
+
+    const signed = signRequest({
+      secret: 'sk_plain_0123456789abcdef',
+      method: 'POST',
+      path: '/v1/test/post',
+      body: '{"a":1}',
+      timestamp: unixSeconds(systemClock),
+      nonce: randomUUID(),
+    });
+    const tampered = await fetch(`${url}/v1/test/post`, {
+      method: 'POST',
+      headers: { 'X-API-Key': 'pk_plain', ...signed.headers, 'content-type': 'application/json' },
+      body: '{"a":2}',
+    });
+    expect(await tampered.json()).toMatchObject({ code: 20002, error: { details: { reason: 'signature_mismatch' } } });
+  });
+
+  it('error: the IP allowlist refuses other addresses with 30001', async () => {
+    await expect(client('pk_walled', 'sk_walled_0123456789abcdef').ping()).rejects.toMatchObject({
+      code: 30001,
+      httpStatus: 403,
+    });
+    expect(await client('pk_local', 'sk_local_0123456789abcdef').ping()).toEqual({ pong: 'ok' });
+  });
+});
