@@ -139,7 +139,10 @@ describe('sandbox test routes', () => {
       headers: { 'X-API-Key': 'pk_plain', ...signed.headers, 'content-type': 'application/json' },
       body: '{"a":2}',
     });
-    expect(await tampered.json()).toMatchObject({ code: 20002, error: { details: { reason: 'signature_mismatch' } } });
+    expect(await tampered.json()).toMatchObject({
+      code: 20002,
+      error: { details: { reason: 'signature_mismatch' } },
+    });
   });
 
   it('error: the IP allowlist refuses other addresses with 30001', async () => {
