@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, inject } from 'vitest';
+import { createDatabase, type Database } from '../../src/db/database.ts';
+import { runMigrations } from '../../src/db/migrate.ts';
 
 /**
  * Gives the calling test file a database of its own, so files run in parallel without sharing
@@ -27,4 +29,16 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
   } finally {
     await client.end();
   }
+}
+
+/** A database of the calling file's own with every migration applied, and a pool closed after the file. */
+export async function createMigratedDatabase(
+  label = 'test',
+  options: { max?: number } = {},
+): Promise<Database & { url: string }> {
+  const url = await createTestDatabase(label);
+  await runMigrations(url);
+  const database = createDatabase(url, { max: options.max ?? 10 });
+  afterAll(() => database.close());
+  return { ...database, url };
 }

@@ -1,0 +1,27 @@
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+
+/** The Drizzle handle every module receives; a transaction (`db.transaction(tx => ...)`) has the same shape. */
+export type Db = NodePgDatabase<Record<string, never>>;
+/** A handle or an open transaction: whatever can run SQL. Domain writes take this so callers choose the transaction. */
+export type DbExecutor = Pick<Db, 'execute'>;
+
+export interface Database {
+  db: Db;
+  pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+// numeric and bigint columns come back as strings (pg's default); we convert to bigint ourselves,
+// so no money value ever passes through a JavaScript number.
+export function createDatabase(url: string, options: { max?: number; applicationName?: string } = {}): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'stablebooks',
+  });
+  // An idle client's error (server restart) must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  const db = drizzle(pool) as Db;
+  return { db, pool, close: () => pool.end() };
+}

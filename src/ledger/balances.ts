@@ -1,0 +1,156 @@
+import { type SQL, sql } from 'drizzle-orm';
+import type { Db, DbExecutor } from '../db/database.ts';
+import type { AccountType } from './accounts.ts';
+
+/**
+ * Balances, derived from the immutable postings rather than kept in place, so hot accounts
+ * (sales, service fees, in transit) are never a row every writer must lock.
+ *
+ * To keep one account's balance fast as postings grow, checkpoints store the balance over every
+ * posting whose writing transaction id is below a horizon. The horizon is the xmin of a snapshot:
+ * every transaction below it has finished, so no posting can later appear below it (a posting id
+ * or a timestamp could: a transaction that started earlier may commit later). The current
+ * balance is then the latest checkpoint plus the few postings at or above its horizon.
+ * Balances at a past time use occurred_at (when the movement happened), over an index on
+ * (account_id, occurred_at) that carries the amount.
+ */
+export interface AccountBalance {
+  accountId: bigint;
+  code: string;
+  type: AccountType;
+  storeId: string;
+  chainId: number;
+  token: string;
+  symbol: string;
+  decimals: number;
+  asset: string;
+  balance: bigint;
+}
+
+/** Current, at a time (by occurred_at), or just after an entry (by entry id). */
+export type BalancePoint = undefined | Date | { entryId: bigint };
+
+export async function accountBalance(db: DbExecutor, accountId: bigint, at?: BalancePoint): Promise<bigint> {
+  const { rows } = await db.execute<{ balance: string }>(sql`
+    select ${balanceExpression(sql`${accountId.toString()}::bigint`, at)} as balance`);
+  return BigInt(rows[0]?.balance ?? '0');
+}
+
+export async function balances(
+  db: DbExecutor,
+  options: { storeId?: string; at?: BalancePoint } = {},
+): Promise<AccountBalance[]> {
+  const { rows } = await db.execute<{
+    id: string;
+    code: string;
+    type: AccountType;
+    store_id: string;
+    chain_id: string;
+    token: string;
+    symbol: string;
+    decimals: number;
+    asset: string;
+    balance: string;
+  }>(sql`
+    select a.id::text, a.code, a.type, a.store_id, a.chain_id::text, a.token, a.symbol, a.decimals, a.asset,
+           ${balanceExpression(sql`a.id`, options.at)} as balance
+    from ledger_accounts a
+    where ${options.storeId ?? null}::text is null or a.store_id = ${options.storeId ?? null}
+    order by a.code`);
+  return rows.map((r) => ({
+    accountId: BigInt(r.id),
+    code: r.code,
+    type: r.type,
+    storeId: r.store_id,
+    chainId: Number(r.chain_id),
+    token: r.token,
+    symbol: r.symbol,
+    decimals: r.decimals,
+    asset: r.asset,
+    balance: BigInt(r.balance),
+  }));
+}
+
+export interface TrialBalanceLine {
+  asset: string;
+  symbol: string;
+  decimals: number;
+  /** Sum of debit balances and of credit balances (negative); they must cancel. */
+  debits: bigint;
+  credits: bigint;
+  /** Must be zero: the books balance per asset. */
+  net: bigint;
+}
+
+/** Every account's balance summed per asset: each asset must net to zero. */
+export async function trialBalance(db: DbExecutor, options: { at?: BalancePoint } = {}): Promise<TrialBalanceLine[]> {
+  const all = await balances(db, { at: options.at });
+  const byAsset = new Map<string, TrialBalanceLine>();
+  for (const b of all) {
+    const line = byAsset.get(b.asset) ?? { asset: b.asset, symbol: b.symbol, decimals: b.decimals, debits: 0n, credits: 0n, net: 0n };
+    if (b.balance > 0n) line.debits += b.balance;
+    else line.credits += b.balance;
+    line.net += b.balance;
+    byAsset.set(b.asset, line);
+  }
+  return [...byAsset.values()].sort((a, b) => (a.asset < b.asset ? -1 : 1));
+}
+
+/**
+ * Advances every account's checkpoint to the current horizon, incrementally (previous checkpoint
+ * plus the postings between the two horizons), and prunes all but the two latest per account.
+ * Safe to run concurrently and repeatedly; run it periodically (a job) or after bulk posting.
+ */
+export async function checkpointBalances(db: Db): Promise<{ accounts: number; horizon: string }> {
+  return db.transaction(
+    async (tx) => {
+      const h = await tx.execute<{ horizon: string }>(
+        sql`select pg_snapshot_xmin(pg_current_snapshot())::text as horizon`,
+      );
+      const horizon = h.rows[0]?.horizon ?? '0';
+      const written = await tx.execute(sql`
+        insert into ledger_balance_checkpoints (account_id, horizon, balance, postings)
+        select a.id, ${horizon}::xid8, coalesce(prev.balance, 0) + d.delta, coalesce(prev.postings, 0) + d.n
+        from ledger_accounts a
+        left join lateral (
+          select c.horizon, c.balance, c.postings from ledger_balance_checkpoints c
+          where c.account_id = a.id order by c.horizon desc limit 1
+        ) prev on true
+        join lateral (
+          select sum(p.amount) as delta, count(*) as n from ledger_postings p
+          where p.account_id = a.id and p.tx_id >= coalesce(prev.horizon, '0'::xid8) and p.tx_id < ${horizon}::xid8
+        ) d on d.n > 0
+        where coalesce(prev.horizon, '0'::xid8) < ${horizon}::xid8
+        on conflict do nothing`);
+      await tx.execute(sql`
+        delete from ledger_balance_checkpoints c
+        using (
+          select account_id, horizon, row_number() over (partition by account_id order by horizon desc) as rn
+          from ledger_balance_checkpoints
+        ) old
+        where c.account_id = old.account_id and c.horizon = old.horizon and old.rn > 2`);
+      return { accounts: written.rowCount ?? 0, horizon };
+    },
+    { isolationLevel: 'repeatable read' },
+  );
+}
+
+function balanceExpression(accountId: SQL, at: BalancePoint): SQL {
+  if (at instanceof Date) {
+    return sql`(select coalesce(sum(p.amount), 0)::text from ledger_postings p
+                where p.account_id = ${accountId} and p.occurred_at <= ${at.toISOString()}::timestamptz)`;
+  }
+  if (at) {
+    return sql`(select coalesce(sum(p.amount), 0)::text from ledger_postings p
+                where p.account_id = ${accountId} and p.entry_id <= ${at.entryId.toString()}::bigint)`;
+  }
+  return sql`(
+    with cp as (
+      select c.horizon, c.balance from ledger_balance_checkpoints c
+      where c.account_id = ${accountId} order by c.horizon desc limit 1
+    )
+    select (coalesce((select balance from cp), 0) + coalesce((
+      select sum(p.amount) from ledger_postings p
+      where p.account_id = ${accountId} and p.tx_id >= coalesce((select horizon from cp), '0'::xid8)
+    ), 0))::text)`;
+}

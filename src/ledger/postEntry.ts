@@ -1,0 +1,190 @@
+import { sql } from 'drizzle-orm';
+import type { DbExecutor } from '../db/database.ts';
+import { accountCode, assetOf } from './accounts.ts';
+import { contentHash } from './contentHash.ts';
+import { type AccountCache, ensureAccounts } from './ensureAccounts.ts';
+import type { EntryDraft } from './entryDraft.ts';
+import { EntryNotFoundError, IdempotencyConflictError, InvalidEntryError } from './errors.ts';
+
+export interface PostedEntry {
+  id: bigint;
+  /** false when the key had already been posted with the same content (an idempotent replay). */
+  created: boolean;
+}
+
+type PostingRow = {
+  account_id: string;
+  asset: string;
+  amount: string;
+};
+
+interface EntryHeader {
+  idempotencyKey: string;
+  kind: string;
+  occurredAt: Date;
+  storeId: string;
+  ref: { type: string; id: string };
+  reversesEntryId: bigint | null;
+  memo: string | null;
+  metadata: Record<string, unknown>;
+  hash: string;
+}
+
+/**
+ * Writes one entry and its postings inside the caller's transaction, so a fact and the entry it
+ * causes commit together. Exactly once per idempotency key: the same key with the same content
+ * returns the existing entry; with different content it is an IdempotencyConflictError. The
+ * database checks balance, immutability and assets again at commit (migrations/0001).
+ */
+export async function postEntry(
+  tx: DbExecutor,
+  draft: EntryDraft,
+  options: { accounts?: AccountCache } = {},
+): Promise<PostedEntry> {
+  checkDraft(draft);
+  const accounts = await ensureAccounts(
+    tx,
+    draft.lines.map((l) => l.account),
+    options.accounts,
+  );
+  const postings: PostingRow[] = draft.lines.map((line) => {
+    const code = accountCode(line.account);
+    const resolved = accounts.get(code);
+    if (!resolved) throw new Error(`ledger: account ${code} was not resolved`);
+    if (resolved.asset !== assetOf(line.account.token)) {
+      throw new InvalidEntryError(
+        `ledger: account ${code} exists for asset ${resolved.asset}, not ${assetOf(line.account.token)}; two tokens share a symbol on one chain`,
+      );
+    }
+    return { account_id: resolved.id.toString(), asset: resolved.asset, amount: line.amount.toString() };
+  });
+  const metadata = draft.metadata ?? {};
+  const hash = contentHash({
+    kind: draft.kind,
+    occurredAt: draft.occurredAt,
+    storeId: draft.storeId,
+    ref: draft.ref,
+    memo: draft.memo ?? null,
+    metadata,
+    lines: draft.lines
+      .map((l) => [accountCode(l.account), assetOf(l.account.token), l.amount.toString()])
+      .sort((a, b) => (a.join('|') < b.join('|') ? -1 : 1)),
+  });
+  return insertEntry(
+    tx,
+    {
+      idempotencyKey: draft.idempotencyKey,
+      kind: draft.kind,
+      occurredAt: draft.occurredAt,
+      storeId: draft.storeId,
+      ref: draft.ref,
+      reversesEntryId: null,
+      memo: draft.memo ?? null,
+      metadata,
+      hash,
+    },
+    postings,
+  );
+}
+
+/**
+ * Writes the mirror of an entry (every amount negated), linked by reverses_entry_id, at most
+ * once: reversing an entry that already has a reversal returns that reversal.
+ */
+export async function reverseEntry(
+  tx: DbExecutor,
+  entryId: bigint,
+  reason: string,
+  options: { occurredAt?: Date } = {},
+): Promise<PostedEntry> {
+  const existing = await tx.execute<{ id: string }>(
+    sql`select id::text from ledger_entries where reverses_entry_id = ${entryId.toString()}::bigint`,
+  );
+  if (existing.rows[0]) return { id: BigInt(existing.rows[0].id), created: false };
+
+  const original = await tx.execute<{
+    idempotency_key: string;
+    kind: string;
+    occurred_at: Date;
+    store_id: string;
+    ref_type: string;
+    ref_id: string;
+  }>(sql`select idempotency_key, kind, occurred_at, store_id, ref_type, ref_id
+         from ledger_entries where id = ${entryId.toString()}::bigint`);
+  const entry = original.rows[0];
+  if (!entry) throw new EntryNotFoundError(`ledger: cannot reverse entry ${entryId}: no such entry`);
+  const lines = await tx.execute<PostingRow>(sql`
+    select account_id::text, asset, (-amount)::text as amount
+    from ledger_postings where entry_id = ${entryId.toString()}::bigint order by id`);
+  const occurredAt = options.occurredAt ?? new Date(entry.occurred_at);
+  const key = `reversal:${entry.idempotency_key}`;
+  return insertEntry(
+    tx,
+    {
+      idempotencyKey: key,
+      kind: `${entry.kind}.reversal`,
+      occurredAt,
+      storeId: entry.store_id,
+      ref: { type: entry.ref_type, id: entry.ref_id },
+      reversesEntryId: entryId,
+      memo: reason,
+      metadata: { reverses_kind: entry.kind },
+      // A reversal's content is fixed by the entry it reverses; the reason is commentary.
+      hash: contentHash({ reverses: entryId, key }),
+    },
+    lines.rows,
+  );
+}
+
+async function insertEntry(tx: DbExecutor, header: EntryHeader, postings: PostingRow[]): Promise<PostedEntry> {
+  // One round trip: the entry and its postings in a single statement (BASELINES: round trips
+  // dominate posting cost). ON CONFLICT DO NOTHING waits for a concurrent insert of the same key.
+  const inserted = await tx.execute<{ id: string }>(sql`
+    with e as (
+      insert into ledger_entries
+        (idempotency_key, kind, occurred_at, store_id, ref_type, ref_id, reverses_entry_id, memo, metadata, content_hash)
+      values (${header.idempotencyKey}, ${header.kind}, ${header.occurredAt.toISOString()}::timestamptz, ${header.storeId},
+              ${header.ref.type}, ${header.ref.id}, ${header.reversesEntryId?.toString() ?? null}::bigint, ${header.memo},
+              ${JSON.stringify(header.metadata, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}::jsonb,
+              ${header.hash})
+      on conflict do nothing
+      returning id
+    ), p as (
+      insert into ledger_postings (entry_id, account_id, asset, amount, occurred_at)
+      select e.id, x.account_id, x.asset, x.amount::numeric, ${header.occurredAt.toISOString()}::timestamptz
+      from e, jsonb_to_recordset(${JSON.stringify(postings)}::jsonb) as x(account_id bigint, asset text, amount text)
+      returning 1
+    )
+    select id::text from e`);
+  const row = inserted.rows[0];
+  if (row) return { id: BigInt(row.id), created: true };
+
+  // Nothing inserted: the key (or, for a reversal, the reversed entry) is already taken.
+  const found = await tx.execute<{ id: string; content_hash: string }>(sql`
+    select id::text, content_hash from ledger_entries
+    where idempotency_key = ${header.idempotencyKey}
+       or (${header.reversesEntryId?.toString() ?? null}::bigint is not null
+           and reverses_entry_id = ${header.reversesEntryId?.toString() ?? null}::bigint)
+    limit 1`);
+  const existing = found.rows[0];
+  if (!existing) throw new Error(`ledger: entry ${header.idempotencyKey} neither inserted nor found`);
+  if (header.reversesEntryId !== null) return { id: BigInt(existing.id), created: false };
+  if (existing.content_hash !== header.hash) throw new IdempotencyConflictError(header.idempotencyKey, BigInt(existing.id));
+  return { id: BigInt(existing.id), created: false };
+}
+
+/** The application's own check, for a clear error before the database's commit-time one. */
+function checkDraft(draft: EntryDraft): void {
+  const problems: string[] = [];
+  if (draft.lines.length < 2) problems.push(`has ${draft.lines.length} line(s); an entry needs at least two`);
+  const sums = new Map<string, bigint>();
+  for (const line of draft.lines) {
+    if (line.amount === 0n) problems.push(`has a zero line on ${accountCode(line.account)}`);
+    const asset = assetOf(line.account.token);
+    sums.set(asset, (sums.get(asset) ?? 0n) + line.amount);
+  }
+  for (const [asset, sum] of sums) if (sum !== 0n) problems.push(`does not balance: asset ${asset} sums to ${sum}`);
+  if (!draft.idempotencyKey) problems.push('has no idempotency key');
+  if (Number.isNaN(draft.occurredAt.getTime())) problems.push('has an invalid occurredAt');
+  if (problems.length > 0) throw new InvalidEntryError(`ledger: entry ${draft.idempotencyKey} ${problems.join('; ')}`);
+}

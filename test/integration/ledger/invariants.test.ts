@@ -1,0 +1,194 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { account } from '../../../src/ledger/accounts.ts';
+import { postEntry } from '../../../src/ledger/postEntry.ts';
+import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
+import { USDC_BASE, USDT_BNB } from '../../helpers/tokens.ts';
+
+/**
+ * Each invariant the database enforces, attacked with raw SQL that bypasses the application
+ * (ledger issue point 2): the database alone must refuse it.
+ */
+let client: pg.Client;
+let wallet: bigint;
+let sales: bigint;
+let bnbWallet: bigint;
+let entryId: bigint;
+
+beforeAll(async () => {
+  const database = await createMigratedDatabase('ledger_invariants');
+  const posted = await postEntry(database.db, {
+    idempotencyKey: 'seed-1',
+    kind: 'test.seed',
+    occurredAt: new Date('2026-11-01T00:00:00Z'),
+    storeId: 'st_a',
+    ref: { type: 'test', id: '1' },
+    lines: [
+      { account: account('assets:wallet', 'st_a', USDC_BASE), amount: 1_000_000n },
+      { account: account('income:sales', 'st_a', USDC_BASE), amount: -1_000_000n },
+    ],
+  });
+  await postEntry(database.db, {
+    idempotencyKey: 'seed-2',
+    kind: 'test.seed',
+    occurredAt: new Date('2026-11-01T00:00:00Z'),
+    storeId: 'st_a',
+    ref: { type: 'test', id: '2' },
+    lines: [
+      { account: account('assets:wallet', 'st_a', USDT_BNB), amount: 10n ** 18n },
+      { account: account('income:sales', 'st_a', USDT_BNB), amount: -(10n ** 18n) },
+    ],
+  });
+  entryId = posted.id;
+  client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  const ids = await client.query<{ id: string; code: string }>('select id::text, code from ledger_accounts');
+  const byCode = new Map(ids.rows.map((r) => [r.code, BigInt(r.id)]));
+  wallet = byCode.get('assets:wallet:st_a:8453:USDC')!;
+  sales = byCode.get('income:sales:st_a:8453:USDC')!;
+  bnbWallet = byCode.get('assets:wallet:st_a:56:USDT')!;
+});
+afterAll(() => client.end());
+
+const ASSET = `8453:${USDC_BASE.address}`;
+const BNB_ASSET = `56:${USDT_BNB.address}`;
+
+/** Runs statements in one transaction and returns the database's error message, if any. */
+async function attempt(statements: (string | [string, unknown[]])[]): Promise<string | undefined> {
+  try {
+    await client.query('begin');
+    for (const s of statements) {
+      if (typeof s === 'string') await client.query(s);
+      else await client.query(s[0], s[1]);
+    }
+    await client.query('commit');
+    return undefined;
+  } catch (err) {
+    await client.query('rollback').catch(() => {});
+    return (err as Error).message;
+  }
+}
+
+const newEntry = (key: string) =>
+  [
+    `insert into ledger_entries (idempotency_key, kind, occurred_at, store_id, ref_type, ref_id, content_hash)
+     values ($1, 'test', now(), 'st_a', 'test', 'x', 'h') returning id`,
+    [key],
+  ] as [string, unknown[]];
+const posting = (account: bigint, asset: string, amount: string) =>
+  [
+    `insert into ledger_postings (entry_id, account_id, asset, amount, occurred_at)
+     values (currval('ledger_entries_id_seq'), $1, $2, $3, now())`,
+    [account.toString(), asset, amount],
+  ] as [string, unknown[]];
+
+describe('ledger invariants enforced by PostgreSQL', () => {
+  it('error: (a) postings that do not sum to zero are rejected at commit', async () => {
+    const error = await attempt([
+      newEntry('unbalanced'),
+      posting(wallet, ASSET, '100'),
+      posting(sales, ASSET, '-99'),
+    ]);
+    expect(error).toMatch(/does not balance: asset 8453:0x8335\S+ sums to 1/);
+  });
+
+  it('error: (a) balanced in total but not per asset is rejected', async () => {
+    const error = await attempt([
+      newEntry('cross-asset'),
+      posting(wallet, ASSET, '100'),
+      posting(bnbWallet, BNB_ASSET, '-100'),
+    ]);
+    expect(error).toMatch(/does not balance/);
+  });
+
+  it('behavior: a balanced entry written with raw SQL commits', async () => {
+    expect(
+      await attempt([newEntry('raw-ok'), posting(wallet, ASSET, '100'), posting(sales, ASSET, '-100')]),
+    ).toBeUndefined();
+  });
+
+  it('error: (b) entries and postings cannot be updated, deleted or truncated', async () => {
+    expect(await attempt([`update ledger_entries set memo = 'x' where id = ${entryId}`])).toMatch(
+      /UPDATE on ledger_entries is not allowed/,
+    );
+    expect(await attempt([`delete from ledger_entries where id = ${entryId}`])).toMatch(
+      /DELETE on ledger_entries is not allowed/,
+    );
+    expect(await attempt([`update ledger_postings set amount = 5 where entry_id = ${entryId}`])).toMatch(
+      /UPDATE on ledger_postings is not allowed/,
+    );
+    expect(await attempt([`delete from ledger_postings where entry_id = ${entryId}`])).toMatch(
+      /DELETE on ledger_postings is not allowed/,
+    );
+    expect(await attempt(['truncate ledger_postings cascade'])).toMatch(
+      /TRUNCATE on ledger_\w+ is not allowed/,
+    );
+    expect(await attempt([`update ledger_accounts set symbol = 'X' where id = ${wallet}`])).toMatch(
+      /UPDATE on ledger_accounts is not allowed/,
+    );
+  });
+
+  it("error: (c) a posting whose asset is not its account's asset is rejected", async () => {
+    const error = await attempt([
+      newEntry('wrong-asset'),
+      posting(wallet, BNB_ASSET, '100'),
+      posting(bnbWallet, BNB_ASSET, '-100'),
+    ]);
+    expect(error).toMatch(/ledger_postings_account_asset_fk/);
+  });
+
+  it('error: (d) an entry with fewer than two postings is rejected', async () => {
+    expect(await attempt([newEntry('no-postings')])).toMatch(
+      /has 0 posting\(s\); an entry needs at least two/,
+    );
+  });
+
+  it('error: (e) an idempotency key is unique', async () => {
+    expect(
+      await attempt([newEntry('seed-1'), posting(wallet, ASSET, '1'), posting(sales, ASSET, '-1')]),
+    ).toMatch(/ledger_entries_idempotency_key_unique/);
+  });
+
+  it('error: a zero posting is rejected', async () => {
+    expect(
+      await attempt([newEntry('zero'), posting(wallet, ASSET, '0'), posting(sales, ASSET, '0')]),
+    ).toMatch(/ledger_postings_amount_nonzero/);
+  });
+
+  it('error: postings cannot be added to an entry committed earlier', async () => {
+    const error = await attempt([
+      [
+        `insert into ledger_postings (entry_id, account_id, asset, amount, occurred_at) values ($1, $2, $3, 5, now())`,
+        [entryId.toString(), wallet.toString(), ASSET],
+      ],
+      [
+        `insert into ledger_postings (entry_id, account_id, asset, amount, occurred_at) values ($1, $2, $3, -5, now())`,
+        [entryId.toString(), sales.toString(), ASSET],
+      ],
+    ]);
+    expect(error).toMatch(/must be written in the transaction that wrote the entry/);
+  });
+
+  it('error: an entry reverses another at most once', async () => {
+    const reversal = (key: string) =>
+      [
+        `insert into ledger_entries (idempotency_key, kind, occurred_at, store_id, ref_type, ref_id, content_hash, reverses_entry_id)
+         values ($1, 'test.reversal', now(), 'st_a', 'test', 'x', 'h', $2)`,
+        [key, entryId.toString()],
+      ] as [string, unknown[]];
+    expect(
+      await attempt([
+        reversal('rev-1'),
+        posting(wallet, ASSET, '-1000000'),
+        posting(sales, ASSET, '1000000'),
+      ]),
+    ).toBeUndefined();
+    expect(
+      await attempt([
+        reversal('rev-2'),
+        posting(wallet, ASSET, '-1000000'),
+        posting(sales, ASSET, '1000000'),
+      ]),
+    ).toMatch(/ledger_entries_reverses_entry_id_unique/);
+  });
+});
