@@ -32,7 +32,6 @@ import {
   isAlreadyCancelled,
   notCancellableDetailsSchema,
   PLUTUS_CODE_UNSIGNED_BEFORE_BROADCAST,
-  rateLimitedDetailsSchema,
 } from './models/errorDetails.ts';
 import {
   decideRetry,
@@ -184,6 +183,8 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
         },
         body: spec.body,
         signal: AbortSignal.timeout(spec.timeoutMs),
+        // A redirect would re-send the signed headers (nonce included) to wherever it points.
+        redirect: 'error',
       });
       bytes = Buffer.from(await res.arrayBuffer());
     } catch (err) {
@@ -237,10 +238,8 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
     if (code !== 0) {
       const details = error?.details ?? {};
       const special = spec.classify?.(code, details);
-      const retryAfterMs =
-        code === 40001
-          ? parseRetryAfter(rateLimitedDetailsSchema.safeParse(details).data?.retry_after)
-          : undefined;
+      // Read raw: the spec says a string, but a number of seconds must not be lost to a strict schema.
+      const retryAfterMs = code === 40001 ? parseRetryAfter(details.retry_after) : undefined;
       throw new SvcApiError({
         endpoint: spec.endpoint,
         code,
@@ -300,7 +299,7 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
   return {
     ping: () => get('test.ping', '/v1/test/ping', pingPayload),
     fail: () => get('test.fail', '/v1/test/fail', neverPayload),
-    echo: (body) =>
+    echo: async (body) =>
       call({
         endpoint: 'test.post',
         method: 'POST',
@@ -311,7 +310,7 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
         timeoutMs: defaultTimeout,
       }),
 
-    createCheckoutIntent: (request) => {
+    createCheckoutIntent: async (request) => {
       const valid = validate('checkout_intents.create', createCheckoutIntentRequestSchema, request);
       return call({
         endpoint: 'checkout_intents.create',
@@ -324,20 +323,20 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
         orderId: valid.order_id ?? null,
       });
     },
-    getCheckoutIntent: (id) =>
+    getCheckoutIntent: async (id) =>
       get(
         'checkout_intents.get',
         `/v1/checkout_intents/${pathSegment('checkout_intents.get', id)}`,
         checkoutIntentSchema,
       ),
-    getCheckoutIntentStatus: (id) =>
+    getCheckoutIntentStatus: async (id) =>
       get(
         'checkout_intents.status',
         `/v1/checkout_intents/${pathSegment('checkout_intents.status', id)}/status`,
         checkoutIntentStatusPayloadSchema,
       ),
 
-    createClaimLinkAutoPayout: (request) => {
+    createClaimLinkAutoPayout: async (request) => {
       const valid = validate('claim_links.create', createClaimLinkRequestSchema, request);
       return call({
         endpoint: 'claim_links.create',

@@ -53,7 +53,7 @@ export function chainTransferDetails(t: ChainTransferFact): Record<string, unkno
     token_address: t.tokenAddress.toLowerCase(),
     from: t.from.toLowerCase(),
     to: t.to.toLowerCase(),
-    amount: t.amount.toString(),
+    value: t.amount.toString(),
   };
 }
 

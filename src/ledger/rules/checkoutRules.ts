@@ -11,10 +11,11 @@
  * - proven net: what the chain proved reached the merchant wallet for this intent;
  * - finding: a disagreement the caller writes to the findings table.
  */
-import { account, type Token } from '../accounts.ts';
-import type { EntryDraft, RuleFinding, RuleOutcome } from '../entryDraft.ts';
+
 import { formatDecimalAmount, parseDecimalAmount } from '../../money/decimalAmount.ts';
 import { CheckoutStatus, checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
+import { type AccountKind, account, type Token } from '../accounts.ts';
+import type { EntryDraft, RuleFinding, RuleOutcome } from '../entryDraft.ts';
 import { credit, debit, draftEntry } from './postingLines.ts';
 
 /** A CONFIRMED intent, from a poll or a webhook completed with the full intent's fee fields. */
@@ -121,7 +122,11 @@ export function checkoutConfirmed(fact: CheckoutConfirmedFact): RuleOutcome {
     if (fact.provenNet > P) {
       // The fee would be negative: the chain contradicts the paid amount too. Nothing is booked.
       findings.push(
-        mismatch({ posted: false, proven_net: fmt(fact.provenNet), reason: 'proven net exceeds actual_paid_amount' }),
+        mismatch({
+          posted: false,
+          proven_net: fmt(fact.provenNet),
+          reason: 'proven net exceeds actual_paid_amount',
+        }),
       );
       return { entry: null, findings: [...findings, ...paidVersusRequested(fact, R, P, fmt)] };
     }
@@ -132,7 +137,7 @@ export function checkoutConfirmed(fact: CheckoutConfirmedFact): RuleOutcome {
   }
   findings.push(...paidVersusRequested(fact, R, P, fmt));
 
-  const acct = (kind: Parameters<typeof account>[0]) => account(kind, fact.storeId, token);
+  const acct = (kind: AccountKind) => account(kind, fact.storeId, token);
   const entry: EntryDraft | null = draftEntry(
     {
       idempotencyKey: checkoutConfirmedKey(fact.intentId),

@@ -38,7 +38,8 @@ export function isKnownFundingReasonCode(code: string | undefined): code is Know
 /** 50108 claim link not cancellable. status is the link's current status. */
 export const notCancellableDetailsSchema = z.looseObject({
   status: z.string(),
-  reason: z.string(),
+  // The spec always sends it, but only status decides; a missing reason must not hide "cancelled".
+  reason: z.string().optional(),
 });
 export type NotCancellableDetails = z.output<typeof notCancellableDetailsSchema>;
 

@@ -51,6 +51,13 @@ describe('svc client endpoints (real HTTP, independently verified signatures)', 
       expectSignedRequest(r, { method: 'GET', path: '/v1/test/ping', body: '' });
   });
 
+  it('signing: with a base URL that has a path prefix, the full path as sent is signed', async () => {
+    const service = await startFakeService();
+    service.script(ok({ pong: 'ok' }));
+    await makeClient({ url: `${service.url}/merchant-api` }).ping();
+    expectSignedRequest(service.requests[0], { method: 'GET', path: '/merchant-api/v1/test/ping', body: '' });
+  });
+
   it('fail: rejects SvcApiError 10001 HTTP 400 and is not retried', async () => {
     const service = await startFakeService();
     service.script(apiError(10001, 400, {}, { message: 'Validation error', requestId: 'req_fail_1' }));
@@ -226,6 +233,25 @@ describe('svc client input checks (nothing is sent)', () => {
     );
     expect(err).toBeInstanceOf(SvcInvalidRequestError);
     expect((err as SvcInvalidRequestError).problems.join(' ')).toContain('reference_id');
+    expect(service.requests).toHaveLength(0);
+  });
+
+  it('invalid input: methods reject their promise rather than throw synchronously', async () => {
+    const service = await startFakeService();
+    const client = makeClient(service);
+    const calls: Array<() => Promise<unknown>> = [
+      () => client.createCheckoutIntent({ currency: 1, stable_coin: 2, amount_cents: 1n }),
+      () => client.createClaimLinkAutoPayout({ ...claimLinkRequest, reference_id: '' }),
+      () => client.getCheckoutIntent(''),
+      () => client.getCheckoutIntentStatus(''),
+    ];
+    for (const call of calls) {
+      let pending: Promise<unknown> | undefined;
+      expect(() => {
+        pending = call();
+      }).not.toThrow();
+      expect(await rejectionOf(pending ?? Promise.resolve())).toBeInstanceOf(SvcInvalidRequestError);
+    }
     expect(service.requests).toHaveLength(0);
   });
 

@@ -41,6 +41,8 @@ export interface RecordedRequest {
 export interface ResponseSigning {
   /** Send no X-Response-* headers at all. */
   omit?: boolean;
+  /** Sign, then leave out this one header. */
+  dropHeader?: 'X-Response-Timestamp' | 'X-Response-Nonce' | 'X-Response-Signature';
   /** Sign the body, then send different bytes. */
   tamperBody?: boolean;
   /** Use this response nonce instead of a fresh one (replay). */
@@ -63,6 +65,8 @@ export type Reply =
       delayMs?: number;
       signing?: ResponseSigning;
     }
+  /** Bytes that are not a service envelope (a proxy's page), never signed. */
+  | { kind: 'raw'; status: number; contentType: string; body: string }
   /** Read the whole request, then destroy the socket without a response. */
   | { kind: 'destroy' }
   /** Read the whole request and never answer. */
@@ -153,6 +157,7 @@ export async function startFakeService(
         'X-Request-Nonce': req.nonce,
         'X-Request-Id': requestId,
       });
+      if (signing.dropHeader) delete headers[signing.dropHeader];
     }
     res.writeHead(reply.status, headers);
     res.end(signing.tamperBody ? body.replace('}', ',"injected":true}') : body);
@@ -192,6 +197,9 @@ export async function startFakeService(
         apiError(99999, 500, {}, { message: 'fake service: no reply scripted for this request' });
       if (reply.kind === 'destroy') {
         httpReq.socket.destroy();
+      } else if (reply.kind === 'raw') {
+        res.writeHead(reply.status, { 'Content-Type': reply.contentType });
+        res.end(reply.body);
       } else if (reply.kind === 'envelope') {
         if (reply.delayMs) {
           const t = setTimeout(() => {

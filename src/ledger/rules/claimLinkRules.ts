@@ -1,0 +1,293 @@
+/**
+ * Posting rules for the claim-link lifecycle: DESIGN.md section 6, rules 5 (funded; extra fees
+ * proven on chain), 6 (claimed), 7 (cancelled or expired) and 8 (refund arrived). Pure: the same
+ * fact always gives the same outcome and the same idempotency key.
+ *
+ * Glossary
+ * - link: one claim-link auto-payout; `amount` is its claimable amount as the service sent it;
+ * - custody: the business wallet that funds links and receives their refunds;
+ * - pool: the service's wallet holding funded, unclaimed links (assets:claim_pool in our books);
+ * - receivable: what a cancelled or expired link owes us until its refund arrives; always the
+ *   link amount, so a refund of R clears it and R - amount settles against payout_fees;
+ * - expiry: 14 days after funding, for a link neither claimed nor cancelled.
+ *
+ * Keys: facts from the API are keyed by link (`claim_link:funded:<id>`, `claim_link:closed:<id>`);
+ * facts proven on chain also carry the transfer's inclusion (chain, tx, log index, block hash), so
+ * after a reorg the re-included transfer posts again once the orphaned entry is reversed (rule 3).
+ * Cancel and expiry share one key: a link closes once, whichever fact arrives first.
+ */
+
+import { formatDecimalAmount, parseDecimalAmount } from '../../money/decimalAmount.ts';
+import { type AccountKind, account, type Token } from '../accounts.ts';
+import type { RuleFinding, RuleOutcome } from '../entryDraft.ts';
+import {
+  assertTokenOfTransfer,
+  assertTransferShape,
+  type ChainTransferFact,
+  chainInclusionKeyPart,
+  chainTransferDetails,
+} from './chainTransferFact.ts';
+import { credit, debit, draftEntry } from './postingLines.ts';
+
+/** A funded, unclaimed link expires this long after funding (spec: 14-day expiry). */
+export const CLAIM_LINK_EXPIRY_MS = 14 * 24 * 60 * 60 * 1000;
+
+export function claimLinkExpiresAt(fundedAt: Date): Date {
+  return new Date(fundedAt.getTime() + CLAIM_LINK_EXPIRY_MS);
+}
+
+/** True from the moment 14 days have elapsed since funding. */
+export function isExpired(fundedAt: Date, now: Date): boolean {
+  return now.getTime() >= claimLinkExpiresAt(fundedAt).getTime();
+}
+
+/** What every claim-link fact names: the link, its token and its amount as the service sent it. */
+export interface ClaimLinkFactBase {
+  storeId: string;
+  claimLinkId: string;
+  /** The accepted token of the link's chain and coin, from the chain registry. */
+  token: Token;
+  /** The link's claimable amount, decimal string as sent (create result `amount`). */
+  amount: string;
+}
+
+/** Rule 5: create-and-fund returned success. */
+export interface ClaimLinkFundedFact extends ClaimLinkFactBase {
+  occurredAt: Date;
+  referenceId?: string | null;
+  fundingTxHash?: string | null;
+}
+
+/** A final chain transfer that concerns a link: its funding, its claim, or its refund. */
+export interface ClaimLinkTransferFact extends ClaimLinkFactBase {
+  /** The accepted token of `transfer.tokenAddress` must be `token`. */
+  transfer: ChainTransferFact;
+}
+
+/** Rule 7, cancel: the cancel call succeeded, or answered 50108 with details.status cancelled. */
+export interface ClaimLinkCancelledFact extends ClaimLinkFactBase {
+  occurredAt: Date;
+}
+
+/** Rule 7, expiry: a funded link, neither claimed nor cancelled, checked at `now`. */
+export interface ClaimLinkExpiryFact extends ClaimLinkFactBase {
+  fundedAt: Date;
+  now: Date;
+}
+
+export function claimLinkFundedKey(claimLinkId: string): string {
+  return `claim_link:funded:${claimLinkId}`;
+}
+export function claimLinkFundingFeeKey(claimLinkId: string, transfer: ChainTransferFact): string {
+  return `claim_link:funding_fee:${claimLinkId}:${chainInclusionKeyPart(transfer)}`;
+}
+export function claimLinkClaimedKey(claimLinkId: string, transfer: ChainTransferFact): string {
+  return `claim_link:claimed:${claimLinkId}:${chainInclusionKeyPart(transfer)}`;
+}
+/** One key for cancel and expiry: a link closes once. */
+export function claimLinkClosedKey(claimLinkId: string): string {
+  return `claim_link:closed:${claimLinkId}`;
+}
+export function claimLinkRefundedKey(claimLinkId: string, transfer: ChainTransferFact): string {
+  return `claim_link:refunded:${claimLinkId}:${chainInclusionKeyPart(transfer)}`;
+}
+
+function linkRef(claimLinkId: string): RuleFinding['ref'] {
+  return { type: 'claim_link', id: claimLinkId };
+}
+
+function linkAmount(fact: ClaimLinkFactBase): bigint {
+  return parseDecimalAmount(fact.amount, fact.token.decimals);
+}
+
+function accounts(fact: ClaimLinkFactBase) {
+  return (kind: AccountKind) => account(kind, fact.storeId, fact.token);
+}
+
+function checkTransfer(fact: ClaimLinkTransferFact): void {
+  assertTransferShape(fact.transfer);
+  assertTokenOfTransfer(fact.token, fact.transfer);
+}
+
+/** Rule 5, API success: debit claim_pool amount, credit custody amount. */
+export function claimLinkFunded(fact: ClaimLinkFundedFact): RuleOutcome {
+  const amount = linkAmount(fact);
+  const acct = accounts(fact);
+  const entry = draftEntry(
+    {
+      idempotencyKey: claimLinkFundedKey(fact.claimLinkId),
+      kind: 'claim_link.funded',
+      occurredAt: fact.occurredAt,
+      storeId: fact.storeId,
+      ref: linkRef(fact.claimLinkId),
+      metadata: {
+        amount: fact.amount,
+        reference_id: fact.referenceId ?? null,
+        funding_tx_hash: fact.fundingTxHash ?? null,
+      },
+    },
+    [debit(acct('assets:claim_pool'), amount), credit(acct('assets:custody'), amount)],
+  );
+  return { entry, findings: [] };
+}
+
+/**
+ * Rule 5, funding proven on chain: X = the value that left custody. X > amount: debit
+ * payout_fees X - amount, credit custody X - amount. X = amount: nothing. X < amount: nothing
+ * booked and a `funding_mismatch` finding (custody was credited more than left it).
+ */
+export function claimLinkFundingProven(fact: ClaimLinkTransferFact): RuleOutcome {
+  checkTransfer(fact);
+  const amount = linkAmount(fact);
+  const X = fact.transfer.amount;
+  if (X < amount) {
+    const fmt = (u: bigint) => formatDecimalAmount(u, fact.token.decimals);
+    return {
+      entry: null,
+      findings: [
+        {
+          kind: 'funding_mismatch',
+          severity: 'warning',
+          ref: linkRef(fact.claimLinkId),
+          details: {
+            amount: fact.amount,
+            funded_on_chain: fmt(X),
+            shortfall: fmt(amount - X),
+            token: fact.token.symbol,
+            ...chainTransferDetails(fact.transfer),
+          },
+        },
+      ],
+    };
+  }
+  const acct = accounts(fact);
+  const fee = X - amount;
+  const entry = draftEntry(
+    {
+      idempotencyKey: claimLinkFundingFeeKey(fact.claimLinkId, fact.transfer),
+      kind: 'claim_link.funding_fee',
+      occurredAt: fact.transfer.occurredAt,
+      storeId: fact.storeId,
+      ref: linkRef(fact.claimLinkId),
+      metadata: { amount: fact.amount, ...chainTransferDetails(fact.transfer) },
+    },
+    [debit(acct('expense:payout_fees'), fee), credit(acct('assets:custody'), fee)],
+  );
+  return { entry, findings: [] };
+}
+
+/**
+ * Rule 6: the recipient claimed (transfer out of the pool wallet): debit payouts, credit
+ * claim_pool, both the link amount. A transfer of another value is booked at the link amount
+ * (what the pool held for it) with an `amount_mismatch` finding.
+ */
+export function claimLinkClaimed(fact: ClaimLinkTransferFact): RuleOutcome {
+  checkTransfer(fact);
+  const amount = linkAmount(fact);
+  const acct = accounts(fact);
+  const findings: RuleFinding[] = [];
+  if (fact.transfer.amount !== amount) {
+    findings.push({
+      kind: 'amount_mismatch',
+      severity: 'info',
+      ref: linkRef(fact.claimLinkId),
+      details: {
+        what: 'claim transfer value differs from the link amount',
+        amount: fact.amount,
+        transferred: formatDecimalAmount(fact.transfer.amount, fact.token.decimals),
+        token: fact.token.symbol,
+        ...chainTransferDetails(fact.transfer),
+      },
+    });
+  }
+  const entry = draftEntry(
+    {
+      idempotencyKey: claimLinkClaimedKey(fact.claimLinkId, fact.transfer),
+      kind: 'claim_link.claimed',
+      occurredAt: fact.transfer.occurredAt,
+      storeId: fact.storeId,
+      ref: linkRef(fact.claimLinkId),
+      metadata: { amount: fact.amount, ...chainTransferDetails(fact.transfer) },
+    },
+    [debit(acct('expense:payouts'), amount), credit(acct('assets:claim_pool'), amount)],
+  );
+  return { entry, findings };
+}
+
+function closeEntry(
+  fact: ClaimLinkFactBase,
+  kind: string,
+  occurredAt: Date,
+  metadata: Record<string, unknown>,
+) {
+  const amount = linkAmount(fact);
+  const acct = accounts(fact);
+  return draftEntry(
+    {
+      idempotencyKey: claimLinkClosedKey(fact.claimLinkId),
+      kind,
+      occurredAt,
+      storeId: fact.storeId,
+      ref: linkRef(fact.claimLinkId),
+      metadata: { amount: fact.amount, ...metadata },
+    },
+    [debit(acct('assets:refund_receivable'), amount), credit(acct('assets:claim_pool'), amount)],
+  );
+}
+
+/** Rule 7, cancel: debit refund_receivable, credit claim_pool (kind `claim_link.cancelled`). */
+export function claimLinkCancelled(fact: ClaimLinkCancelledFact): RuleOutcome {
+  return { entry: closeEntry(fact, 'claim_link.cancelled', fact.occurredAt, {}), findings: [] };
+}
+
+/**
+ * Rule 7, expiry: once `isExpired(fundedAt, now)`, the same entry as a cancel with kind
+ * `claim_link.expired`, dated at the moment of expiry. Before that: nothing (entry null), so a
+ * scheduler may call it on every pass. The caller vouches that the link is neither claimed nor
+ * cancelled.
+ */
+export function claimLinkExpired(fact: ClaimLinkExpiryFact): RuleOutcome {
+  if (!isExpired(fact.fundedAt, fact.now)) return { entry: null, findings: [] };
+  const expiresAt = claimLinkExpiresAt(fact.fundedAt);
+  return {
+    entry: closeEntry(fact, 'claim_link.expired', expiresAt, {
+      funded_at: fact.fundedAt.toISOString(),
+      expired_at: expiresAt.toISOString(),
+    }),
+    findings: [],
+  };
+}
+
+/**
+ * Rule 8: the refund of a cancelled or expired link arrived on chain with value R where the
+ * receivable holds E (the link amount): debit custody R, credit refund_receivable E; R < E: debit
+ * payout_fees E - R (fees kept at funding); R > E: credit payout_fees R - E (funding overpayment
+ * returned).
+ */
+export function claimLinkRefunded(fact: ClaimLinkTransferFact): RuleOutcome {
+  checkTransfer(fact);
+  const E = linkAmount(fact);
+  const R = fact.transfer.amount;
+  const acct = accounts(fact);
+  const entry = draftEntry(
+    {
+      idempotencyKey: claimLinkRefundedKey(fact.claimLinkId, fact.transfer),
+      kind: 'claim_link.refunded',
+      occurredAt: fact.transfer.occurredAt,
+      storeId: fact.storeId,
+      ref: linkRef(fact.claimLinkId),
+      metadata: {
+        amount: fact.amount,
+        refunded: formatDecimalAmount(R, fact.token.decimals),
+        ...chainTransferDetails(fact.transfer),
+      },
+    },
+    [
+      debit(acct('assets:custody'), R),
+      debit(acct('expense:payout_fees'), R < E ? E - R : 0n),
+      credit(acct('assets:refund_receivable'), E),
+      credit(acct('expense:payout_fees'), R > E ? R - E : 0n),
+    ],
+  );
+  return { entry, findings: [] };
+}

@@ -1,0 +1,187 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { account } from '../../../src/ledger/accounts.ts';
+import { accountBalance, balances, checkpointBalances, trialBalance } from '../../../src/ledger/balances.ts';
+import type { EntryDraft } from '../../../src/ledger/entryDraft.ts';
+import { IdempotencyConflictError, InvalidEntryError } from '../../../src/ledger/errors.ts';
+import { postEntry, reverseEntry } from '../../../src/ledger/postEntry.ts';
+import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
+import { USDC_BASE, USDT_BNB } from '../../helpers/tokens.ts';
+
+const { db, pool } = await createMigratedDatabase('ledger_poster');
+
+const sale = (
+  key: string,
+  amount: bigint,
+  occurredAt = new Date('2026-11-10T12:00:00Z'),
+  token = USDC_BASE,
+): EntryDraft => ({
+  idempotencyKey: key,
+  kind: 'checkout.confirmed',
+  occurredAt,
+  storeId: 'st_a',
+  ref: { type: 'checkout_intent', id: key },
+  lines: [
+    { account: account('assets:in_transit', 'st_a', token), amount },
+    { account: account('income:sales', 'st_a', token), amount: -amount },
+  ],
+  metadata: { amount_cents: 1234n, currency: 'USD' },
+});
+
+async function balanceOf(code: string, at?: Date | { entryId: bigint }): Promise<bigint> {
+  const { rows } = await db.execute<{ id: string }>(
+    sql`select id::text from ledger_accounts where code = ${code}`,
+  );
+  return accountBalance(db, BigInt(rows[0]!.id), at);
+}
+
+describe('postEntry', () => {
+  it('behavior: the same key and content is an idempotent replay', async () => {
+    const first = await postEntry(db, sale('idem-1', 5_000_000n));
+    const again = await postEntry(db, sale('idem-1', 5_000_000n));
+    expect(first.created).toBe(true);
+    expect(again).toEqual({ id: first.id, created: false });
+    const { rows } = await db.execute<{ n: number }>(
+      sql`select count(*)::int as n from ledger_postings where entry_id = ${first.id.toString()}::bigint`,
+    );
+    expect(rows[0]!.n).toBe(2);
+  });
+
+  it('error: the same key with different content is an IdempotencyConflict', async () => {
+    await postEntry(db, sale('idem-2', 1_000_000n));
+    await expect(postEntry(db, sale('idem-2', 1_000_001n))).rejects.toBeInstanceOf(IdempotencyConflictError);
+    await expect(
+      postEntry(db, { ...sale('idem-2', 1_000_000n), metadata: { amount_cents: 1n } }),
+    ).rejects.toBeInstanceOf(IdempotencyConflictError);
+  });
+
+  it('error: an unbalanced, one-line or zero-line draft is refused before the database', async () => {
+    const bad = sale('bad-1', 10n);
+    await expect(
+      postEntry(db, { ...bad, lines: [bad.lines[0]!, { ...bad.lines[1]!, amount: -9n }] }),
+    ).rejects.toThrow(/does not balance/);
+    await expect(postEntry(db, { ...bad, lines: [bad.lines[0]!] })).rejects.toBeInstanceOf(InvalidEntryError);
+    await expect(
+      postEntry(db, {
+        ...bad,
+        lines: [...bad.lines, { account: account('expense:service_fees', 'st_a', USDC_BASE), amount: 0n }],
+      }),
+    ).rejects.toThrow(/zero line/);
+  });
+
+  it("behavior: the entry commits or rolls back with the caller's transaction", async () => {
+    await expect(
+      db.transaction(async (tx) => {
+        await postEntry(tx, sale('rolled-back', 7n));
+        throw new Error('the fact failed to save');
+      }),
+    ).rejects.toThrow('the fact failed to save');
+    const { rows } = await db.execute<{ n: number }>(
+      sql`select count(*)::int as n from ledger_entries where idempotency_key = 'rolled-back'`,
+    );
+    expect(rows[0]!.n).toBe(0);
+    // The account created inside the rolled-back transaction is gone too, and posting again works.
+    expect((await postEntry(db, sale('rolled-back', 7n))).created).toBe(true);
+  });
+
+  it('behavior: 6 and 18 decimal tokens keep exact base units beyond 2^53', async () => {
+    const big = 123_456_789_012_345_678_901_234_567n;
+    await postEntry(db, sale('bnb-1', big, new Date('2026-11-10T12:00:00Z'), USDT_BNB));
+    expect(await balanceOf('income:sales:st_a:56:USDT')).toBe(-big);
+  });
+});
+
+describe('reverseEntry', () => {
+  it('behavior: writes the mirror once, linked by reverses_entry_id', async () => {
+    const posted = await postEntry(db, sale('rev-1', 3_000_000n));
+    const reversal = await reverseEntry(db, posted.id, 'reorg');
+    const again = await reverseEntry(db, posted.id, 'a second reason');
+    expect(reversal.created).toBe(true);
+    expect(again).toEqual({ id: reversal.id, created: false });
+    const { rows } = await db.execute<{ kind: string; reverses: string; amounts: string[] }>(sql`
+      select e.kind, e.reverses_entry_id::text as reverses, array_agg(p.amount::text order by p.amount) as amounts
+      from ledger_entries e join ledger_postings p on p.entry_id = e.id
+      where e.id = ${reversal.id.toString()}::bigint group by e.kind, e.reverses_entry_id`);
+    expect(rows[0]).toEqual({
+      kind: 'checkout.confirmed.reversal',
+      reverses: posted.id.toString(),
+      amounts: ['-3000000', '3000000'],
+    });
+  });
+
+  it('behavior: concurrent reversals of one entry write one', async () => {
+    const posted = await postEntry(db, sale('rev-2', 1n));
+    const results = await Promise.all(
+      [1, 2, 3, 4].map(() => db.transaction((tx) => reverseEntry(tx, posted.id, 'race'))),
+    );
+    expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+  });
+});
+
+describe('balances', () => {
+  it('behavior: current, at a time (occurred_at) and after an entry; checkpoints change nothing', async () => {
+    const early = await postEntry(
+      db,
+      sale('bal-1', 100n, new Date('2026-01-01T00:00:00Z'), { ...USDC_BASE, chainId: 10, symbol: 'USDC' }),
+    );
+    // Recorded later but happened earlier: balances at a time follow occurred_at.
+    await postEntry(
+      db,
+      sale('bal-2', 20n, new Date('2025-12-01T00:00:00Z'), { ...USDC_BASE, chainId: 10, symbol: 'USDC' }),
+    );
+    await postEntry(
+      db,
+      sale('bal-3', 3n, new Date('2026-02-01T00:00:00Z'), { ...USDC_BASE, chainId: 10, symbol: 'USDC' }),
+    );
+    const code = 'income:sales:st_a:10:USDC';
+    expect(await balanceOf(code)).toBe(-123n);
+    expect(await balanceOf(code, new Date('2025-12-31T00:00:00Z'))).toBe(-20n);
+    expect(await balanceOf(code, new Date('2026-01-15T00:00:00Z'))).toBe(-120n);
+    expect(await balanceOf(code, { entryId: early.id })).toBe(-100n);
+    await checkpointBalances(db);
+    expect(await balanceOf(code)).toBe(-123n);
+    await postEntry(
+      db,
+      sale('bal-4', 1000n, new Date('2026-03-01T00:00:00Z'), { ...USDC_BASE, chainId: 10, symbol: 'USDC' }),
+    );
+    expect(await balanceOf(code)).toBe(-1123n);
+    await checkpointBalances(db);
+    await checkpointBalances(db);
+    expect(await balanceOf(code)).toBe(-1123n);
+  });
+
+  it('behavior: a transaction in flight during a checkpoint is counted once it commits', async () => {
+    const token = { ...USDC_BASE, chainId: 42161, symbol: 'USDC' };
+    // The accounts exist first, so the two writers below do not wait on each other's account insert.
+    await postEntry(db, sale('inflight-0', 1n, new Date(), token));
+    const client = await pool.connect();
+    try {
+      await client.query('begin');
+      // Started before the checkpoint, committed after it: its postings must still count.
+      const { drizzle } = await import('drizzle-orm/node-postgres');
+      await postEntry(drizzle(client), sale('inflight-1', 50n, new Date(), token));
+      await postEntry(db, sale('inflight-2', 7n, new Date(), token));
+      await checkpointBalances(db);
+      await client.query('commit');
+    } finally {
+      client.release();
+    }
+    expect(await balanceOf('income:sales:st_a:42161:USDC')).toBe(-58n);
+    await checkpointBalances(db);
+    expect(await balanceOf('income:sales:st_a:42161:USDC')).toBe(-58n);
+  });
+
+  it('behavior: per-store listing and a trial balance that nets to zero per asset', async () => {
+    const all = await balances(db, { storeId: 'st_a' });
+    expect(all.length).toBeGreaterThan(0);
+    expect(all.every((b) => b.storeId === 'st_a')).toBe(true);
+    expect(await balances(db, { storeId: 'st_nobody' })).toEqual([]);
+    const trial = await trialBalance(db);
+    expect(trial.length).toBeGreaterThanOrEqual(3);
+    for (const line of trial) {
+      expect(line.net).toBe(0n);
+      expect(line.debits).toBe(-line.credits);
+    }
+  });
+});
