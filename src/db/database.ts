@@ -14,7 +14,10 @@ export interface Database {
 
 // numeric and bigint columns come back as strings (pg's default); we convert to bigint ourselves,
 // so no money value ever passes through a JavaScript number.
-export function createDatabase(url: string, options: { max?: number; applicationName?: string } = {}): Database {
+export function createDatabase(
+  url: string,
+  options: { max?: number; applicationName?: string } = {},
+): Database {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,

@@ -83,11 +83,21 @@ export interface TrialBalanceLine {
 }
 
 /** Every account's balance summed per asset: each asset must net to zero. */
-export async function trialBalance(db: DbExecutor, options: { at?: BalancePoint } = {}): Promise<TrialBalanceLine[]> {
+export async function trialBalance(
+  db: DbExecutor,
+  options: { at?: BalancePoint } = {},
+): Promise<TrialBalanceLine[]> {
   const all = await balances(db, { at: options.at });
   const byAsset = new Map<string, TrialBalanceLine>();
   for (const b of all) {
-    const line = byAsset.get(b.asset) ?? { asset: b.asset, symbol: b.symbol, decimals: b.decimals, debits: 0n, credits: 0n, net: 0n };
+    const line = byAsset.get(b.asset) ?? {
+      asset: b.asset,
+      symbol: b.symbol,
+      decimals: b.decimals,
+      debits: 0n,
+      credits: 0n,
+      net: 0n,
+    };
     if (b.balance > 0n) line.debits += b.balance;
     else line.credits += b.balance;
     line.net += b.balance;

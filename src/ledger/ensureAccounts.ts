@@ -71,6 +71,7 @@ export async function ensureAccounts(
       if (!row.inserted) cache?.set(row.code, resolved);
     }
   }
-  if (missing.size > 0) throw new Error(`ledger: could not create or find accounts ${[...missing.keys()].join(', ')}`);
+  if (missing.size > 0)
+    throw new Error(`ledger: could not create or find accounts ${[...missing.keys()].join(', ')}`);
   return result;
 }

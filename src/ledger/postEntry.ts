@@ -136,7 +136,11 @@ export async function reverseEntry(
   );
 }
 
-async function insertEntry(tx: DbExecutor, header: EntryHeader, postings: PostingRow[]): Promise<PostedEntry> {
+async function insertEntry(
+  tx: DbExecutor,
+  header: EntryHeader,
+  postings: PostingRow[],
+): Promise<PostedEntry> {
   // One round trip: the entry and its postings in a single statement (BASELINES: round trips
   // dominate posting cost). ON CONFLICT DO NOTHING waits for a concurrent insert of the same key.
   const inserted = await tx.execute<{ id: string }>(sql`
@@ -169,7 +173,8 @@ async function insertEntry(tx: DbExecutor, header: EntryHeader, postings: Postin
   const existing = found.rows[0];
   if (!existing) throw new Error(`ledger: entry ${header.idempotencyKey} neither inserted nor found`);
   if (header.reversesEntryId !== null) return { id: BigInt(existing.id), created: false };
-  if (existing.content_hash !== header.hash) throw new IdempotencyConflictError(header.idempotencyKey, BigInt(existing.id));
+  if (existing.content_hash !== header.hash)
+    throw new IdempotencyConflictError(header.idempotencyKey, BigInt(existing.id));
   return { id: BigInt(existing.id), created: false };
 }
 
@@ -183,8 +188,10 @@ function checkDraft(draft: EntryDraft): void {
     const asset = assetOf(line.account.token);
     sums.set(asset, (sums.get(asset) ?? 0n) + line.amount);
   }
-  for (const [asset, sum] of sums) if (sum !== 0n) problems.push(`does not balance: asset ${asset} sums to ${sum}`);
+  for (const [asset, sum] of sums)
+    if (sum !== 0n) problems.push(`does not balance: asset ${asset} sums to ${sum}`);
   if (!draft.idempotencyKey) problems.push('has no idempotency key');
   if (Number.isNaN(draft.occurredAt.getTime())) problems.push('has an invalid occurredAt');
-  if (problems.length > 0) throw new InvalidEntryError(`ledger: entry ${draft.idempotencyKey} ${problems.join('; ')}`);
+  if (problems.length > 0)
+    throw new InvalidEntryError(`ledger: entry ${draft.idempotencyKey} ${problems.join('; ')}`);
 }

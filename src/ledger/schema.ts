@@ -39,9 +39,7 @@ export const ledgerAccounts = pgTable(
     symbol: text('symbol').notNull(),
     decimals: integer('decimals').notNull(),
     /** `<chain id>:<token>`; generated, so it cannot disagree with chain_id and token. */
-    asset: text('asset')
-      .notNull()
-      .generatedAlwaysAs(sql`chain_id::text || ':' || token`),
+    asset: text('asset').notNull().generatedAlwaysAs(sql`chain_id::text || ':' || token`),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [unique('ledger_accounts_id_asset_key').on(t.id, t.asset)],
@@ -65,9 +63,7 @@ export const ledgerEntries = pgTable(
     /** SHA-256 of the entry's content, to tell an idempotent replay from a conflicting one. */
     contentHash: text('content_hash').notNull(),
     /** The writing transaction: postings may be added only by the transaction that wrote the entry. */
-    txId: xid8('tx_id')
-      .notNull()
-      .default(sql`pg_current_xact_id()`),
+    txId: xid8('tx_id').notNull().default(sql`pg_current_xact_id()`),
   },
   (t) => [
     index('ledger_entries_ref_idx').on(t.refType, t.refId),
@@ -88,12 +84,14 @@ export const ledgerPostings = pgTable(
     /** Copied from the entry (immutable), so balances at a time need no join. */
     occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull(),
     /** The writing transaction; see src/ledger/balances.ts for why. */
-    txId: xid8('tx_id')
-      .notNull()
-      .default(sql`pg_current_xact_id()`),
+    txId: xid8('tx_id').notNull().default(sql`pg_current_xact_id()`),
   },
   (t) => [
-    foreignKey({ name: 'ledger_postings_entry_fk', columns: [t.entryId], foreignColumns: [ledgerEntries.id] }),
+    foreignKey({
+      name: 'ledger_postings_entry_fk',
+      columns: [t.entryId],
+      foreignColumns: [ledgerEntries.id],
+    }),
     // Composite: a posting's asset must be its account's asset (invariant c of the ledger issue).
     foreignKey({
       name: 'ledger_postings_account_asset_fk',
@@ -121,6 +119,10 @@ export const ledgerBalanceCheckpoints = pgTable(
   },
   (t) => [
     unique('ledger_balance_checkpoints_pk').on(t.accountId, t.horizon),
-    foreignKey({ name: 'ledger_balance_checkpoints_account_fk', columns: [t.accountId], foreignColumns: [ledgerAccounts.id] }),
+    foreignKey({
+      name: 'ledger_balance_checkpoints_account_fk',
+      columns: [t.accountId],
+      foreignColumns: [ledgerAccounts.id],
+    }),
   ],
 );
