@@ -1,0 +1,155 @@
+import type { Command } from 'commander';
+import { loadDatabaseUrl } from '../../config/loadConfig.ts';
+import { createDatabase, type Db } from '../../db/database.ts';
+import { type BalancePoint, balances, trialBalance } from '../../ledger/balances.ts';
+import { listEntries } from '../../ledger/listEntries.ts';
+import { formatDecimalAmount } from '../../money/decimalAmount.ts';
+import { CliError } from '../CliError.ts';
+import { printResult } from '../output.ts';
+import { renderTable } from '../table.ts';
+
+const money = (amount: bigint, decimals: number, symbol: string) =>
+  `${formatDecimalAmount(amount, decimals)} ${symbol}`;
+
+export function registerLedger(program: Command): void {
+  const ledger = program.command('ledger').description('read the double-entry ledger');
+
+  ledger
+    .command('balances')
+    .description('balance of every account, and the trial balance per asset')
+    .option('--store <id>', 'only this store')
+    .option('--at <time>', 'as of this time (ISO 8601, by when movements happened)')
+    .option('--at-entry <id>', 'as of just after this entry id')
+    .option('--json', 'machine-readable output (amounts in base units as strings)')
+    .action(async (opts: { store?: string; at?: string; atEntry?: string; json?: boolean }) => {
+      const at = parsePoint(opts.at, opts.atEntry);
+      await withDb(async (db) => {
+        const rows = await balances(db, { storeId: opts.store, at });
+        const trial = await trialBalance(db, { at });
+        printResult(
+          opts.json,
+          {
+            at: at instanceof Date ? at.toISOString() : at ? { entry_id: at.entryId.toString() } : null,
+            accounts: rows.map((b) => ({
+              code: b.code,
+              type: b.type,
+              store_id: b.storeId,
+              asset: b.asset,
+              symbol: b.symbol,
+              decimals: b.decimals,
+              balance: b.balance.toString(),
+              balance_decimal: formatDecimalAmount(b.balance, b.decimals),
+            })),
+            trial_balance: trial.map((t) => ({
+              asset: t.asset,
+              symbol: t.symbol,
+              debits: t.debits.toString(),
+              credits: t.credits.toString(),
+              net: t.net.toString(),
+            })),
+          },
+          () =>
+            [
+              renderTable(
+                ['account', 'type', 'balance'],
+                rows.map((b) => [b.code, b.type, money(b.balance, b.decimals, b.symbol)]),
+                [2],
+              ),
+              '',
+              'trial balance (each asset must net to zero)',
+              renderTable(
+                ['asset', 'debits', 'credits', 'net'],
+                trial.map((t) => [
+                  `${t.symbol} ${t.asset}`,
+                  money(t.debits, t.decimals, t.symbol),
+                  money(t.credits, t.decimals, t.symbol),
+                  money(t.net, t.decimals, t.symbol),
+                ]),
+                [1, 2, 3],
+              ),
+            ].join('\n'),
+        );
+      });
+    });
+
+  ledger
+    .command('entries')
+    .description('ledger entries, newest first, with their postings')
+    .option('--ref <id>', 'only entries about this intent, claim link or transfer id')
+    .option('--kind <kind>', 'only entries of this kind, e.g. checkout.confirmed')
+    .option('--store <id>', 'only this store')
+    .option('--limit <n>', 'at most this many entries', '50')
+    .option('--json', 'machine-readable output (amounts in base units as strings)')
+    .action(async (opts: { ref?: string; kind?: string; store?: string; limit: string; json?: boolean }) => {
+      const limit = Number(opts.limit);
+      if (!Number.isInteger(limit) || limit < 1)
+        throw new CliError(`--limit: ${opts.limit} is not a positive integer`);
+      await withDb(async (db) => {
+        const entries = await listEntries(db, {
+          refId: opts.ref,
+          kind: opts.kind,
+          storeId: opts.store,
+          limit,
+        });
+        printResult(
+          opts.json,
+          entries.map((e) => ({
+            id: e.id.toString(),
+            idempotency_key: e.idempotencyKey,
+            kind: e.kind,
+            occurred_at: e.occurredAt.toISOString(),
+            recorded_at: e.recordedAt.toISOString(),
+            store_id: e.storeId,
+            ref_type: e.ref.type,
+            ref_id: e.ref.id,
+            reverses_entry_id: e.reversesEntryId?.toString() ?? null,
+            memo: e.memo,
+            metadata: e.metadata,
+            postings: e.postings.map((p) => ({
+              account: p.accountCode,
+              asset: p.asset,
+              amount: p.amount.toString(),
+            })),
+          })),
+          () =>
+            entries.length === 0
+              ? 'no entries'
+              : entries
+                  .map((e) =>
+                    [
+                      `#${e.id}  ${e.occurredAt.toISOString()}  ${e.kind}  ${e.ref.type} ${e.ref.id}` +
+                        (e.reversesEntryId ? `  (reverses #${e.reversesEntryId})` : ''),
+                      ...e.postings.map(
+                        (p) =>
+                          `    ${p.accountCode.padEnd(48)} ${(p.amount > 0n ? 'Dr ' : 'Cr ') + money(p.amount < 0n ? -p.amount : p.amount, p.decimals, p.symbol)}`,
+                      ),
+                    ].join('\n'),
+                  )
+                  .join('\n'),
+        );
+      });
+    });
+}
+
+function parsePoint(at: string | undefined, atEntry: string | undefined): BalancePoint {
+  if (at && atEntry) throw new CliError('give --at or --at-entry, not both');
+  if (at) {
+    const time = new Date(at);
+    if (Number.isNaN(time.getTime())) throw new CliError(`--at: ${at} is not an ISO 8601 time`);
+    return time;
+  }
+  if (atEntry) {
+    if (!/^\d+$/.test(atEntry)) throw new CliError(`--at-entry: ${atEntry} is not an entry id`);
+    return { entryId: BigInt(atEntry) };
+  }
+  return undefined;
+}
+
+async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+  const database = createDatabase(loadDatabaseUrl(process.env), { max: 2 });
+  try {
+    return await fn(database.db);
+  } finally {
+    await database.close();
+  }
+}
