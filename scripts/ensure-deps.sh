@@ -9,8 +9,12 @@ cd "$(dirname "$0")/.."
 say() { printf 'stablebooks setup: %s\n' "$*" >&2; }
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "installing npm dependencies (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  say "installing npm dependencies"
+  # `npm install --no-save` installs the locked versions without rewriting the lock file. Not
+  # `npm ci`: registry mirrors that carry only this platform's optional binaries (biome, anvil,
+  # esbuild) leave the other platforms out of the lock file, and npm ci then refuses it as out
+  # of sync (docs/decisions.md).
+  npm install --no-save --no-audit --no-fund --loglevel=error
 fi
 
 have_postgres() {
