@@ -2,13 +2,20 @@ import { describe, expect, it } from 'vitest';
 import { account } from '../../../src/ledger/accounts.ts';
 import { isBalanced, sumByAsset, unbalancedAssets } from '../../../src/ledger/rules/balanceCheck.ts';
 import { credit, debit, draftEntry } from '../../../src/ledger/rules/postingLines.ts';
-import { STORE, T0, USDC_BASE, USDT_BNB } from './ledgerFixtures.ts';
+import { USDC_BASE, USDT_BNB } from '../../helpers/tokens.ts';
+import { STORE, T0 } from './ledgerFixtures.ts';
 
 const wallet6 = account('assets:wallet', STORE, USDC_BASE);
 const sales6 = account('income:sales', STORE, USDC_BASE);
 const wallet18 = account('assets:wallet', STORE, USDT_BNB);
 const sales18 = account('income:sales', STORE, USDT_BNB);
-const head = { idempotencyKey: 'k', kind: 'test.entry', occurredAt: T0, storeId: STORE, ref: { type: 't', id: '1' } };
+const head = {
+  idempotencyKey: 'k',
+  kind: 'test.entry',
+  occurredAt: T0,
+  storeId: STORE,
+  ref: { type: 't', id: '1' },
+};
 
 describe('sumByAsset', () => {
   it('behavior: sums per asset, keyed <chain id>:<contract>', () => {
@@ -32,13 +39,20 @@ describe('sumByAsset', () => {
     const lines = [debit(wallet6, 5n), credit(sales18, 5n)];
     expect(isBalanced(lines)).toBe(false);
     expect(unbalancedAssets(lines).size).toBe(2);
-    expect(isBalanced([debit(wallet6, 5n), credit(sales6, 5n), debit(wallet18, 1n), credit(sales18, 1n)])).toBe(true);
+    expect(
+      isBalanced([debit(wallet6, 5n), credit(sales6, 5n), debit(wallet18, 1n), credit(sales18, 1n)]),
+    ).toBe(true);
   });
 });
 
 describe('draftEntry', () => {
   it('behavior: drops zero lines', () => {
-    const entry = draftEntry(head, [debit(wallet6, 5n), debit(wallet18, 0n), credit(sales6, 5n), credit(sales18, 0n)]);
+    const entry = draftEntry(head, [
+      debit(wallet6, 5n),
+      debit(wallet18, 0n),
+      credit(sales6, 5n),
+      credit(sales18, 0n),
+    ]);
     expect(entry!.lines).toEqual([
       { account: wallet6, amount: 5n },
       { account: sales6, amount: -5n },

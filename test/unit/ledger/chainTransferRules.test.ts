@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { ChainTransferFact } from '../../../src/ledger/rules/chainTransferFact.ts';
 import {
   chainEntryKey,
   type PaymentProofInput,
@@ -7,8 +8,9 @@ import {
   reorgReversal,
   unmatchedTransfer,
 } from '../../../src/ledger/rules/chainTransferRules.ts';
-import type { ChainTransferFact } from '../../../src/ledger/rules/chainTransferFact.ts';
+import { USDC_BASE, USDT_BNB } from '../../helpers/tokens.ts';
 import {
+  balanceOf,
   CUSTODY_WALLET,
   hash,
   linesByKind,
@@ -19,9 +21,6 @@ import {
   T0,
   transfer,
   trialBalance,
-  balanceOf,
-  USDC_BASE,
-  USDT_BNB,
 } from './ledgerFixtures.ts';
 
 const N6 = 9_900_000n;
@@ -97,21 +96,31 @@ describe('paymentProven (rule 2)', () => {
   it('error: accepted token other than the intent token gives token_mismatch', () => {
     const t = transfer(USDT_BNB, { amount: N6 });
     const { entry, findings } = paymentProven(
-      proofInput(t, { token: USDT_BNB, expected: { token: USDC_BASE, recipient: MERCHANT_WALLET, amount: N6 } }),
+      proofInput(t, {
+        token: USDT_BNB,
+        expected: { token: USDC_BASE, recipient: MERCHANT_WALLET, amount: N6 },
+      }),
     );
     expect(entry).toBeNull();
     expect(findings.map((f) => f.kind)).toEqual(['token_mismatch']);
   });
 
   it('error: a contract that is not accepted is never a payment, whatever it claims', () => {
-    const fake = transfer(USDC_BASE, { amount: N6, tokenAddress: '0x9999999999999999999999999999999999999999' });
+    const fake = transfer(USDC_BASE, {
+      amount: N6,
+      tokenAddress: '0x9999999999999999999999999999999999999999',
+    });
     const { entry, findings } = paymentProven(proofInput(fake, { token: null }));
     expect(entry).toBeNull();
     expect(findings.map((f) => [f.kind, f.severity])).toEqual([['unknown_token', 'warning']]);
   });
 
   it('error: every mismatch is reported at once', () => {
-    const t = transfer(USDC_BASE, { amount: 1n, to: STRANGER, tokenAddress: '0x9999999999999999999999999999999999999999' });
+    const t = transfer(USDC_BASE, {
+      amount: 1n,
+      to: STRANGER,
+      tokenAddress: '0x9999999999999999999999999999999999999999',
+    });
     const { findings } = paymentProven(
       proofInput(t, { token: null, expected: { token: USDC_BASE, recipient: MERCHANT_WALLET, amount: N6 } }),
     );
@@ -129,7 +138,12 @@ describe('paymentProven (rule 2)', () => {
 });
 
 describe('reorgReversal (rule 3)', () => {
-  const original = transfer(USDC_BASE, { amount: N6, txHash: hash(7), blockNumber: 500n, blockHash: hash(500, 1) });
+  const original = transfer(USDC_BASE, {
+    amount: N6,
+    txHash: hash(7),
+    blockNumber: 500n,
+    blockHash: hash(500, 1),
+  });
   const reincluded = { ...original, blockNumber: 501n, blockHash: hash(501, 2) };
 
   it('behavior: a proven transfer orphaned by a reorg names its proof entry to reverse', () => {
@@ -214,7 +228,10 @@ describe('unmatchedTransfer (rule 9)', () => {
       token: USDT_BNB,
       wallet: { address: MERCHANT_WALLET, role: 'merchant' },
     });
-    expect(linesByKind(entry)).toEqual({ 'equity:owner_transfers': 10n ** 18n, 'assets:wallet': -(10n ** 18n) });
+    expect(linesByKind(entry)).toEqual({
+      'equity:owner_transfers': 10n ** 18n,
+      'assets:wallet': -(10n ** 18n),
+    });
     expect(entry!.kind).toBe('chain.transfer_out_unmatched');
     expect(entry!.idempotencyKey.startsWith('chain:unmatched_out:56:')).toBe(true);
     expect(findings.map((f) => f.kind)).toEqual(['unmatched_transfer_out']);
@@ -255,7 +272,10 @@ describe('unmatchedTransfer (rule 9)', () => {
   });
 
   it('behavior: a token that is not accepted books nothing and reports unknown_token (info)', () => {
-    const t = transfer(USDC_BASE, { amount: 1000n, tokenAddress: '0x9999999999999999999999999999999999999999' });
+    const t = transfer(USDC_BASE, {
+      amount: 1000n,
+      tokenAddress: '0x9999999999999999999999999999999999999999',
+    });
     const { entry, findings } = unmatchedTransfer({
       storeId: STORE,
       transfer: t,
@@ -263,13 +283,20 @@ describe('unmatchedTransfer (rule 9)', () => {
       wallet: { address: MERCHANT_WALLET, role: 'merchant' },
     });
     expect(entry).toBeNull();
-    expect(findings.map((f) => [f.kind, f.severity, f.details.direction])).toEqual([['unknown_token', 'info', 'in']]);
+    expect(findings.map((f) => [f.kind, f.severity, f.details.direction])).toEqual([
+      ['unknown_token', 'info', 'in'],
+    ]);
   });
 
   it('behavior: zero-value and self transfers move nothing and report nothing', () => {
     const wallet = { address: MERCHANT_WALLET, role: 'merchant' as const };
     expect(
-      unmatchedTransfer({ storeId: STORE, transfer: transfer(USDC_BASE, { amount: 0n }), token: USDC_BASE, wallet }),
+      unmatchedTransfer({
+        storeId: STORE,
+        transfer: transfer(USDC_BASE, { amount: 0n }),
+        token: USDC_BASE,
+        wallet,
+      }),
     ).toEqual({ entry: null, findings: [] });
     expect(
       unmatchedTransfer({
@@ -285,8 +312,10 @@ describe('unmatchedTransfer (rule 9)', () => {
     const wallet = { address: MERCHANT_WALLET, role: 'merchant' as const };
     const a = transfer(USDC_BASE, { amount: 5n, blockHash: hash(9, 1) });
     const b = { ...a, blockHash: hash(9, 2) };
-    const keyA = unmatchedTransfer({ storeId: STORE, transfer: a, token: USDC_BASE, wallet }).entry!.idempotencyKey;
-    const keyB = unmatchedTransfer({ storeId: STORE, transfer: b, token: USDC_BASE, wallet }).entry!.idempotencyKey;
+    const keyA = unmatchedTransfer({ storeId: STORE, transfer: a, token: USDC_BASE, wallet }).entry!
+      .idempotencyKey;
+    const keyB = unmatchedTransfer({ storeId: STORE, transfer: b, token: USDC_BASE, wallet }).entry!
+      .idempotencyKey;
     expect(keyA).not.toBe(keyB);
     expect(reorgReversal({ transfer: a, posted: { kind: 'transfer_in_unmatched' } }).reverse).toBe(keyA);
   });

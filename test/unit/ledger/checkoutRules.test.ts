@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { AmountFormatError } from '../../../src/money/decimalAmount.ts';
 import { isBalanced } from '../../../src/ledger/rules/balanceCheck.ts';
 import {
   CHECKOUT_FAILURE_STATUSES,
@@ -9,8 +8,10 @@ import {
   checkoutConfirmedKey,
   checkoutTerminalFailure,
 } from '../../../src/ledger/rules/checkoutRules.ts';
+import { AmountFormatError } from '../../../src/money/decimalAmount.ts';
 import { CheckoutStatus } from '../../../src/svc/models/checkoutStatus.ts';
-import { linesByKind, STORE, T0, USDC_BASE, USDT_BNB } from './ledgerFixtures.ts';
+import { USDC_BASE, USDT_BNB } from '../../helpers/tokens.ts';
+import { linesByKind, STORE, T0 } from './ledgerFixtures.ts';
 
 function confirmed(overrides: Partial<CheckoutConfirmedFact> = {}): CheckoutConfirmedFact {
   return {
@@ -91,7 +92,9 @@ describe('checkoutConfirmed (rule 1)', () => {
       'income:sales': -10_000_000n,
       'liability:customer_overpayments': -2_250_000n,
     });
-    expect(findings.map((f) => [f.kind, f.severity, f.details.difference])).toEqual([['overpaid', 'info', '2.25']]);
+    expect(findings.map((f) => [f.kind, f.severity, f.details.difference])).toEqual([
+      ['overpaid', 'info', '2.25'],
+    ]);
   });
 
   it('behavior: overpayment through a temporary wallet books fee and overpayment', () => {
@@ -110,7 +113,10 @@ describe('checkoutConfirmed (rule 1)', () => {
     const { entry } = checkoutConfirmed(
       confirmed({ actualPaidAmount: '0', serviceFeeAmount: '0', netIncomeAmount: '0' }),
     );
-    expect(linesByKind(entry)).toEqual({ 'expense:sales_shortfall': 10_000_000n, 'income:sales': -10_000_000n });
+    expect(linesByKind(entry)).toEqual({
+      'expense:sales_shortfall': 10_000_000n,
+      'income:sales': -10_000_000n,
+    });
   });
 
   it('behavior: 18-decimal USDT on BNB keeps every base unit', () => {
@@ -153,7 +159,12 @@ describe('checkoutConfirmed (rule 1)', () => {
     const { entry } = checkoutConfirmed(
       confirmed({ fiat: { amountCents: null, currency: null, currencyRate: null }, txHash: undefined }),
     );
-    expect(entry!.metadata).toMatchObject({ amount_cents: null, currency: null, currency_rate: null, tx_hash: null });
+    expect(entry!.metadata).toMatchObject({
+      amount_cents: null,
+      currency: null,
+      currency_rate: null,
+      tx_hash: null,
+    });
   });
 
   it('error: P - F != N without proof gives no entry and a fee_arithmetic_mismatch warning', () => {
@@ -179,9 +190,14 @@ describe('checkoutConfirmed (rule 1)', () => {
   });
 
   it('error: fee larger than the payment is a fee_arithmetic_mismatch', () => {
-    const { entry, findings } = checkoutConfirmed(confirmed({ serviceFeeAmount: '11', netIncomeAmount: '0' }));
+    const { entry, findings } = checkoutConfirmed(
+      confirmed({ serviceFeeAmount: '11', netIncomeAmount: '0' }),
+    );
     expect(entry).toBeNull();
-    expect(findings[0]).toMatchObject({ kind: 'fee_arithmetic_mismatch', details: { expected_net_income_amount: '-1' } });
+    expect(findings[0]).toMatchObject({
+      kind: 'fee_arithmetic_mismatch',
+      details: { expected_net_income_amount: '-1' },
+    });
   });
 
   it('behavior: P - F != N with an underpayment reports both findings', () => {
@@ -193,7 +209,9 @@ describe('checkoutConfirmed (rule 1)', () => {
   });
 
   it('behavior: P - F != N with provenNet books the proven net and derives the fee', () => {
-    const { entry, findings } = checkoutConfirmed(confirmed({ netIncomeAmount: '9.8', provenNet: 9_850_000n }));
+    const { entry, findings } = checkoutConfirmed(
+      confirmed({ netIncomeAmount: '9.8', provenNet: 9_850_000n }),
+    );
     expect(linesByKind(entry)).toEqual({
       'assets:in_transit': 9_850_000n,
       'expense:service_fees': 150_000n,
@@ -215,7 +233,9 @@ describe('checkoutConfirmed (rule 1)', () => {
   });
 
   it('error: provenNet above P books nothing (the fee would be negative)', () => {
-    const { entry, findings } = checkoutConfirmed(confirmed({ netIncomeAmount: '9.8', provenNet: 10_000_001n }));
+    const { entry, findings } = checkoutConfirmed(
+      confirmed({ netIncomeAmount: '9.8', provenNet: 10_000_001n }),
+    );
     expect(entry).toBeNull();
     expect(findings[0]).toMatchObject({
       kind: 'fee_arithmetic_mismatch',
@@ -224,7 +244,9 @@ describe('checkoutConfirmed (rule 1)', () => {
   });
 
   it('error: negative provenNet throws', () => {
-    expect(() => checkoutConfirmed(confirmed({ netIncomeAmount: '9.8', provenNet: -1n }))).toThrow(RangeError);
+    expect(() => checkoutConfirmed(confirmed({ netIncomeAmount: '9.8', provenNet: -1n }))).toThrow(
+      RangeError,
+    );
   });
 
   it('behavior: provenNet is ignored when the reported figures add up', () => {
@@ -268,14 +290,22 @@ describe('checkoutConfirmed (rule 1)', () => {
 });
 
 describe('checkoutTerminalFailure (rule 4)', () => {
-  it.each(CHECKOUT_FAILURE_STATUSES)('behavior: status %i without a confirmed entry books nothing', (status) => {
-    expect(
-      checkoutTerminalFailure({ storeId: STORE, intentId: 'i1', status, confirmedEntryPosted: false }),
-    ).toEqual({ entry: null, reverse: null, findings: [] });
-  });
+  it.each(CHECKOUT_FAILURE_STATUSES)(
+    'behavior: status %i without a confirmed entry books nothing',
+    (status) => {
+      expect(
+        checkoutTerminalFailure({ storeId: STORE, intentId: 'i1', status, confirmedEntryPosted: false }),
+      ).toEqual({ entry: null, reverse: null, findings: [] });
+    },
+  );
 
   it.each(CHECKOUT_FAILURE_STATUSES)('behavior: status %i after a confirmed entry reverses it', (status) => {
-    const decision = checkoutTerminalFailure({ storeId: STORE, intentId: 'i1', status, confirmedEntryPosted: true });
+    const decision = checkoutTerminalFailure({
+      storeId: STORE,
+      intentId: 'i1',
+      status,
+      confirmedEntryPosted: true,
+    });
     expect(decision.entry).toBeNull();
     expect(decision.reverse).toBe('checkout:confirmed:i1');
     expect(decision.findings).toEqual([

@@ -15,6 +15,7 @@ import {
   isExpired,
 } from '../../../src/ledger/rules/claimLinkRules.ts';
 import { AmountFormatError } from '../../../src/money/decimalAmount.ts';
+import { USDC_BASE, USDT_BNB } from '../../helpers/tokens.ts';
 import {
   balanceOf,
   CUSTODY_WALLET,
@@ -26,8 +27,6 @@ import {
   T0,
   transfer,
   trialBalance,
-  USDC_BASE,
-  USDT_BNB,
 } from './ledgerFixtures.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -37,11 +36,23 @@ function link(token: Token = USDC_BASE, amount = '25'): ClaimLinkFactBase {
 }
 
 const fundingTransfer = (token: Token, amount: bigint) =>
-  transfer(token, { amount, from: CUSTODY_WALLET, to: POOL_WALLET, txHash: hash(21), blockHash: hash(210, 1) });
+  transfer(token, {
+    amount,
+    from: CUSTODY_WALLET,
+    to: POOL_WALLET,
+    txHash: hash(21),
+    blockHash: hash(210, 1),
+  });
 const claimTransfer = (token: Token, amount: bigint) =>
   transfer(token, { amount, from: POOL_WALLET, to: STRANGER, txHash: hash(22), blockHash: hash(220, 1) });
 const refundTransfer = (token: Token, amount: bigint) =>
-  transfer(token, { amount, from: POOL_WALLET, to: CUSTODY_WALLET, txHash: hash(23), blockHash: hash(230, 1) });
+  transfer(token, {
+    amount,
+    from: POOL_WALLET,
+    to: CUSTODY_WALLET,
+    txHash: hash(23),
+    blockHash: hash(230, 1),
+  });
 
 describe('claimLinkFunded (rule 5)', () => {
   it('behavior: funded link debits claim_pool and credits custody', () => {
@@ -68,10 +79,12 @@ describe('claimLinkFunded (rule 5)', () => {
   });
 
   it('error: over-precise link amount throws', () => {
-    expect(() => claimLinkFunded({ ...link(USDC_BASE, '1.0000001'), occurredAt: T0 })).toThrow(AmountFormatError);
-    expect(() =>
-      claimLinkFunded({ ...link(USDT_BNB, '1.0000000000000000001'), occurredAt: T0 }),
-    ).toThrow(AmountFormatError);
+    expect(() => claimLinkFunded({ ...link(USDC_BASE, '1.0000001'), occurredAt: T0 })).toThrow(
+      AmountFormatError,
+    );
+    expect(() => claimLinkFunded({ ...link(USDT_BNB, '1.0000000000000000001'), occurredAt: T0 })).toThrow(
+      AmountFormatError,
+    );
   });
 });
 
@@ -104,7 +117,10 @@ describe('claimLinkFundingProven (rule 5, chain)', () => {
   });
 
   it('error: funding proven for less than the amount books nothing and reports funding_mismatch', () => {
-    const { entry, findings } = claimLinkFundingProven({ ...link(), transfer: fundingTransfer(USDC_BASE, 24_000_000n) });
+    const { entry, findings } = claimLinkFundingProven({
+      ...link(),
+      transfer: fundingTransfer(USDC_BASE, 24_000_000n),
+    });
     expect(entry).toBeNull();
     expect(findings).toEqual([
       expect.objectContaining({
@@ -125,7 +141,10 @@ describe('claimLinkFundingProven (rule 5, chain)', () => {
 
 describe('claimLinkClaimed (rule 6)', () => {
   it('behavior: claimed link debits payouts and credits claim_pool', () => {
-    const { entry, findings } = claimLinkClaimed({ ...link(), transfer: claimTransfer(USDC_BASE, 25_000_000n) });
+    const { entry, findings } = claimLinkClaimed({
+      ...link(),
+      transfer: claimTransfer(USDC_BASE, 25_000_000n),
+    });
     expect(findings).toEqual([]);
     expect(linesByKind(entry)).toEqual({ 'expense:payouts': 25_000_000n, 'assets:claim_pool': -25_000_000n });
     expect(entry).toMatchObject({
@@ -135,7 +154,10 @@ describe('claimLinkClaimed (rule 6)', () => {
   });
 
   it('behavior: a claim transfer of another value is booked at the link amount with a finding', () => {
-    const { entry, findings } = claimLinkClaimed({ ...link(), transfer: claimTransfer(USDC_BASE, 24_900_000n) });
+    const { entry, findings } = claimLinkClaimed({
+      ...link(),
+      transfer: claimTransfer(USDC_BASE, 24_900_000n),
+    });
     expect(linesByKind(entry)['expense:payouts']).toBe(25_000_000n);
     expect(findings.map((f) => [f.kind, f.severity, f.details.transferred])).toEqual([
       ['amount_mismatch', 'info', '24.9'],
@@ -147,7 +169,10 @@ describe('claimLinkCancelled and claimLinkExpired (rule 7)', () => {
   it('behavior: cancelled link moves the amount from claim_pool to refund_receivable', () => {
     const { entry, findings } = claimLinkCancelled({ ...link(), occurredAt: T0 });
     expect(findings).toEqual([]);
-    expect(linesByKind(entry)).toEqual({ 'assets:refund_receivable': 25_000_000n, 'assets:claim_pool': -25_000_000n });
+    expect(linesByKind(entry)).toEqual({
+      'assets:refund_receivable': 25_000_000n,
+      'assets:claim_pool': -25_000_000n,
+    });
     expect(entry).toMatchObject({ idempotencyKey: 'claim_link:closed:cl_1', kind: 'claim_link.cancelled' });
   });
 
@@ -161,15 +186,20 @@ describe('claimLinkCancelled and claimLinkExpired (rule 7)', () => {
   });
 
   it('behavior: expiry before 14 days books nothing', () => {
-    expect(claimLinkExpired({ ...link(), fundedAt: T0, now: new Date(T0.getTime() + 14 * DAY - 1) })).toEqual({
-      entry: null,
-      findings: [],
-    });
+    expect(claimLinkExpired({ ...link(), fundedAt: T0, now: new Date(T0.getTime() + 14 * DAY - 1) })).toEqual(
+      {
+        entry: null,
+        findings: [],
+      },
+    );
   });
 
   it('behavior: expired link books the cancel entry as claim_link.expired at the expiry moment', () => {
     const { entry } = claimLinkExpired({ ...link(), fundedAt: T0, now: new Date(T0.getTime() + 20 * DAY) });
-    expect(linesByKind(entry)).toEqual({ 'assets:refund_receivable': 25_000_000n, 'assets:claim_pool': -25_000_000n });
+    expect(linesByKind(entry)).toEqual({
+      'assets:refund_receivable': 25_000_000n,
+      'assets:claim_pool': -25_000_000n,
+    });
     expect(entry).toMatchObject({
       idempotencyKey: 'claim_link:closed:cl_1',
       kind: 'claim_link.expired',
@@ -180,7 +210,8 @@ describe('claimLinkCancelled and claimLinkExpired (rule 7)', () => {
 
   it('behavior: cancel and expiry share one key, so a link closes once', () => {
     const cancel = claimLinkCancelled({ ...link(), occurredAt: T0 }).entry!;
-    const expiry = claimLinkExpired({ ...link(), fundedAt: T0, now: new Date(T0.getTime() + 15 * DAY) }).entry!;
+    const expiry = claimLinkExpired({ ...link(), fundedAt: T0, now: new Date(T0.getTime() + 15 * DAY) })
+      .entry!;
     expect(cancel.idempotencyKey).toBe(expiry.idempotencyKey);
     expect(cancel.idempotencyKey).toBe(claimLinkClosedKey('cl_1'));
   });
@@ -189,7 +220,10 @@ describe('claimLinkCancelled and claimLinkExpired (rule 7)', () => {
 describe('claimLinkRefunded (rule 8)', () => {
   it('behavior: refund equal to the receivable clears it, no fee line', () => {
     const { entry } = claimLinkRefunded({ ...link(), transfer: refundTransfer(USDC_BASE, 25_000_000n) });
-    expect(linesByKind(entry)).toEqual({ 'assets:custody': 25_000_000n, 'assets:refund_receivable': -25_000_000n });
+    expect(linesByKind(entry)).toEqual({
+      'assets:custody': 25_000_000n,
+      'assets:refund_receivable': -25_000_000n,
+    });
     expect(entry).toMatchObject({
       idempotencyKey: `claim_link:refunded:cl_1:8453:${hash(23)}:0:${hash(230, 1)}`,
       kind: 'claim_link.refunded',
@@ -216,7 +250,10 @@ describe('claimLinkRefunded (rule 8)', () => {
   });
 
   it('behavior: 18-decimal refund smaller by one base unit', () => {
-    const { entry } = claimLinkRefunded({ ...link(USDT_BNB, '25'), transfer: refundTransfer(USDT_BNB, 25n * 10n ** 18n - 1n) });
+    const { entry } = claimLinkRefunded({
+      ...link(USDT_BNB, '25'),
+      transfer: refundTransfer(USDT_BNB, 25n * 10n ** 18n - 1n),
+    });
     expect(linesByKind(entry)).toEqual({
       'assets:custody': 25n * 10n ** 18n - 1n,
       'expense:payout_fees': 1n,

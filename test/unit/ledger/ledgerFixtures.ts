@@ -1,26 +1,10 @@
 /**
- * Shared fixtures of the ledger rule tests: the two real tokens (6 and 18 decimals), chain
+ * Shared fixtures of the ledger rule tests (tokens: test/helpers/tokens.ts): wallets, chain
  * transfers, a trial balance by account, and a reversal the way the poster will write it.
  */
-import { accountCode, type AccountKind, assetOf, type Token } from '../../../src/ledger/accounts.ts';
+import { type AccountKind, accountCode, assetOf, type Token } from '../../../src/ledger/accounts.ts';
 import type { EntryDraft, EntryLine } from '../../../src/ledger/entryDraft.ts';
 import type { ChainTransferFact } from '../../../src/ledger/rules/chainTransferFact.ts';
-
-/** USDC on Base (8453), 6 decimals. */
-export const USDC_BASE: Token = {
-  chainId: 8453,
-  address: '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913',
-  symbol: 'USDC',
-  decimals: 6,
-};
-
-/** USDT on BNB Smart Chain (56), 18 decimals. */
-export const USDT_BNB: Token = {
-  chainId: 56,
-  address: '0x55d398326f99059ff775485246999027b3197955',
-  symbol: 'USDT',
-  decimals: 18,
-};
 
 export const STORE = 'st_a';
 export const MERCHANT_WALLET = '0x1111111111111111111111111111111111111111' as const;
@@ -73,7 +57,12 @@ export function trialBalance(entries: Iterable<EntryDraft>): Map<string, bigint>
   return totals;
 }
 
-export function balanceOf(totals: Map<string, bigint>, kind: AccountKind, token: Token, store = STORE): bigint {
+export function balanceOf(
+  totals: Map<string, bigint>,
+  kind: AccountKind,
+  token: Token,
+  store = STORE,
+): bigint {
   return totals.get(accountCode({ kind, storeId: store, token })) ?? 0n;
 }
 
