@@ -1,19 +1,22 @@
 import type { FastifyInstance } from 'fastify';
-import { systemClock } from '../clock.ts';
 import { type EphemeralAnvil, startAnvil } from '../devservices/anvil.ts';
+import { createSandboxWorld } from './createWorld.ts';
+import { sandboxRouteModules } from './routeModules.ts';
 import type { SandboxConfig } from './sandboxConfig.ts';
 import { createSandboxServer } from './server.ts';
+import type { SandboxWorld } from './world.ts';
 
 export interface RunningSandbox {
   url: string;
   config: SandboxConfig;
+  world: SandboxWorld;
   chains: Array<{ chainId: number; rpcUrl: string }>;
   stop(): Promise<void>;
 }
 
 /**
- * Starts the simulator: one anvil per chain (unless an RPC URL is given for it) and the signed
- * HTTP API. stop() closes the server, then the nodes it started.
+ * Starts the simulator: one anvil per chain (unless an RPC URL is given for it), the world on
+ * them, and the HTTP server. stop() closes the server, the world's timers, then the nodes it started.
  */
 export async function runSandbox(options: {
   config: SandboxConfig;
@@ -21,10 +24,13 @@ export async function runSandbox(options: {
   port: number;
   chains: number[];
   rpcUrls: Map<number, string>;
+  seed?: string;
 }): Promise<RunningSandbox> {
   const started: EphemeralAnvil[] = [];
   let app: FastifyInstance | undefined;
+  let closeWorld: (() => void) | undefined;
   const stop = async () => {
+    closeWorld?.();
     await app?.close();
     await Promise.allSettled(started.map((a) => a.stop()));
   };
@@ -40,9 +46,12 @@ export async function runSandbox(options: {
       started.push(anvil);
       chains.push({ chainId, rpcUrl: anvil.rpcUrl });
     }
-    app = createSandboxServer({ config: options.config, clock: systemClock });
+    const world = await createSandboxWorld({ config: options.config, chains, seed: options.seed });
+    closeWorld = world.close;
+    app = createSandboxServer(world, sandboxRouteModules(world));
     const url = await app.listen({ host: options.host, port: options.port });
-    return { url, config: options.config, chains, stop };
+    world.setBaseUrl(url);
+    return { url, config: options.config, world, chains, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -24,12 +24,18 @@ export const sandboxStoreSchema = z.object({
     .array(z.union([z.literal(1), z.literal(2)]))
     .min(1)
     .default([1]),
+  /** Overrides the sandbox-wide rate limit for this store's key. */
+  rate_limit: z.object({ requests_per_second: z.number().positive(), burst: z.int().positive() }).optional(),
 });
 export type SandboxStore = z.output<typeof sandboxStoreSchema>;
 
 export const sandboxConfigSchema = z.object({
   environment: z.enum(['test', 'production']).default('test'),
   live_signing_enabled: z.boolean().default(true),
+  /** Per API key: a token bucket; beyond it requests answer 40001 with details.retry_after. */
+  rate_limit: z
+    .object({ requests_per_second: z.number().positive(), burst: z.int().positive() })
+    .default({ requests_per_second: 100, burst: 200 }),
   businesses: z
     .array(z.object({ business_id: z.string().min(1), stores: z.array(sandboxStoreSchema).min(1) }))
     .min(1),

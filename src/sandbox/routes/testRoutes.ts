@@ -1,20 +1,17 @@
 import type { FastifyInstance } from 'fastify';
-import type { Clock } from '../../clock.ts';
-import type { StoreIdentity } from '../authenticate.ts';
 import { rawBody, sendEnvelope } from '../envelope.ts';
+import type { RouteDeps } from './routeDeps.ts';
 
 /**
  * The spec's test routes (/v1/test): ping, an always-failing route, and an echo of the posted
  * JSON object. They exist to prove credentials, signing, replay protection and body hashing.
  */
-export function registerTestRoutes(
-  app: FastifyInstance,
-  deps: { clock: Clock; identity: (req: unknown) => StoreIdentity },
-): void {
+export function registerTestRoutes(app: FastifyInstance, { world, identity }: RouteDeps): void {
+  const clock = world.clock;
   app.get('/v1/test/ping', async (req, reply) =>
     sendEnvelope(req, reply, {
-      clock: deps.clock,
-      store: deps.identity(req).store,
+      clock,
+      store: identity(req).store,
       httpStatus: 200,
       code: 0,
       payload: { pong: 'ok' },
@@ -23,8 +20,8 @@ export function registerTestRoutes(
 
   app.get('/v1/test/fail', async (req, reply) =>
     sendEnvelope(req, reply, {
-      clock: deps.clock,
-      store: deps.identity(req).store,
+      clock,
+      store: identity(req).store,
       httpStatus: 400,
       code: 10001,
       message: 'Validation error',
@@ -33,7 +30,7 @@ export function registerTestRoutes(
   );
 
   app.post('/v1/test/post', async (req, reply) => {
-    const store = deps.identity(req).store;
+    const store = identity(req).store;
     let body: unknown;
     try {
       body = JSON.parse(rawBody(req).toString('utf8'));
@@ -42,7 +39,7 @@ export function registerTestRoutes(
     }
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       return sendEnvelope(req, reply, {
-        clock: deps.clock,
+        clock,
         store,
         httpStatus: 400,
         code: 10001,
@@ -51,7 +48,7 @@ export function registerTestRoutes(
       });
     }
     return sendEnvelope(req, reply, {
-      clock: deps.clock,
+      clock,
       store,
       httpStatus: 200,
       code: 0,

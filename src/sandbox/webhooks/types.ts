@@ -27,7 +27,12 @@ export interface WebhookDispatcher {
    * timestamp and nonce), and retried on any non-200 on the sandbox clock. `webhookId` is
    * both X-Webhook-Id and, for checkout webhooks, the payload's webhook_id.
    */
-  send(args: { kind: WebhookDelivery['kind']; storeId: string; webhookId: string; payload: Record<string, unknown> }): void;
+  send(args: {
+    kind: WebhookDelivery['kind'];
+    storeId: string;
+    webhookId: string;
+    payload: Record<string, unknown>;
+  }): void;
   list(): WebhookDelivery[];
   /** Sends a logged webhook again now (same body and webhook_id, new signature). */
   redeliver(webhookId: string): Promise<WebhookDelivery | undefined>;

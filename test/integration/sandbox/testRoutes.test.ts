@@ -1,49 +1,48 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { systemClock, unixSeconds } from '../../../src/clock.ts';
-import { sandboxConfigSchema } from '../../../src/sandbox/sandboxConfig.ts';
-import { createSandboxServer } from '../../../src/sandbox/server.ts';
 import { createSvcClient } from '../../../src/svc/client.ts';
 import { SvcApiError } from '../../../src/svc/errors.ts';
 import { signRequest } from '../../../src/svc/signing/requestSignature.ts';
+import { startTestSandbox } from '../../helpers/sandboxHarness.ts';
 
-const config = sandboxConfigSchema.parse({
-  businesses: [
-    {
-      business_id: 'biz_1',
-      stores: [
-        { store_id: 'st_plain', api_key: 'pk_plain', api_secret: 'sk_plain_0123456789abcdef' },
-        {
-          store_id: 'st_signed',
-          api_key: 'pk_signed',
-          api_secret: 'sk_signed_0123456789abcdef',
-          signed_response: true,
-        },
-        {
-          store_id: 'st_walled',
-          api_key: 'pk_walled',
-          api_secret: 'sk_walled_0123456789abcdef',
-          ip_allowlist: ['10.0.0.0/8'],
-        },
-        {
-          store_id: 'st_local',
-          api_key: 'pk_local',
-          api_secret: 'sk_local_0123456789abcdef',
-          ip_allowlist: ['127.0.0.0/8'],
-        },
-      ],
-    },
-  ],
+const sandbox = await startTestSandbox({
+  config: {
+    businesses: [
+      {
+        business_id: 'biz_1',
+        stores: [
+          { store_id: 'st_plain', api_key: 'pk_plain', api_secret: 'sk_plain_0123456789abcdef' },
+          {
+            store_id: 'st_signed',
+            api_key: 'pk_signed',
+            api_secret: 'sk_signed_0123456789abcdef',
+            signed_response: true,
+          },
+          {
+            store_id: 'st_walled',
+            api_key: 'pk_walled',
+            api_secret: 'sk_walled_0123456789abcdef',
+            ip_allowlist: ['10.0.0.0/8'],
+          },
+          {
+            store_id: 'st_local',
+            api_key: 'pk_local',
+            api_secret: 'sk_local_0123456789abcdef',
+            ip_allowlist: ['127.0.0.0/8'],
+          },
+          {
+            store_id: 'st_v6',
+            api_key: 'pk_v6',
+            api_secret: 'sk_v6_0123456789abcdef0',
+            ip_allowlist: ['2001:db8::/32'],
+          },
+        ],
+      },
+    ],
+  },
 });
-
-let app: FastifyInstance;
-let url: string;
-beforeAll(async () => {
-  app = createSandboxServer({ config, clock: systemClock });
-  url = await app.listen({ host: '127.0.0.1', port: 0 });
-});
-afterAll(() => app.close());
+const url = sandbox.url;
 
 const client = (apiKey: string, apiSecret: string, signedResponse = false) =>
   createSvcClient({
@@ -151,5 +150,6 @@ describe('sandbox test routes', () => {
       httpStatus: 403,
     });
     expect(await client('pk_local', 'sk_local_0123456789abcdef').ping()).toEqual({ pong: 'ok' });
+    await expect(client('pk_v6', 'sk_v6_0123456789abcdef0').ping()).rejects.toMatchObject({ code: 30001 });
   });
 });
