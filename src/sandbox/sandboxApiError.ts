@@ -36,8 +36,13 @@ export const HTTP_STATUS_OF_CODE: Record<number, number> = {
   99999: 500,
 };
 
-export function apiError(code: number, message: string, details: Record<string, unknown> = {}): SandboxApiError {
+export function apiError(
+  code: number,
+  message: string,
+  details: Record<string, unknown> = {},
+): SandboxApiError {
   return new SandboxApiError(HTTP_STATUS_OF_CODE[code] ?? 400, code, message, details);
 }
 
-export const validationError = (details: Record<string, unknown>) => apiError(10001, 'Validation error', details);
+export const validationError = (details: Record<string, unknown>) =>
+  apiError(10001, 'Validation error', details);

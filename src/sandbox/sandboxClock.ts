@@ -22,7 +22,9 @@ interface Timer {
   fn: () => Promise<void> | void;
 }
 
-export function createSandboxClock(options: { tickMs?: number; onError?: (err: unknown) => void } = {}): SandboxClock {
+export function createSandboxClock(
+  options: { tickMs?: number; onError?: (err: unknown) => void } = {},
+): SandboxClock {
   let offsetMs = 0;
   let seq = 0;
   let timers: Timer[] = [];
@@ -62,7 +64,8 @@ export function createSandboxClock(options: { tickMs?: number; onError?: (err: u
   return {
     now: () => new Date(now()),
     async advance(seconds) {
-      if (!Number.isFinite(seconds) || seconds < 0) throw new RangeError('seconds must be a non-negative number');
+      if (!Number.isFinite(seconds) || seconds < 0)
+        throw new RangeError('seconds must be a non-negative number');
       offsetMs += Math.round(seconds * 1000);
       await runDue();
     },

@@ -26,7 +26,10 @@ export interface SandboxWorld {
   baseUrl(): string;
 }
 
-export function findStore(world: SandboxWorld, storeId: string): { businessId: string; store: SandboxStore } | undefined {
+export function findStore(
+  world: SandboxWorld,
+  storeId: string,
+): { businessId: string; store: SandboxStore } | undefined {
   for (const business of world.config.businesses) {
     const store = business.stores.find((s) => s.store_id === storeId);
     if (store) return { businessId: business.business_id, store };
@@ -36,10 +39,14 @@ export function findStore(world: SandboxWorld, storeId: string): { businessId: s
 
 export function chainOrThrow(world: SandboxWorld, chainId: number): SandboxChain {
   const chain = world.chains.get(chainId);
-  if (!chain) throw new Error(`sandbox: chain ${chainId} is not simulated (start the sandbox with --chains ${chainId})`);
+  if (!chain)
+    throw new Error(
+      `sandbox: chain ${chainId} is not simulated (start the sandbox with --chains ${chainId})`,
+    );
   return chain;
 }
 
-export const merchantWallet = (chain: SandboxChain, storeId: string): Promise<Address> => chain.wallet(`merchant:${storeId}`);
+export const merchantWallet = (chain: SandboxChain, storeId: string): Promise<Address> =>
+  chain.wallet(`merchant:${storeId}`);
 export const custodyWallet = (chain: SandboxChain, businessId: string): Promise<Address> =>
   chain.wallet(`custody:${businessId}`);
