@@ -16,6 +16,7 @@ export function registerSandbox(program: Command): void {
     )
     .option('--chains <ids>', 'comma-separated EIP-155 chain ids', '11155111')
     .option('--rpc-url <chain=url...>', 'use a running node for a chain instead of starting anvil')
+    .option('--seed <seed>', 'derive the wallets from this seed (same seed, same addresses)')
     .option('--json', 'print the ready line as JSON')
     .action(
       async (opts: {
@@ -25,6 +26,7 @@ export function registerSandbox(program: Command): void {
         chains: string;
         rpcUrl?: string[];
         json?: boolean;
+        seed?: string;
       }) => {
         const port = Number(opts.port);
         if (!Number.isInteger(port) || port < 0 || port > 65535)
@@ -39,7 +41,7 @@ export function registerSandbox(program: Command): void {
           rpcUrls.set(Number(id), url);
         }
         const config = opts.stores ? loadSandboxConfig(opts.stores) : defaultSandboxConfig();
-        const sandbox = await runSandbox({ config, host: opts.host, port, chains, rpcUrls });
+        const sandbox = await runSandbox({ config, host: opts.host, port, chains, rpcUrls, seed: opts.seed });
         const stores = config.businesses.flatMap((b) =>
           b.stores.map((s) => ({
             business_id: b.business_id,
