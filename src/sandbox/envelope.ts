@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.ts';
+import { stringifyJson } from '../svc/json.ts';
 import { readHeader } from '../svc/signing/requestSignature.ts';
 import { signResponse } from '../svc/signing/responseSignature.ts';
 import type { SandboxStore } from './sandboxConfig.ts';
@@ -37,7 +38,8 @@ export function sendEnvelope(
     error: args.code === 0 ? null : { message: args.message ?? 'error', details: args.details ?? {} },
     request_id: requestId,
   };
-  const bytes = JSON.stringify(body);
+  // bigint amounts (amount_cents) go out as exact JSON integers.
+  const bytes = stringifyJson(body);
   reply.code(args.httpStatus).type('application/json');
   if (args.store?.signed_response) {
     const requestNonce = readHeader(req.headers, 'X-Nonce') ?? '';
