@@ -48,7 +48,12 @@ export async function runSandbox(options: {
     }
     const world = await createSandboxWorld({ config: options.config, chains, seed: options.seed });
     closeWorld = world.close;
-    app = createSandboxServer(world, sandboxRouteModules(world));
+    const routes = sandboxRouteModules(world);
+    closeWorld = () => {
+      routes.stop();
+      world.close();
+    };
+    app = createSandboxServer(world, routes.modules);
     const url = await app.listen({ host: options.host, port: options.port });
     world.setBaseUrl(url);
     return { url, config: options.config, world, chains, stop };

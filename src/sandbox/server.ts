@@ -17,7 +17,22 @@ export type RouteModule = (app: FastifyInstance, deps: RouteDeps) => void;
  * stores with signed_response; no input crashes it (unexpected errors answer 90000).
  */
 export function createSandboxServer(world: SandboxWorld, modules: RouteModule[]): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 1024 * 1024,
+    // Long ids must reach the routes (and get the spec's 50001/50107), not a bare 414.
+    maxParamLength: 10_000,
+    // A path that cannot be decoded still gets an envelope, never the framework's own error body.
+    frameworkErrors: (err, req, reply) =>
+      sendEnvelope(req, reply, {
+        clock: world.clock,
+        store: undefined,
+        httpStatus: 400,
+        code: 10001,
+        message: 'Validation error',
+        details: { request: err.message },
+      }),
+  });
   const nonces = createMemoryNonceStore(world.clock);
   const limiter = createRateLimiter(world.clock);
   const identities = new WeakMap<FastifyRequest, StoreIdentity>();

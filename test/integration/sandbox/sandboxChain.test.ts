@@ -31,7 +31,9 @@ describe('sandbox chain', () => {
     const b = await chain.wallet('merchant:st_a');
     await chain.mint('USDC', a, 7_000_000n);
     // Several transfers from one wallet at once: nonces must not collide.
-    const sent = await Promise.all([1n, 2n, 3n].map((n) => chain.transfer('USDC', 'buyer:1', b, n * 1_000_000n)));
+    const sent = await Promise.all(
+      [1n, 2n, 3n].map((n) => chain.transfer('USDC', 'buyer:1', b, n * 1_000_000n)),
+    );
     expect(await chain.balanceOf('USDC', a)).toBe(1_000_000n);
     expect(await chain.balanceOf('USDC', b)).toBe(6_000_000n);
     const client = createPublicClient({ transport: http(anvil.rpcUrl) });

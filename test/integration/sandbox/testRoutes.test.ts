@@ -152,4 +152,15 @@ describe('sandbox test routes', () => {
     expect(await client('pk_local', 'sk_local_0123456789abcdef').ping()).toEqual({ pong: 'ok' });
     await expect(client('pk_v6', 'sk_v6_0123456789abcdef0').ping()).rejects.toMatchObject({ code: 30001 });
   });
+
+  it('error: an undecodable path or a very long id still gets an envelope', async () => {
+    const bad = await fetch(`${url}/v1/claim_link_auto_payouts/%ZZ/cancel`, { method: 'POST' });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ code: 10001, payload: null });
+    await expect(
+      client('pk_plain', 'sk_plain_0123456789abcdef').getCheckoutIntent('a'.repeat(150)),
+    ).rejects.toMatchObject({
+      code: 50001,
+    });
+  });
 });
