@@ -140,19 +140,13 @@ export async function createSandboxChain(options: {
       const head = await publicClient.getBlockNumber();
       if (depth < 1 || BigInt(depth) > head)
         throw new RangeError(`reorg depth must be between 1 and the head block ${head}`);
-      await publicClient.request({
-        method: 'anvil_reorg' as 'eth_chainId',
-        params: [depth, []] as unknown as undefined,
-      });
+      await rawRpc(rpcUrl, 'anvil_reorg', [depth, []]);
       const orphanedBlocks: bigint[] = [];
       for (let i = 0; i < depth; i++) orphanedBlocks.push(head - BigInt(i));
       return { orphanedBlocks };
     },
     async mine(blocks) {
-      await publicClient.request({
-        method: 'anvil_mine' as 'eth_chainId',
-        params: [toHex(blocks)] as unknown as undefined,
-      });
+      await testClient.mine({ blocks });
     },
     headBlock: () => publicClient.getBlockNumber(),
   };
