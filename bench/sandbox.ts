@@ -86,7 +86,7 @@ try {
     `\nmachine: ${cpus().length} x ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`,
   );
   console.log(
-    `| signed GET status, ${concurrency} in flight, client and sandbox in one process | ${(done / elapsed).toFixed(0)} req/s | p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms | ${failed} failed |`,
+    `| signed GET status, ${concurrency} in flight, client and sandbox in two processes | ${(done / elapsed).toFixed(0)} req/s | p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms | ${failed} failed |`,
   );
 } finally {
   await sandbox.stop();

@@ -21,7 +21,7 @@ export function createSandboxServer(world: SandboxWorld, modules: RouteModule[])
     logger: false,
     bodyLimit: 1024 * 1024,
     // Long ids must reach the routes (and get the spec's 50001/50107), not a bare 414.
-    maxParamLength: 10_000,
+    routerOptions: { maxParamLength: 10_000 },
     // A path that cannot be decoded still gets an envelope, never the framework's own error body.
     frameworkErrors: (err, req, reply) =>
       sendEnvelope(req, reply, {
