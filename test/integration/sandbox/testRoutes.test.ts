@@ -37,6 +37,12 @@ const sandbox = await startTestSandbox({
             api_secret: 'sk_v6_0123456789abcdef0',
             ip_allowlist: ['2001:db8::/32'],
           },
+          {
+            store_id: 'st_slow',
+            api_key: 'pk_slow',
+            api_secret: 'sk_slow_0123456789abcdef',
+            rate_limit: { requests_per_second: 0.5, burst: 2 },
+          },
         ],
       },
     ],
@@ -162,5 +168,43 @@ describe('sandbox test routes', () => {
     ).rejects.toMatchObject({
       code: 50001,
     });
+  });
+
+  it('error: the per-key rate limit answers 40001 with retry_after once the burst is spent', async () => {
+    const slow = client('pk_slow', 'sk_slow_0123456789abcdef');
+    await slow.ping();
+    await slow.ping();
+    const limited = await slow.ping().catch((e: unknown) => e);
+    expect(limited).toMatchObject({ code: 40001, httpStatus: 429 });
+    expect((limited as SvcApiError).retryAfterMs).toBeGreaterThanOrEqual(1000);
+    // Another key is not affected.
+    expect(await client('pk_plain', 'sk_plain_0123456789abcdef').ping()).toEqual({ pong: 'ok' });
+  });
+
+  it('behavior: the control API lists chains and store wallets, and reorgs the chain', async () => {
+    const chains =
+      await sandbox.control<
+        Array<{ chain_id: number; tokens: { USDT: string; USDC: string }; decimals: number }>
+      >('/_sandbox/chains');
+    expect(chains.body).toEqual([
+      expect.objectContaining({
+        chain_id: 11155111,
+        decimals: 6,
+        tokens: { USDT: expect.stringMatching(/^0x/), USDC: expect.stringMatching(/^0x/) },
+      }),
+    ]);
+    const stores =
+      await sandbox.control<
+        Array<{ store_id: string; wallets: Record<string, { custody: { balances: { USDT: string } } }> }>
+      >('/_sandbox/stores');
+    expect(
+      stores.body.find((s) => s.store_id === 'st_plain')?.wallets['11155111']?.custody.balances.USDT,
+    ).toBe('1000000');
+    const reorg = await sandbox.control<{ orphaned_blocks: string[] }>('/_sandbox/chain/reorg', {
+      chain_id: 11155111,
+      depth: 1,
+    });
+    expect(reorg.status).toBe(200);
+    expect(reorg.body.orphaned_blocks).toHaveLength(1);
   });
 });
