@@ -25,11 +25,21 @@ function serverUser(): { uid: number; gid: number } | undefined {
   throw new Error('running as root and neither a postgres nor a nobody user exists to run PostgreSQL');
 }
 
+export interface EphemeralPostgresOptions {
+  /**
+   * Keep PostgreSQL's default fsync, synchronous_commit and full_page_writes (on), so commits
+   * cost what they cost in production; for benchmarks. Default false: tuned for tests (no fsync).
+   */
+  durable?: boolean;
+}
+
 /**
- * A throwaway PostgreSQL cluster in a temp folder on a free port, tuned for tests (no fsync):
- * nothing persists, and stop() removes the folder.
+ * A throwaway PostgreSQL cluster in a temp folder on a free port, tuned for tests (no fsync)
+ * unless `durable`: nothing persists, and stop() removes the folder.
  */
-export async function startEphemeralPostgres(): Promise<EphemeralPostgres> {
+export async function startEphemeralPostgres(
+  options: EphemeralPostgresOptions = {},
+): Promise<EphemeralPostgres> {
   const dirs = postgresBinDirs();
   const initdb = findBinary({
     name: 'initdb',
@@ -73,12 +83,9 @@ export async function startEphemeralPostgres(): Promise<EphemeralPostgres> {
       dataDir,
       '-c',
       'listen_addresses=127.0.0.1',
-      '-c',
-      'fsync=off',
-      '-c',
-      'synchronous_commit=off',
-      '-c',
-      'full_page_writes=off',
+      ...(options.durable
+        ? []
+        : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
       '-c',
       'max_connections=300',
     ],

@@ -1,0 +1,1015 @@
+/**
+ * Ledger benchmark: posting speed and balance latency, measured against PostgreSQL's own raw
+ * speed (pgbench) on the same server in the same run. Run with `npm run bench:ledger`.
+ *
+ * 1. Baseline: pgbench TPS of a plain 3-row INSERT transaction, 1 and 8 clients; and, to tell the
+ *    Node driver stack's cost from the ledger's, the same transaction sent from Node (pg + drizzle).
+ * 2. Ledger entries/s (checkout-like entries of 3 or 4 postings, all writers on the same hot
+ *    accounts) with 1 and 8 connections: one entry per transaction and 50 per transaction, each
+ *    as postEntry is called today and with an AccountCache; and where one entry's time goes.
+ * 3. accountBalance latency for an account with ~1M postings: without a checkpoint, and after
+ *    checkpointBalances with a small tail; plus how long checkpointBalances takes and the plan.
+ *
+ * Starts a durable ephemeral PostgreSQL (fsync, synchronous_commit, full_page_writes on) and
+ * always stops it; with DATABASE_URL set it uses that server instead and writes a run's worth of
+ * (append-only, never deleted) bench entries into it, so point it at a scratch database only.
+ *
+ * Environment: BENCH_SECONDS (default 10) per timed phase, BENCH_POSTINGS (default 1000000)
+ * postings on the measured account, BENCH_BALANCE_CALLS (default 200), BENCH_TAIL (default 1000
+ * entries posted after the checkpoint). No timing is asserted: the figures are printed.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { type SQLWrapper, sql } from 'drizzle-orm';
+import { createDatabase, type Db, type DbExecutor } from '../src/db/database.ts';
+import { runMigrations } from '../src/db/migrate.ts';
+import { findBinary, postgresBinDirs } from '../src/devservices/findBinary.ts';
+import { type EphemeralPostgres, startEphemeralPostgres } from '../src/devservices/postgres.ts';
+import { type AccountKind, account, accountCode, type Token } from '../src/ledger/accounts.ts';
+import { accountBalance, checkpointBalances } from '../src/ledger/balances.ts';
+import { type AccountCache, createAccountCache } from '../src/ledger/ensureAccounts.ts';
+import type { EntryDraft, EntryLine } from '../src/ledger/entryDraft.ts';
+import { postEntry } from '../src/ledger/postEntry.ts';
+
+const SECONDS = positiveNumber('BENCH_SECONDS', 10);
+const TARGET_POSTINGS = positiveNumber('BENCH_POSTINGS', 1_000_000);
+const BALANCE_CALLS = positiveNumber('BENCH_BALANCE_CALLS', 200);
+const TAIL_ENTRIES = positiveNumber('BENCH_TAIL', 1000);
+const BATCH = 50;
+const BULK_CHUNK = 100_000;
+/** Share of entries that go to the hottest store/token; the rest spread over the others. */
+const HOT_SHARE = 0.7;
+
+const USDC_BASE: Token = {
+  chainId: 8453,
+  address: '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913',
+  symbol: 'USDC',
+  decimals: 6,
+};
+const USDT_BNB: Token = {
+  chainId: 56,
+  address: '0x55d398326f99059ff775485246999027b3197955',
+  symbol: 'USDT',
+  decimals: 18,
+};
+
+const started = performance.now();
+function log(message: string): void {
+  const t = ((performance.now() - started) / 1000).toFixed(1).padStart(6);
+  console.log(`[bench ${t}s] ${message}`);
+}
+
+function positiveNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, not ${raw}`);
+  return n;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+// ---------------------------------------------------------------------------------------------
+// Server-side and machine counters, to explain the figures (group commit, CPU saturation).
+
+interface ServerCounters {
+  commits: number;
+  walSyncs: number;
+  walBytes: number;
+}
+
+interface CpuCounters {
+  machine: { busy: number; total: number } | null;
+  nodeUs: number;
+  at: number;
+}
+
+function machineCpu(): { busy: number; total: number } | null {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+    const idle = (f[3] ?? 0) + (f[4] ?? 0);
+    return { busy: total - idle, total };
+  } catch {
+    return null;
+  }
+}
+
+function cpuCounters(): CpuCounters {
+  const usage = process.cpuUsage();
+  return { machine: machineCpu(), nodeUs: usage.user + usage.system, at: performance.now() };
+}
+
+async function serverCounters(db: Db): Promise<ServerCounters> {
+  const { rows } = await db.execute<{ commits: string; wal_sync: string; wal_bytes: string }>(sql`
+    select (select xact_commit from pg_stat_database where datname = current_database())::text as commits,
+           wal_sync::text, wal_bytes::text
+    from pg_stat_wal`);
+  const r = rows[0];
+  return {
+    commits: Number(r?.commits ?? 0),
+    walSyncs: Number(r?.wal_sync ?? 0),
+    walBytes: Number(r?.wal_bytes ?? 0),
+  };
+}
+
+interface PhaseStats {
+  /** Commits per WAL fsync: above 1 means group commit shares flushes between transactions. */
+  commitsPerFlush: number;
+  walBytesPerCommit: number;
+  /** Busy cores of the whole machine (all processes), e.g. 1.9 of 2. */
+  machineCores: number | null;
+  /** This Node process's CPU, in cores. */
+  nodeCores: number;
+}
+
+/**
+ * Runs `work` between two readings of the server's counters and of CPU time. Backends flush
+ * their statistics when they exit or go idle, hence the pause before the second server reading.
+ */
+async function measured<T>(statsDb: Db, work: () => Promise<T>): Promise<{ result: T; stats: PhaseStats }> {
+  const server0 = await serverCounters(statsDb);
+  const cpu0 = cpuCounters();
+  const result = await work();
+  const cpu1 = cpuCounters();
+  await sleep(1500);
+  const server1 = await serverCounters(statsDb);
+  const commits = Math.max(1, server1.commits - server0.commits);
+  let machineCores: number | null = null;
+  if (cpu0.machine && cpu1.machine) {
+    const total = cpu1.machine.total - cpu0.machine.total;
+    if (total > 0) machineCores = ((cpu1.machine.busy - cpu0.machine.busy) / total) * os.cpus().length;
+  }
+  const stats = {
+    commitsPerFlush: commits / Math.max(1, server1.walSyncs - server0.walSyncs),
+    walBytesPerCommit: (server1.walBytes - server0.walBytes) / commits,
+    machineCores,
+    nodeCores: (cpu1.nodeUs - cpu0.nodeUs) / 1000 / (cpu1.at - cpu0.at),
+  };
+  return { result, stats };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. pgbench baseline.
+
+interface BaselineResult {
+  clients: number;
+  tps: number;
+  latencyMs: number | null;
+  stats: PhaseStats;
+}
+
+async function pgbench(
+  url: string,
+  statsDb: Db,
+  scriptFile: string,
+  clients: number,
+  threads: number,
+): Promise<BaselineResult> {
+  const bin = findBinary({
+    name: 'pgbench',
+    debianPackage: 'postgresql',
+    brewFormula: 'postgresql@15',
+    extraDirs: postgresBinDirs(),
+  });
+  const args = ['-n', '-f', scriptFile, '-c', String(clients), '-j', String(threads)];
+  args.push('-T', String(Math.max(1, Math.round(SECONDS))), '-P', '2', url);
+  log(`pgbench ${clients} client(s): ${args.slice(0, -1).join(' ')} <url>`);
+  const { result: output, stats } = await measured(
+    statsDb,
+    () =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        let partial = '';
+        const onData = (chunk: Buffer) => {
+          const text = chunk.toString('utf8');
+          out += text;
+          const lines = (partial + text).split('\n');
+          partial = lines.pop() ?? '';
+          for (const line of lines) if (line.startsWith('progress:')) log(`  pgbench ${line}`);
+        };
+        child.stdout.on('data', onData);
+        child.stderr.on('data', onData);
+        child.on('error', reject);
+        child.on('exit', (code) => {
+          if (code === 0) resolve(out);
+          else reject(new Error(`pgbench exited with ${code}:\n${out.slice(-2000)}`));
+        });
+      }),
+  );
+  const tps = /tps = ([\d.]+) \((?:without|excluding)/.exec(output) ?? /tps = ([\d.]+)/.exec(output);
+  if (!tps?.[1]) throw new Error(`pgbench printed no tps:\n${output.slice(-2000)}`);
+  const latency = /latency average = ([\d.]+) ms/.exec(output);
+  const result = {
+    clients,
+    tps: Number(tps[1]),
+    latencyMs: latency?.[1] ? Number(latency[1]) : null,
+    stats,
+  };
+  log(`pgbench ${clients} client(s): ${fmt(result.tps)} TPS`);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Ledger posting.
+
+interface Combo {
+  storeId: string;
+  token: Token;
+}
+
+type Shape = 'exact' | 'short' | 'over';
+
+/** Checkout-like entries (rule 1 of DESIGN.md 6): in_transit N, service_fees F, sales -R, +/- diff. */
+function entryFactory(run: string, combos: Combo[]) {
+  let seq = 0;
+  return (options: { combo?: Combo; shape?: Shape } = {}): EntryDraft => {
+    seq++;
+    const others = combos.slice(1);
+    const combo =
+      options.combo ??
+      (Math.random() < HOT_SHARE || others.length === 0
+        ? combos[0]!
+        : others[Math.floor(Math.random() * others.length)]!);
+    const roll = Math.random();
+    const shape: Shape = options.shape ?? (roll < 0.1 ? 'short' : roll < 0.2 ? 'over' : 'exact');
+    const unit = 10n ** BigInt(combo.token.decimals);
+    const R = (BigInt(100 + Math.floor(Math.random() * 100_000)) * unit) / 100n;
+    const P = shape === 'short' ? R - R / 10n : shape === 'over' ? R + R / 20n : R;
+    const F = P / 100n;
+    const N = P - F;
+    const acct = (kind: AccountKind) => account(kind, combo.storeId, combo.token);
+    const lines: EntryLine[] = [
+      { account: acct('assets:in_transit'), amount: N },
+      { account: acct('expense:service_fees'), amount: F },
+      { account: acct('income:sales'), amount: -R },
+    ];
+    if (P < R) lines.push({ account: acct('expense:sales_shortfall'), amount: R - P });
+    if (P > R) lines.push({ account: acct('liability:customer_overpayments'), amount: -(P - R) });
+    const intent = `pi_${run}_${seq}`;
+    return {
+      idempotencyKey: `bench:${run}:checkout:${seq}`,
+      kind: 'checkout.confirmed',
+      occurredAt: new Date(),
+      storeId: combo.storeId,
+      ref: { type: 'checkout_intent', id: intent },
+      lines,
+      metadata: {
+        amount_coins: R.toString(),
+        actual_paid_amount: P.toString(),
+        service_fee_amount: F.toString(),
+        net_income_amount: N.toString(),
+        fiat_amount_cents: null,
+        tx_hash: `0x${seq.toString(16).padStart(64, '0')}`,
+      },
+    };
+  };
+}
+
+type NextEntry = ReturnType<typeof entryFactory>;
+
+interface LedgerResult {
+  label: string;
+  connections: number;
+  batch: number;
+  cached: boolean;
+  entries: number;
+  postings: number;
+  transactions: number;
+  seconds: number;
+  entriesPerSecond: number;
+  postingsPerSecond: number;
+  stats: PhaseStats;
+}
+
+async function postOnce(db: Db, next: NextEntry, batch: number, cache: AccountCache | undefined) {
+  if (batch === 0) {
+    // One entry as one statement (its own implicit transaction): how the poster runs one entry
+    // when no fact is written beside it. The deferred balance check still runs at that commit.
+    const draft = next();
+    await postEntry(db, draft, cache ? { accounts: cache } : {});
+    return draft.lines.length;
+  }
+  const drafts = Array.from({ length: batch }, () => next());
+  await db.transaction(async (tx) => {
+    for (const draft of drafts) await postEntry(tx, draft, cache ? { accounts: cache } : {});
+  });
+  return drafts.reduce((n, d) => n + d.lines.length, 0);
+}
+
+/**
+ * Runs `step` in a loop on each of `connections` connections for SECONDS, printing progress;
+ * each step is one transaction and says how many entries and postings it wrote.
+ */
+async function timedLoop(
+  url: string,
+  statsDb: Db,
+  connections: number,
+  step: (db: Db, worker: number) => Promise<{ entries: number; postings: number }>,
+): Promise<{ entries: number; postings: number; transactions: number; seconds: number; stats: PhaseStats }> {
+  const database = createDatabase(url, { max: connections, applicationName: 'stablebooks-bench' });
+  let entries = 0;
+  let postings = 0;
+  let transactions = 0;
+  try {
+    // Open every connection (and warm any cache) before the clock starts.
+    await Promise.all(Array.from({ length: connections }, (_, w) => step(database.db, w)));
+    const { result: seconds, stats } = await measured(statsDb, async () => {
+      const t0 = performance.now();
+      const deadline = t0 + SECONDS * 1000;
+      let lastTransactions = 0;
+      let lastAt = t0;
+      const progress = setInterval(() => {
+        const now = performance.now();
+        const rate = ((transactions - lastTransactions) * 1000) / (now - lastAt);
+        log(
+          `  ${((now - t0) / 1000).toFixed(0)} s: ${fmt(transactions)} transactions, ${fmt(entries)} entries, ` +
+            `${fmt(rate)} transactions/s`,
+        );
+        lastTransactions = transactions;
+        lastAt = now;
+      }, 2000);
+      try {
+        await Promise.all(
+          Array.from({ length: connections }, async (_, w) => {
+            while (performance.now() < deadline) {
+              // Add after the await: `postings += await ...` would read postings before it and lose updates.
+              const done = await step(database.db, w);
+              entries += done.entries;
+              postings += done.postings;
+              transactions++;
+            }
+          }),
+        );
+      } finally {
+        clearInterval(progress);
+      }
+      return (performance.now() - t0) / 1000;
+    });
+    return { entries, postings, transactions, seconds, stats };
+  } finally {
+    await database.close();
+  }
+}
+
+async function runLedger(
+  url: string,
+  statsDb: Db,
+  next: NextEntry,
+  options: { connections: number; batch: number; cached: boolean },
+): Promise<LedgerResult> {
+  const { connections, batch, cached } = options;
+  const label = `${batch === 0 ? 'one entry, one statement' : batch === 1 ? 'one entry per tx' : `${batch} entries per tx`}${cached ? ' + AccountCache' : ''}`;
+  log(`ledger ${connections} connection(s), ${label}: ${SECONDS} s`);
+  const cache = cached ? createAccountCache() : undefined;
+  const run = await timedLoop(url, statsDb, connections, async (db) => ({
+    entries: Math.max(batch, 1),
+    postings: await postOnce(db, next, batch, cache),
+  }));
+  const result: LedgerResult = {
+    label,
+    connections,
+    batch,
+    cached,
+    ...run,
+    entriesPerSecond: run.entries / run.seconds,
+    postingsPerSecond: run.postings / run.seconds,
+  };
+  log(
+    `ledger ${connections} connection(s), ${label}: ${fmt(result.entriesPerSecond)} entries/s, ` +
+      `${fmt(result.postingsPerSecond)} postings/s (${(run.postings / run.entries).toFixed(2)} postings/entry)`,
+  );
+  return result;
+}
+
+/** pgbench's 3-row transaction sent from Node through the same driver stack as the ledger. */
+async function runNodeBaseline(
+  url: string,
+  statsDb: Db,
+  table: string,
+  connections: number,
+): Promise<BaselineResult> {
+  log(`node (pg + drizzle) 3-row INSERT tx, ${connections} connection(s): ${SECONDS} s`);
+  const run = await timedLoop(url, statsDb, connections, async (db, worker) => {
+    await db.transaction(async (tx) => {
+      for (const n of [1, 2, 3])
+        await tx.execute(
+          sql`insert into ${sql.identifier(table)} (client, n, payload) values (${worker}, ${n}, ${`row ${n}`})`,
+        );
+    });
+    return { entries: 0, postings: 0 };
+  });
+  const tps = run.transactions / run.seconds;
+  log(`node 3-row INSERT tx, ${connections} connection(s): ${fmt(tps)} TPS`);
+  return { clients: connections, tps, latencyMs: null, stats: run.stats };
+}
+
+interface Anatomy {
+  entries: number;
+  /** Mean milliseconds per entry, client-side, of each step of db.transaction(tx => postEntry(tx, d)). */
+  roundTrip: number;
+  begin: number;
+  ensureAccounts: number;
+  insert: number;
+  balanceCheck: number;
+  commit: number;
+  total: number;
+}
+
+/**
+ * Where one entry's time goes with 1 connection, without an AccountCache: each statement timed
+ * from the client, and the deferred balance trigger fired early by SET CONSTRAINTS ALL IMMEDIATE
+ * (one extra round trip) so that COMMIT is left with little more than the WAL flush.
+ */
+async function anatomy(url: string, next: NextEntry, entries: number): Promise<Anatomy> {
+  const database = createDatabase(url, { max: 1, applicationName: 'stablebooks-bench-anatomy' });
+  const sum = { roundTrip: 0, begin: 0, ensureAccounts: 0, insert: 0, balanceCheck: 0, commit: 0, total: 0 };
+  try {
+    await postOnce(database.db, next, 1, undefined);
+    for (let i = 0; i < entries; i++) {
+      const draft = next();
+      let t = performance.now();
+      await database.db.execute(sql`select 1`);
+      sum.roundTrip += performance.now() - t;
+      const calls: number[] = [];
+      let entered = 0;
+      let checked = 0;
+      const t0 = performance.now();
+      await database.db.transaction(async (tx) => {
+        entered = performance.now();
+        const timed = {
+          async execute(query: SQLWrapper) {
+            const s = performance.now();
+            try {
+              return await tx.execute(query);
+            } finally {
+              calls.push(performance.now() - s);
+            }
+          },
+        } as unknown as DbExecutor;
+        await postEntry(timed, draft);
+        t = performance.now();
+        await tx.execute(sql`set constraints all immediate`);
+        checked = performance.now();
+        sum.balanceCheck += checked - t;
+      });
+      const t1 = performance.now();
+      sum.begin += entered - t0;
+      sum.ensureAccounts += calls[0] ?? 0;
+      sum.insert += calls[1] ?? 0;
+      sum.commit += t1 - checked;
+      sum.total += t1 - t0;
+    }
+  } finally {
+    await database.close();
+  }
+  const mean = (v: number) => v / entries;
+  const result: Anatomy = {
+    entries,
+    roundTrip: mean(sum.roundTrip),
+    begin: mean(sum.begin),
+    ensureAccounts: mean(sum.ensureAccounts),
+    insert: mean(sum.insert),
+    balanceCheck: mean(sum.balanceCheck),
+    commit: mean(sum.commit),
+    total: mean(sum.total),
+  };
+  log(
+    `anatomy of one entry (${entries} entries, mean ms): begin ${result.begin.toFixed(3)}, ensureAccounts ` +
+      `${result.ensureAccounts.toFixed(3)}, insert ${result.insert.toFixed(3)}, balance check ` +
+      `${result.balanceCheck.toFixed(3)}, commit ${result.commit.toFixed(3)}, total ${result.total.toFixed(3)} ` +
+      `(select 1: ${result.roundTrip.toFixed(3)})`,
+  );
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Balance of one account at ~1M postings.
+
+interface LatencyResult {
+  label: string;
+  calls: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+async function balanceLatency(
+  db: Db,
+  accountId: bigint,
+  label: string,
+  calls: number,
+  expected: bigint,
+): Promise<LatencyResult> {
+  for (let i = 0; i < 5; i++) await accountBalance(db, accountId); // warm the connection and cache
+  const times: number[] = [];
+  let lastLog = performance.now();
+  for (let i = 0; i < calls; i++) {
+    const t0 = performance.now();
+    const balance = await accountBalance(db, accountId);
+    times.push(performance.now() - t0);
+    if (balance !== expected)
+      throw new Error(`balance ${balance} differs from the sum of postings ${expected}`);
+    if (performance.now() - lastLog > 2000) {
+      log(`  ${i + 1}/${calls} calls`);
+      lastLog = performance.now();
+    }
+  }
+  times.sort((a, b) => a - b);
+  const result = {
+    label,
+    calls,
+    p50: percentile(times, 50),
+    p95: percentile(times, 95),
+    p99: percentile(times, 99),
+    max: times[times.length - 1] ?? Number.NaN,
+  };
+  log(
+    `accountBalance, ${label}: p50 ${result.p50.toFixed(2)} ms, p95 ${result.p95.toFixed(2)} ms, ` +
+      `p99 ${result.p99.toFixed(2)} ms (${calls} calls)`,
+  );
+  return result;
+}
+
+/** The plan of exactly the query accountBalance sends, under EXPLAIN (ANALYZE, BUFFERS). */
+async function explainBalance(db: Db, accountId: bigint): Promise<string[]> {
+  let plan: string[] = [];
+  const explaining = {
+    async execute(query: SQLWrapper) {
+      const { rows } = await db.execute<{ 'QUERY PLAN': string }>(sql`explain (analyze, buffers) ${query}`);
+      plan = rows.map((r) => r['QUERY PLAN']);
+      return { rows: [] };
+    },
+  } as unknown as DbExecutor;
+  await accountBalance(explaining, accountId);
+  return plan;
+}
+
+const PLAN_LINES = 45;
+
+function printPlan(title: string, plan: string[]): void {
+  log(`${title} (EXPLAIN (ANALYZE, BUFFERS)):`);
+  for (const line of plan.slice(0, PLAN_LINES)) console.log(`    ${line}`);
+  if (plan.length > PLAN_LINES) console.log(`    ... (${plan.length - PLAN_LINES} more lines)`);
+}
+
+/** The facts of a balance plan that decide its speed, in one line. */
+function planFacts(plan: string[]): string {
+  const scan = plan.find(
+    (l) => /Index Only Scan|Index Scan|Seq Scan|Bitmap Heap Scan/.test(l) && l.includes('ledger_postings'),
+  );
+  const kind = scan?.includes('Index Only Scan')
+    ? 'index-only scan'
+    : `NOT index-only (${scan?.trim() ?? 'no scan found'})`;
+  const estimated = /cost=[\d.]+ rows=(\d+)/.exec(scan ?? '')?.[1];
+  const actual = /actual time=[\d.]+ rows=(\d+) loops=(\d+)/.exec(scan ?? '');
+  const workers = plan.find((l) => l.includes('Workers Launched'))?.trim();
+  // A parallel scan reports rows per process (averaged over loops) and estimates per process.
+  const rows = actual
+    ? `~${fmt(Number(actual[1]) * Number(actual[2]))} rows read, planner estimated ` +
+      `${fmt(Number(estimated ?? 'NaN'))}${workers ? ' per process' : ''}`
+    : '';
+  const heap = plan.find((l) => l.includes('Heap Fetches'))?.trim() ?? 'Heap Fetches: ?';
+  const time = plan.find((l) => l.startsWith('Execution Time'))?.trim() ?? '';
+  return `${kind} on ${/using (\S+)/.exec(scan ?? '')?.[1] ?? '?'}, ${rows}, ${heap}, ${workers ? `parallel (${workers})` : 'not parallel'}, ${time}`;
+}
+
+async function sumOfPostings(db: Db, accountId: bigint): Promise<{ sum: bigint; count: number }> {
+  const { rows } = await db.execute<{ sum: string; n: string }>(sql`
+    select coalesce(sum(amount), 0)::text as sum, count(*)::text as n
+    from ledger_postings where account_id = ${accountId.toString()}::bigint`);
+  return { sum: BigInt(rows[0]?.sum ?? '0'), count: Number(rows[0]?.n ?? 0) };
+}
+
+async function accountId(db: Db, code: string): Promise<bigint> {
+  const { rows } = await db.execute<{ id: string }>(
+    sql`select id::text from ledger_accounts where code = ${code}`,
+  );
+  if (!rows[0]) throw new Error(`account ${code} does not exist`);
+  return BigInt(rows[0].id);
+}
+
+/**
+ * Set-based load: per chunk, one transaction with one INSERT ... SELECT generate_series into
+ * ledger_entries and one INSERT ... SELECT of two postings per entry (the hot account credited,
+ * in_transit debited), so every entry balances, has two postings, and gets them in its own
+ * transaction; the database's triggers check all of it at commit.
+ */
+async function bulkLoad(
+  db: Db,
+  run: string,
+  combo: Combo,
+  hotId: bigint,
+  transitId: bigint,
+  entries: number,
+): Promise<number> {
+  const asset = `${combo.token.chainId}:${combo.token.address}`;
+  const unit = (10n ** BigInt(combo.token.decimals) / 100n).toString();
+  const t0 = performance.now();
+  for (let from = 1; from <= entries; from += BULK_CHUNK) {
+    const to = Math.min(entries, from + BULK_CHUNK - 1);
+    const c0 = performance.now();
+    await db.transaction(async (tx) => {
+      const { rows } = await tx.execute<{ lo: string; hi: string }>(sql`
+        with e as (
+          insert into ledger_entries
+            (idempotency_key, kind, occurred_at, store_id, ref_type, ref_id, metadata, content_hash)
+          select 'bench:' || ${run} || ':bulk:' || g, 'bench.bulk',
+                 now() - make_interval(secs => (${entries}::bigint - g)::double precision * 30),
+                 ${combo.storeId}, 'bench_bulk', g::text, '{}'::jsonb, md5(g::text)
+          from generate_series(${from}::bigint, ${to}::bigint) g
+          returning id
+        )
+        select min(id)::text as lo, max(id)::text as hi from e`);
+      const range = rows[0];
+      if (!range) throw new Error('bulk insert returned no id range');
+      await tx.execute(sql`
+        insert into ledger_postings (entry_id, account_id, asset, amount, occurred_at)
+        select e.id, x.account_id, ${asset}, x.sign * ((e.id % 100000) + 1) * ${unit}::numeric, e.occurred_at
+        from ledger_entries e
+        cross join (values (${hotId.toString()}::bigint, -1), (${transitId.toString()}::bigint, 1))
+          as x(account_id, sign)
+        where e.id between ${range.lo}::bigint and ${range.hi}::bigint and e.tx_id = pg_current_xact_id()`);
+    });
+    const done = to;
+    const rate = (done * 2) / ((performance.now() - t0) / 1000);
+    log(
+      `  bulk load: ${fmt(done)}/${fmt(entries)} entries (chunk ${((performance.now() - c0) / 1000).toFixed(1)} s, ` +
+        `${fmt(rate)} postings/s overall)`,
+    );
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function describe(db: Db): Promise<Record<string, string>> {
+  const { rows } = await db.execute<Record<string, string>>(sql`
+    select current_setting('server_version') as server_version,
+           current_setting('fsync') as fsync,
+           current_setting('synchronous_commit') as synchronous_commit,
+           current_setting('full_page_writes') as full_page_writes,
+           current_setting('wal_sync_method') as wal_sync_method,
+           current_setting('shared_buffers') as shared_buffers,
+           current_setting('max_wal_size') as max_wal_size`);
+  const cpus = os.cpus();
+  return {
+    cpu: `${cpus.length} x ${cpus[0]?.model.trim() ?? 'unknown'}`,
+    memory: `${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    'load average at start (1/5/15 min)': os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / '),
+    ...rows[0],
+  };
+}
+
+function table(header: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+async function main(): Promise<void> {
+  let server: EphemeralPostgres | undefined;
+  let stopping: Promise<void> | undefined;
+  const stopServer = () => {
+    stopping ??= server ? server.stop() : Promise.resolve();
+    return stopping;
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: stopping PostgreSQL`);
+      void stopServer().finally(() => process.exit(130));
+    });
+  }
+  const scratch = mkdtempSync(join(os.tmpdir(), 'stablebooks-bench-'));
+  try {
+    let url = process.env.DATABASE_URL;
+    if (url) {
+      log('using DATABASE_URL (its settings decide durability; bench rows stay in it)');
+    } else {
+      log('starting a durable ephemeral PostgreSQL (fsync, synchronous_commit, full_page_writes on)');
+      server = await startEphemeralPostgres({ durable: true });
+      url = server.url;
+    }
+    await runMigrations(url);
+    const stats = createDatabase(url, { max: 2, applicationName: 'stablebooks-bench-stats' });
+    try {
+      await report(url, stats.db, scratch);
+    } finally {
+      await stats.close();
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+    if (server) {
+      log('stopping PostgreSQL');
+      await stopServer();
+    }
+  }
+}
+
+async function report(url: string, statsDb: Db, scratch: string): Promise<void> {
+  const machine = await describe(statsDb);
+  log('machine:');
+  for (const [k, v] of Object.entries(machine)) console.log(`    ${k}: ${v}`);
+
+  const run = `${Date.now().toString(36)}${Math.floor(Math.random() * 1296).toString(36)}`;
+  const combos: Combo[] = [
+    { storeId: `bench-${run}-a`, token: USDC_BASE },
+    { storeId: `bench-${run}-a`, token: USDT_BNB },
+    { storeId: `bench-${run}-b`, token: USDC_BASE },
+    { storeId: `bench-${run}-c`, token: USDC_BASE },
+  ];
+  const hot = combos[0]!;
+  const next = entryFactory(run, combos);
+
+  // Baseline table and script.
+  const table_ = `bench_baseline_${run}`;
+  await statsDb.execute(
+    sql.raw(`create table ${table_} (id bigserial primary key, client int not null, n int not null,
+             payload text not null, created_at timestamptz not null default now())`),
+  );
+  const script = join(scratch, 'insert3.sql');
+  writeFileSync(
+    script,
+    [
+      'BEGIN;',
+      ...[1, 2, 3].map(
+        (n) => `INSERT INTO ${table_} (client, n, payload) VALUES (:client_id, ${n}, 'row ${n}');`,
+      ),
+      'END;',
+      '',
+    ].join('\n'),
+  );
+
+  // Every account exists (all five kinds, every combo) before anything is timed.
+  const setup = createDatabase(url, { max: 1 });
+  try {
+    for (const combo of combos)
+      for (const shape of ['exact', 'short', 'over'] as const)
+        await postOnce(setup.db, () => next({ combo, shape }), 1, undefined);
+    log('warm-up: 2 s of posting, not measured');
+    const until = performance.now() + 2000;
+    while (performance.now() < until) await postOnce(setup.db, next, 1, undefined);
+  } finally {
+    await setup.close();
+  }
+
+  const baselines: BaselineResult[] = [];
+  const nodeBaselines: BaselineResult[] = [];
+  let steps: Anatomy | undefined;
+  const ledger: LedgerResult[] = [];
+  for (const [clients, threads] of [
+    [1, 1],
+    [8, 2],
+  ] as const) {
+    baselines.push(await pgbench(url, statsDb, script, clients, threads));
+    nodeBaselines.push(await runNodeBaseline(url, statsDb, table_, clients));
+    for (const batch of [1, BATCH])
+      for (const cached of [false, true])
+        ledger.push(await runLedger(url, statsDb, next, { connections: clients, batch, cached }));
+    ledger.push(await runLedger(url, statsDb, next, { connections: clients, batch: 0, cached: true }));
+    if (clients === 1) steps = await anatomy(url, next, 500);
+  }
+
+  // 3. Balance latency at ~1M postings on one account.
+  const hotCode = accountCode(account('income:sales', hot.storeId, hot.token));
+  const hotId = await accountId(statsDb, hotCode);
+  const transitId = await accountId(
+    statsDb,
+    accountCode(account('assets:in_transit', hot.storeId, hot.token)),
+  );
+  const existing = (await sumOfPostings(statsDb, hotId)).count;
+  const toLoad = Math.max(0, Math.round(TARGET_POSTINGS) - existing - Math.round(TAIL_ENTRIES));
+  log(`bulk load: ${hotCode} has ${fmt(existing)} postings; loading ${fmt(toLoad)} entries of 2 postings`);
+  const loadSeconds = await bulkLoad(statsDb, run, hot, hotId, transitId, toLoad);
+  log(`bulk load: ${fmt(toLoad)} entries, ${fmt(toLoad * 2)} postings in ${loadSeconds.toFixed(1)} s`);
+  // Stands in for autovacuum, which an insert-only table gets too: sets the visibility map
+  // that index-only scans need, and fresh statistics.
+  let t0 = performance.now();
+  await statsDb.execute(sql`vacuum (analyze) ledger_entries, ledger_postings`);
+  const vacuumSeconds = (performance.now() - t0) / 1000;
+  log(`vacuum (analyze): ${vacuumSeconds.toFixed(1)} s`);
+
+  const balanceDb = createDatabase(url, { max: 1, applicationName: 'stablebooks-bench-balance' });
+  const latencies: LatencyResult[] = [];
+  let checkpointSeconds = 0;
+  let checkpointAccounts = 0;
+  let incrementalSeconds = 0;
+  const planSummary = { full: '?', tail: '?' };
+  let postingsOnHot = 0;
+  try {
+    let truth = await sumOfPostings(balanceDb.db, hotId);
+    postingsOnHot = truth.count;
+    log(`${hotCode}: ${fmt(truth.count)} postings, no checkpoint yet`);
+    const fullPlan = await explainBalance(balanceDb.db, hotId);
+    printPlan('balance plan, no checkpoint', fullPlan);
+    planSummary.full = planFacts(fullPlan);
+    latencies.push(
+      await balanceLatency(
+        balanceDb.db,
+        hotId,
+        'no checkpoint (whole account)',
+        Math.round(BALANCE_CALLS),
+        truth.sum,
+      ),
+    );
+
+    t0 = performance.now();
+    const cp = await checkpointBalances(balanceDb.db);
+    checkpointSeconds = (performance.now() - t0) / 1000;
+    checkpointAccounts = cp.accounts;
+    log(
+      `checkpointBalances: ${checkpointSeconds.toFixed(2)} s (${cp.accounts} accounts, horizon ${cp.horizon})`,
+    );
+
+    log(`posting a tail of ${fmt(TAIL_ENTRIES)} entries on ${hot.storeId} after the checkpoint`);
+    const tailDb = createDatabase(url, { max: 1 });
+    try {
+      const cache = createAccountCache();
+      for (let n = 0; n < TAIL_ENTRIES; n += BATCH)
+        await postOnce(tailDb.db, () => next({ combo: hot }), Math.min(BATCH, TAIL_ENTRIES - n), cache);
+    } finally {
+      await tailDb.close();
+    }
+    truth = await sumOfPostings(balanceDb.db, hotId);
+    postingsOnHot = truth.count;
+    log(`${hotCode}: ${fmt(truth.count)} postings, ${fmt(TAIL_ENTRIES)} after the checkpoint`);
+    const tailPlan = await explainBalance(balanceDb.db, hotId);
+    printPlan('balance plan, after checkpoint', tailPlan);
+    planSummary.tail = planFacts(tailPlan);
+    latencies.push(
+      await balanceLatency(
+        balanceDb.db,
+        hotId,
+        `after checkpoint + ${fmt(TAIL_ENTRIES)}-entry tail`,
+        Math.round(BALANCE_CALLS),
+        truth.sum,
+      ),
+    );
+
+    t0 = performance.now();
+    await checkpointBalances(balanceDb.db);
+    incrementalSeconds = (performance.now() - t0) / 1000;
+    log(`checkpointBalances again (incremental, small tail): ${incrementalSeconds.toFixed(3)} s`);
+  } finally {
+    await balanceDb.close();
+  }
+
+  // 4. Results.
+  const baselineFor = (clients: number) => baselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
+  const nodeBaselineFor = (clients: number) =>
+    nodeBaselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
+  const cores = (s: PhaseStats) => (s.machineCores === null ? '?' : s.machineCores.toFixed(1));
+  console.log('\n## Machine\n');
+  for (const [k, v] of Object.entries(machine)) console.log(`- ${k}: ${v}`);
+  console.log(`\n## Posting (${SECONDS} s per row, durable commits)\n`);
+  console.log(
+    table(
+      [
+        'what',
+        'conns',
+        'entries/s',
+        'postings/s',
+        'commits/s',
+        'ratio to pgbench TPS',
+        'ratio to node 3-row TPS',
+        'commits per WAL flush',
+        'WAL B/commit',
+        'node CPU',
+        `machine CPU (of ${os.cpus().length})`,
+      ],
+      [
+        ...baselines.map((b) => [
+          'pgbench 3-row INSERT tx',
+          String(b.clients),
+          '',
+          '',
+          fmt(b.tps),
+          '1.00',
+          '',
+          b.stats.commitsPerFlush.toFixed(1),
+          fmt(b.stats.walBytesPerCommit),
+          '',
+          cores(b.stats),
+        ]),
+        ...nodeBaselines.map((b) => [
+          'node (pg + drizzle), same 3-row INSERT tx',
+          String(b.clients),
+          '',
+          '',
+          fmt(b.tps),
+          (b.tps / baselineFor(b.clients)).toFixed(2),
+          '1.00',
+          b.stats.commitsPerFlush.toFixed(1),
+          fmt(b.stats.walBytesPerCommit),
+          b.stats.nodeCores.toFixed(2),
+          cores(b.stats),
+        ]),
+        ...ledger.map((r) => [
+          `ledger, ${r.label}`,
+          String(r.connections),
+          fmt(r.entriesPerSecond),
+          fmt(r.postingsPerSecond),
+          fmt(r.transactions / r.seconds),
+          (r.entriesPerSecond / baselineFor(r.connections)).toFixed(2),
+          (r.entriesPerSecond / nodeBaselineFor(r.connections)).toFixed(2),
+          r.stats.commitsPerFlush.toFixed(1),
+          fmt(r.stats.walBytesPerCommit),
+          r.stats.nodeCores.toFixed(2),
+          cores(r.stats),
+        ]),
+      ],
+    ),
+  );
+  if (steps) {
+    const b1 = baselineFor(1);
+    console.log(
+      `\n## Where one entry's time goes (1 connection, no AccountCache, ${steps.entries} entries)\n`,
+    );
+    console.log(
+      table(
+        ['step', 'mean ms'],
+        [
+          ['BEGIN', steps.begin.toFixed(3)],
+          ["ensureAccounts (upsert of the entry's accounts)", steps.ensureAccounts.toFixed(3)],
+          ['insert entry + postings (one statement, row triggers, FK checks)', steps.insert.toFixed(3)],
+          ['deferred balance check (SET CONSTRAINTS ALL IMMEDIATE)', steps.balanceCheck.toFixed(3)],
+          ['COMMIT (WAL flush)', steps.commit.toFixed(3)],
+          ['total per entry', steps.total.toFixed(3)],
+          ['for comparison: one `select 1` round trip', steps.roundTrip.toFixed(3)],
+          ['for comparison: one pgbench 3-row transaction, 1 client', (1000 / b1).toFixed(3)],
+        ],
+      ),
+    );
+  }
+  console.log(`\n## Balance of one account (${fmt(postingsOnHot)} postings)\n`);
+  console.log(
+    table(
+      ['what', 'calls', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms'],
+      latencies.map((l) => [
+        `accountBalance, ${l.label}`,
+        String(l.calls),
+        l.p50.toFixed(2),
+        l.p95.toFixed(2),
+        l.p99.toFixed(2),
+        l.max.toFixed(2),
+      ]),
+    ),
+  );
+  console.log(
+    `\n- bulk load: ${fmt(toLoad)} entries / ${fmt(toLoad * 2)} postings in ${loadSeconds.toFixed(1)} s` +
+      ` (${fmt((toLoad * 2) / loadSeconds)} postings/s), then VACUUM (ANALYZE) ${vacuumSeconds.toFixed(1)} s`,
+  );
+  console.log(
+    `- checkpointBalances: ${checkpointSeconds.toFixed(2)} s first time (${checkpointAccounts} accounts), ` +
+      `${incrementalSeconds.toFixed(3)} s incremental after the tail`,
+  );
+  console.log(`- plan without checkpoint: ${planSummary.full}`);
+  console.log(`- plan after checkpoint: ${planSummary.tail}`);
+
+  const single = ledger.filter((r) => r.batch === 1 && !r.cached);
+  const after = latencies[latencies.length - 1];
+  console.log(
+    `- load average at end (1/5/15 min): ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ')} (other processes on the machine make the figures noisy)`,
+  );
+  console.log('\n## Targets\n');
+  for (const r of single) {
+    const ratio = r.entriesPerSecond / baselineFor(r.connections);
+    console.log(
+      `- one entry per tx, ${r.connections} conn: ${(ratio * 100).toFixed(0)}% of pgbench TPS ` +
+        `(target >= 40%): ${ratio >= 0.4 ? 'met' : 'NOT met'}`,
+    );
+  }
+  if (after) {
+    console.log(
+      `- balance after checkpoint at ${fmt(postingsOnHot)} postings: p99 ${after.p99.toFixed(2)} ms ` +
+        `(target < 10 ms): ${after.p99 < 10 ? 'met' : 'NOT met'}`,
+    );
+  }
+  await statsDb.execute(sql.raw(`drop table ${table_}`));
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exitCode = 1;
+});
