@@ -39,6 +39,8 @@ export const envFields = {
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Where alert notifications are POSTed (generic or Slack-compatible webhook). */
   ALERT_WEBHOOK_URL: httpUrl.optional(),
+  /** Optional JSON file overriding the chain registry: token contracts, decimals, finality (src/chain/registry.ts). */
+  CHAINS_FILE: z.string().min(1).optional(),
   /** Folder for reconciliation reports. */
   REPORTS_DIR: z.string().min(1).default('./reports'),
   /** Cron (UTC) of the scheduled reconciliation run; default daily at 00:15 for the previous day. */

@@ -1,3 +1,4 @@
+import { type ChainRegistry, createChainRegistry, loadChainsFile } from '../chain/registry.ts';
 import { type Env, envFields, envSchema, parseRpcUrls } from './env.ts';
 import { ConfigError } from './errors.ts';
 import { loadStores, type StoreConfig } from './stores.ts';
@@ -12,6 +13,8 @@ export interface Config {
   stores: StoreConfig[];
   /** EIP-155 chain id -> RPC URLs, in fallback order. */
   rpcUrls: Map<number, string[]>;
+  /** Accepted tokens and finality per chain: defaults plus CHAINS_FILE. */
+  chains: ChainRegistry;
   /** 32 bytes; a secret. */
   encryptionKey: Buffer;
   adminToken: string | undefined;
@@ -44,6 +47,8 @@ export function loadConfig(env: RawEnv): Config {
   const storesFile = env.STORES_FILE;
   const stores = storesFile ? loadStores(storesFile, env) : { stores: [], problems: [] };
   problems.push(...stores.problems);
+  const chainsFile = env.CHAINS_FILE ? loadChainsFile(env.CHAINS_FILE) : { chains: [], problems: [] };
+  problems.push(...chainsFile.problems);
   for (const store of stores.stores) {
     for (const chainId of store.wallets.keys()) {
       if (!rpc.urls.has(chainId)) {
@@ -63,6 +68,7 @@ export function loadConfig(env: RawEnv): Config {
     logLevel: e.LOG_LEVEL,
     stores: stores.stores,
     rpcUrls: rpc.urls,
+    chains: createChainRegistry(chainsFile.chains),
     encryptionKey: Buffer.from(e.ENCRYPTION_KEY, 'base64'),
     adminToken: e.ADMIN_TOKEN,
     alertWebhookUrl: e.ALERT_WEBHOOK_URL,

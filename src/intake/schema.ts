@@ -1,0 +1,34 @@
+import { sql } from 'drizzle-orm';
+import { customType, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
+
+/**
+ * Every webhook that passed signature verification, stored before it is answered 200: the exact
+ * bytes, the headers and the receipt time, keyed by webhook_id (the sender's retries repeat it).
+ */
+export const webhookInbox = pgTable(
+  'webhook_inbox',
+  {
+    webhookId: text('webhook_id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    /** Which route received it: `checkout` or `claim-links`. */
+    endpoint: text('endpoint').notNull(),
+    /** received -> processed | failed; rejected: valid signature but not JSON (kept for audit). */
+    status: text('status', { enum: ['received', 'rejected', 'processed', 'failed'] }).notNull(),
+    headers: jsonb('headers').notNull(),
+    body: bytea('body').notNull(),
+    receivedAt: timestamp('received_at', { withTimezone: true }).notNull().defaultNow(),
+    processedAt: timestamp('processed_at', { withTimezone: true }),
+    attempts: integer('attempts').notNull().default(0),
+    error: text('error'),
+  },
+  // The sweeper's scan: rows still waiting for their job (it re-adds jobs; job ids dedupe).
+  (t) => [index('webhook_inbox_waiting_idx').on(t.receivedAt).where(sql`status = 'received'`)],
+);
+
+/** Webhook nonces already used; kept past their TTL only until the sweeper deletes them. */
+export const webhookNonces = pgTable('webhook_nonces', {
+  nonce: text('nonce').primaryKey(),
+  expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+});

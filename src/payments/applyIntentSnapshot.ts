@@ -1,0 +1,199 @@
+import { sql } from 'drizzle-orm';
+import type { ChainRegistry } from '../chain/registry.ts';
+import type { DbExecutor } from '../db/database.ts';
+import type { AccountCache } from '../ledger/ensureAccounts.ts';
+import type { RuleFinding } from '../ledger/entryDraft.ts';
+import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
+import {
+  CHECKOUT_FAILURE_STATUSES,
+  type CheckoutFailureStatus,
+  checkoutConfirmed,
+  checkoutConfirmedKey,
+  checkoutTerminalFailure,
+} from '../ledger/rules/checkoutRules.ts';
+import { recordFinding } from '../recon/recordFinding.ts';
+import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
+import { CheckoutStatus, isTerminalCheckoutStatus } from '../svc/models/checkoutStatus.ts';
+import type { CheckoutWebhookPayload } from '../svc/models/checkoutWebhook.ts';
+
+/**
+ * The one function that applies what we learnt about a checkout intent, whatever the source
+ * (webhook, poll, create, track): record the facts and the status history, compare a webhook
+ * with the API, and post rule 1 (or reverse it, rule 4), all in the caller's transaction, so the
+ * fact and its entry commit together and a replay changes nothing.
+ */
+export type IntentSource = 'webhook' | 'poll' | 'create' | 'track';
+
+export interface IntentObservation {
+  storeId: string;
+  /** The full intent from GET /v1/checkout_intents/{id}. */
+  intent: CheckoutIntent;
+  source: IntentSource;
+  observedAt: Date;
+  /** The webhook that prompted this observation, compared with the API's view. */
+  webhook?: CheckoutWebhookPayload;
+}
+
+export interface ApplyResult {
+  previousStatus: number | null;
+  status: number;
+  terminal: boolean;
+  posted: PostedEntry | null;
+  reversed: PostedEntry | null;
+  findings: RuleFinding[];
+}
+
+export async function applyIntentSnapshot(
+  tx: DbExecutor,
+  deps: { chains: ChainRegistry; accounts?: AccountCache },
+  obs: IntentObservation,
+): Promise<ApplyResult> {
+  const { intent } = obs;
+  const id = intent.all_svc_checkout_intent_id;
+  // Make sure the row exists, then lock it: concurrent observers of one intent go one at a time,
+  // and the second sees what the first wrote (confirmed_at above all).
+  await tx.execute(sql`
+    insert into checkout_intents (id, store_id, tracked_via) values (${id}, ${obs.storeId}, ${obs.source})
+    on conflict (id) do nothing`);
+  const locked = await tx.execute<{
+    status: number | null;
+    confirmed_at: Date | null;
+    settled_by: string | null;
+  }>(sql`
+    select status, confirmed_at, settled_by from checkout_intents where id = ${id} for update`);
+  const before = locked.rows[0];
+  const previousStatus = before?.status ?? null;
+  const status = intent.status;
+  const terminal = isTerminalCheckoutStatus(status);
+  const confirmedAt =
+    before?.confirmed_at != null
+      ? new Date(before.confirmed_at)
+      : status === CheckoutStatus.CONFIRMED
+        ? obs.observedAt
+        : null;
+  const settledBy = before?.settled_by ?? (terminal ? obs.source : null);
+  const changed = previousStatus !== status;
+
+  await tx.execute(sql`
+    update checkout_intents set
+      currency = ${intent.currency}, currency_symbol = ${intent.currency_symbol},
+      amount_cents = ${intent.amount_cents?.toString() ?? null}::bigint, chain_id = ${intent.chain_id},
+      amount_coins = ${intent.amount_coins}, coin_symbol = ${intent.coin_symbol}, coin_contract = ${intent.coin_contract},
+      currency_rate = ${intent.currency_rate}, status = ${status}, order_id = ${intent.order_id},
+      order_description = ${intent.order_description}, user_id = ${intent.user_id}, user_name = ${intent.user_name},
+      error_message = ${intent.error_message}, tx_hash = ${intent.tx_hash}, tx_hash_2 = ${intent.tx_hash_2},
+      tx_from = ${intent.tx_from}, tx_to = ${intent.tx_to}, actual_paid_amount = ${intent.actual_paid_amount},
+      service_fee_amount = ${intent.service_fee_amount}, net_income_amount = ${intent.net_income_amount},
+      payment_method_type = ${intent.payment_method_type}, accepted_stable_coins = ${intent.accepted_stable_coins},
+      raw_payload = ${JSON.stringify(intent, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}::jsonb,
+      status_changed_at = case when ${changed} then ${obs.observedAt.toISOString()}::timestamptz else status_changed_at end,
+      confirmed_at = ${confirmedAt?.toISOString() ?? null}::timestamptz,
+      settled_by = ${settledBy}, updated_at = now()
+    where id = ${id}`);
+  if (changed) {
+    await tx.execute(sql`
+      insert into checkout_intent_status_history (intent_id, from_status, to_status, source, observed_at)
+      values (${id}, ${previousStatus}, ${status}, ${obs.source}, ${obs.observedAt.toISOString()}::timestamptz)`);
+  }
+
+  const findings: RuleFinding[] = obs.webhook ? compareWebhook(obs.webhook, intent) : [];
+  let posted: PostedEntry | null = null;
+  let reversed: PostedEntry | null = null;
+
+  if (status === CheckoutStatus.CONFIRMED && confirmedAt) {
+    const token =
+      intent.chain_id !== null && intent.coin_contract
+        ? deps.chains.token(intent.chain_id, intent.coin_contract)
+        : undefined;
+    const ref = { type: 'checkout_intent', id };
+    if (!token) {
+      findings.push({
+        kind: 'unknown_token',
+        severity: 'critical',
+        ref,
+        details: {
+          chain_id: intent.chain_id,
+          coin_contract: intent.coin_contract,
+          coin_symbol: intent.coin_symbol,
+        },
+      });
+    } else if (
+      intent.actual_paid_amount === null ||
+      intent.service_fee_amount === null ||
+      intent.net_income_amount === null
+    ) {
+      findings.push({ kind: 'confirmed_without_amounts', severity: 'warning', ref, details: { status } });
+    } else {
+      const outcome = checkoutConfirmed({
+        storeId: obs.storeId,
+        intentId: id,
+        occurredAt: confirmedAt,
+        token,
+        amountCoins: intent.amount_coins,
+        actualPaidAmount: intent.actual_paid_amount,
+        serviceFeeAmount: intent.service_fee_amount,
+        netIncomeAmount: intent.net_income_amount,
+        fiat: {
+          amountCents: intent.amount_cents,
+          currency: intent.currency,
+          currencyRate: intent.currency_rate,
+        },
+        txHash: intent.tx_hash,
+        txHash2: intent.tx_hash_2,
+      });
+      findings.push(...outcome.findings);
+      if (outcome.entry) posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+    }
+  } else if ((CHECKOUT_FAILURE_STATUSES as readonly number[]).includes(status)) {
+    const key = checkoutConfirmedKey(id);
+    const existing = await tx.execute<{ id: string }>(
+      sql`select id::text from ledger_entries where idempotency_key = ${key}`,
+    );
+    const entryId = existing.rows[0]?.id;
+    const decision = checkoutTerminalFailure({
+      storeId: obs.storeId,
+      intentId: id,
+      status: status as CheckoutFailureStatus,
+      confirmedEntryPosted: entryId !== undefined,
+    });
+    findings.push(...decision.findings);
+    if (decision.reverse && entryId) {
+      reversed = await reverseEntry(tx, BigInt(entryId), `intent ${id} ended in status ${status}`, {
+        occurredAt: obs.observedAt,
+      });
+    }
+  }
+  for (const finding of findings) await recordFinding(tx, finding, obs.storeId);
+  return { previousStatus, status, terminal, posted, reversed, findings };
+}
+
+/** A webhook that disagrees with the API is a finding for a person, never a crash. */
+function compareWebhook(webhook: CheckoutWebhookPayload, intent: CheckoutIntent): RuleFinding[] {
+  const ref = { type: 'checkout_intent', id: intent.all_svc_checkout_intent_id };
+  const differences: Record<string, { webhook: unknown; api: unknown }> = {};
+  const same = (a: unknown, b: unknown) => String(a ?? '').toLowerCase() === String(b ?? '').toLowerCase();
+  if (!same(webhook.amount_coins, intent.amount_coins))
+    differences.amount_coins = { webhook: webhook.amount_coins, api: intent.amount_coins };
+  if (webhook.actual_paid_amount !== null && !same(webhook.actual_paid_amount, intent.actual_paid_amount)) {
+    differences.actual_paid_amount = { webhook: webhook.actual_paid_amount, api: intent.actual_paid_amount };
+  }
+  if (webhook.chain_id !== intent.chain_id)
+    differences.chain_id = { webhook: webhook.chain_id, api: intent.chain_id };
+  if (!same(webhook.coin_contract_address, intent.coin_contract)) {
+    differences.coin_contract = { webhook: webhook.coin_contract_address, api: intent.coin_contract };
+  }
+  if (!same(webhook.tx_hash, intent.tx_hash))
+    differences.tx_hash = { webhook: webhook.tx_hash, api: intent.tx_hash };
+  if (webhook.status === CheckoutStatus.CONFIRMED && intent.status !== CheckoutStatus.CONFIRMED) {
+    differences.status = { webhook: webhook.status, api: intent.status };
+  }
+  if (Object.keys(differences).length === 0) return [];
+  return [
+    {
+      kind: 'webhook_api_mismatch',
+      severity: 'warning',
+      ref,
+      details: { webhook_id: webhook.webhook_id, differences },
+    },
+  ];
+}

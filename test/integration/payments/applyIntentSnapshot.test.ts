@@ -1,0 +1,291 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { createChainRegistry } from '../../../src/chain/registry.ts';
+import { trialBalance } from '../../../src/ledger/balances.ts';
+import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
+import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
+import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
+import { checkoutWebhookPayloadSchema } from '../../../src/svc/models/checkoutWebhook.ts';
+import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
+
+const { db } = await createMigratedDatabase('apply_intent');
+const USDC = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
+const chains = createChainRegistry();
+const deps = { chains, accounts: createAccountCache() };
+const MERCHANT = `0x${'ab'.repeat(20)}`;
+
+function intent(id: string, patch: Partial<CheckoutIntent> = {}): CheckoutIntent {
+  return {
+    all_svc_checkout_intent_id: id,
+    currency: 1,
+    currency_symbol: 'USD',
+    amount_cents: 2500n,
+    chain_id: 8453,
+    amount_coins: '25',
+    coin_symbol: 'USDC',
+    coin_contract: USDC,
+    currency_rate: '1',
+    status: 20,
+    order_id: `order-${id}`,
+    order_description: null,
+    user_id: null,
+    user_name: null,
+    error_message: null,
+    tx_hash: `0x${'1'.repeat(64)}`,
+    tx_hash_2: `0x${'2'.repeat(64)}`,
+    tx_from: `0x${'cd'.repeat(20)}`,
+    tx_to: MERCHANT,
+    actual_paid_amount: '25',
+    service_fee_amount: '0.25',
+    net_income_amount: '24.75',
+    payment_method_type: 1,
+    accepted_stable_coins: 2,
+    ...patch,
+  } as CheckoutIntent;
+}
+
+const at = (s: number) => new Date(Date.UTC(2026, 10, 20, 12, 0, s));
+
+async function entriesOf(id: string) {
+  const { rows } = await db.execute<{ kind: string; lines: string[] }>(sql`
+    select e.kind, array_agg(a.code || ' ' || p.amount::text order by a.code) as lines
+    from ledger_entries e join ledger_postings p on p.entry_id = e.id join ledger_accounts a on a.id = p.account_id
+    where e.ref_id = ${id} group by e.id, e.kind order by e.id`);
+  return rows;
+}
+
+async function findingsOf(id: string) {
+  const { rows } = await db.execute<{ kind: string }>(
+    sql`select kind from findings where ref_id = ${id} order by kind`,
+  );
+  return rows.map((r) => r.kind);
+}
+
+describe('applyIntentSnapshot', () => {
+  it('behavior: CONFIRMED posts rule 1 once, whether seen by poll, webhook or both, in any order', async () => {
+    const id = 'aa0000000000000000000001';
+    const webhook = checkoutWebhookPayloadSchema.parse({
+      all_svc_transaction_id: 't1',
+      all_svc_checkout_intent_id: id,
+      webhook_id: 'wh-1',
+      amount_cents: 2500,
+      amount_coins: '25',
+      coin_contract_address: USDC,
+      coin_symbol: 'USDC',
+      chain_id: 8453,
+      tx_hash: `0x${'1'.repeat(64)}`,
+      tx_from: `0x${'cd'.repeat(20)}`,
+      payment_method_type: 1,
+      status: 20,
+      actual_paid_amount: '25',
+    });
+    const first = await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id),
+        source: 'poll',
+        observedAt: at(1),
+      }),
+    );
+    expect(first.posted?.created).toBe(true);
+    // Later observations (a webhook five times, then another poll) change nothing.
+    for (let i = 0; i < 5; i++) {
+      const again = await db.transaction((tx) =>
+        applyIntentSnapshot(tx, deps, {
+          storeId: 'st_a',
+          intent: intent(id),
+          source: 'webhook',
+          observedAt: at(10 + i),
+          webhook,
+        }),
+      );
+      expect(again.posted).toEqual({ id: first.posted!.id, created: false });
+    }
+    expect(await entriesOf(id)).toEqual([
+      {
+        kind: 'checkout.confirmed',
+        lines: [
+          'assets:in_transit:st_a:8453:USDC 24750000',
+          'expense:service_fees:st_a:8453:USDC 250000',
+          'income:sales:st_a:8453:USDC -25000000',
+        ],
+      },
+    ]);
+    const history = await db.execute(
+      sql`select from_status, to_status, source from checkout_intent_status_history where intent_id = ${id}`,
+    );
+    expect(history.rows).toEqual([{ from_status: null, to_status: 20, source: 'poll' }]);
+    expect(await findingsOf(id)).toEqual([]);
+  });
+
+  it('behavior: under- and overpayment post shortfall and overpayment lines', async () => {
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent('aa0000000000000000000002', {
+          actual_paid_amount: '20',
+          service_fee_amount: '0.2',
+          net_income_amount: '19.8',
+        }),
+        source: 'poll',
+        observedAt: at(2),
+      }),
+    );
+    expect((await entriesOf('aa0000000000000000000002'))[0]?.lines).toContain(
+      'expense:sales_shortfall:st_a:8453:USDC 5000000',
+    );
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent('aa0000000000000000000003', {
+          actual_paid_amount: '30',
+          service_fee_amount: '0',
+          net_income_amount: '30',
+          tx_hash_2: null,
+        }),
+        source: 'poll',
+        observedAt: at(3),
+      }),
+    );
+    expect((await entriesOf('aa0000000000000000000003'))[0]?.lines).toContain(
+      'liability:customer_overpayments:st_a:8453:USDC -5000000',
+    );
+    expect(await findingsOf('aa0000000000000000000003')).toContain('overpaid');
+  });
+
+  it('behavior: concurrent observers of one intent post one entry', async () => {
+    const id = 'aa0000000000000000000004';
+    const results = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) =>
+        db.transaction((tx) =>
+          applyIntentSnapshot(tx, deps, {
+            storeId: 'st_a',
+            intent: intent(id),
+            source: 'poll',
+            observedAt: at(i),
+          }),
+        ),
+      ),
+    );
+    expect(results.filter((r) => r.posted?.created)).toHaveLength(1);
+    expect(await entriesOf(id)).toHaveLength(1);
+  });
+
+  it('behavior: fee arithmetic that does not add up posts nothing and is a finding', async () => {
+    const id = 'aa0000000000000000000005';
+    const r = await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id, { net_income_amount: '24.70' }),
+        source: 'poll',
+        observedAt: at(5),
+      }),
+    );
+    expect(r.posted).toBeNull();
+    expect(await entriesOf(id)).toEqual([]);
+    expect(await findingsOf(id)).toEqual(['fee_arithmetic_mismatch']);
+  });
+
+  it('behavior: a token that is not accepted is never a payment', async () => {
+    const id = 'aa0000000000000000000006';
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id, { coin_contract: `0x${'99'.repeat(20)}` }),
+        source: 'poll',
+        observedAt: at(6),
+      }),
+    );
+    expect(await entriesOf(id)).toEqual([]);
+    expect(await findingsOf(id)).toEqual(['unknown_token']);
+  });
+
+  it('behavior: not-yet-paid and failed states post nothing; a failure after CONFIRMED reverses it', async () => {
+    const id = 'aa0000000000000000000007';
+    const created = intent(id, {
+      status: 1,
+      actual_paid_amount: null,
+      service_fee_amount: null,
+      net_income_amount: null,
+      tx_hash: null,
+      tx_hash_2: null,
+    });
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: created,
+        source: 'create',
+        observedAt: at(7),
+      }),
+    );
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: { ...created, status: -5 },
+        source: 'poll',
+        observedAt: at(8),
+      }),
+    );
+    expect(await entriesOf(id)).toEqual([]);
+
+    const id2 = 'aa0000000000000000000008';
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id2),
+        source: 'poll',
+        observedAt: at(9),
+      }),
+    );
+    const failed = await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id2, { status: -1 }),
+        source: 'poll',
+        observedAt: at(10),
+      }),
+    );
+    expect(failed.reversed?.created).toBe(true);
+    expect((await entriesOf(id2)).map((e) => e.kind)).toEqual([
+      'checkout.confirmed',
+      'checkout.confirmed.reversal',
+    ]);
+    expect(await findingsOf(id2)).toEqual(['confirmed_then_failed']);
+  });
+
+  it('behavior: a webhook that disagrees with the API is a finding', async () => {
+    const id = 'aa0000000000000000000009';
+    const webhook = checkoutWebhookPayloadSchema.parse({
+      all_svc_transaction_id: 't9',
+      all_svc_checkout_intent_id: id,
+      webhook_id: 'wh-9',
+      amount_cents: 2500,
+      amount_coins: '26',
+      coin_contract_address: USDC,
+      coin_symbol: 'USDC',
+      chain_id: 8453,
+      tx_hash: `0x${'1'.repeat(64)}`,
+      tx_from: `0x${'cd'.repeat(20)}`,
+      payment_method_type: 1,
+      status: 20,
+    });
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id, { status: 10 }),
+        source: 'webhook',
+        observedAt: at(11),
+        webhook,
+      }),
+    );
+    const { rows } = await db.execute<{ details: { differences: Record<string, unknown> } }>(
+      sql`select details from findings where ref_id = ${id} and kind = 'webhook_api_mismatch'`,
+    );
+    expect(Object.keys(rows[0]!.details.differences).sort()).toEqual(['amount_coins', 'status']);
+    expect(await entriesOf(id)).toEqual([]);
+  });
+
+  it('behavior: the trial balance stays zero', async () => {
+    for (const line of await trialBalance(db)) expect(line.net).toBe(0n);
+  });
+});
