@@ -1,0 +1,51 @@
+import { sql } from 'drizzle-orm';
+import type { DbExecutor } from '../db/database.ts';
+
+/** The polling state of one tracked intent, as the poller needs it. */
+export interface TrackedIntent {
+  id: string;
+  storeId: string;
+  status: number | null;
+  settledBy: string | null;
+  trackedAt: Date;
+  pollCount: number;
+}
+
+export async function loadTrackedIntent(db: DbExecutor, id: string): Promise<TrackedIntent | undefined> {
+  const { rows } = await db.execute<{
+    id: string;
+    store_id: string;
+    status: number | null;
+    settled_by: string | null;
+    tracked_at: Date;
+    poll_count: number;
+  }>(
+    sql`select id, store_id, status, settled_by, tracked_at, poll_count from checkout_intents where id = ${id}`,
+  );
+  const r = rows[0];
+  return r
+    ? {
+        id: r.id,
+        storeId: r.store_id,
+        status: r.status,
+        settledBy: r.settled_by,
+        trackedAt: new Date(r.tracked_at),
+        pollCount: r.poll_count,
+      }
+    : undefined;
+}
+
+/** Intents still being polled whose last poll is older than `staleMs`: the poll sweeper re-adds their job. */
+export async function staleTrackedIntents(
+  db: DbExecutor,
+  staleMs: number,
+  limit = 1000,
+): Promise<Array<{ id: string; storeId: string; pollCount: number }>> {
+  const { rows } = await db.execute<{ id: string; store_id: string; poll_count: number }>(sql`
+    select id, store_id, poll_count from checkout_intents
+    where settled_by is null
+      and coalesce(last_polled_at, tracked_at) < now() - ${staleMs} * interval '1 millisecond'
+    order by coalesce(last_polled_at, tracked_at)
+    limit ${limit}`);
+  return rows.map((r) => ({ id: r.id, storeId: r.store_id, pollCount: r.poll_count }));
+}

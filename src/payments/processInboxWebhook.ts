@@ -1,0 +1,102 @@
+import { sql } from 'drizzle-orm';
+import { recordFinding } from '../recon/recordFinding.ts';
+import { SvcApiError } from '../svc/errors.ts';
+import { checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
+import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
+import type { PaymentsDeps } from './paymentsDeps.ts';
+
+export type InboxOutcome =
+  | { kind: 'already_done' }
+  | { kind: 'applied'; intentId: string; storeId: string; terminal: boolean }
+  | { kind: 'unusable'; reason: string };
+
+/**
+ * Processes one stored webhook: parse it with the spec's model, fetch the full intent (the
+ * webhook lacks the fee fields), apply both through applyIntentSnapshot and mark the row
+ * processed, in one transaction. Safe to run twice, or by two workers at once: the second finds
+ * the row processed, or posts nothing new.
+ */
+export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string): Promise<InboxOutcome> {
+  const { rows } = await deps.db.execute<{
+    store_id: string;
+    endpoint: string;
+    status: string;
+    body: Buffer;
+  }>(sql`
+    select store_id, endpoint, status, body from webhook_inbox where webhook_id = ${webhookId}`);
+  const row = rows[0];
+  if (!row || row.status !== 'received') return { kind: 'already_done' };
+  const ref = { type: 'webhook', id: webhookId };
+
+  const finish = async (
+    status: 'processed' | 'failed',
+    reason: string | null,
+    finding?: { kind: string; details: Record<string, unknown> },
+  ) => {
+    await deps.db.transaction(async (tx) => {
+      await tx.execute(sql`
+        update webhook_inbox set status = ${status}, processed_at = now(), attempts = attempts + 1, error = ${reason}
+        where webhook_id = ${webhookId} and status = 'received'`);
+      if (finding)
+        await recordFinding(
+          tx,
+          { kind: finding.kind, severity: 'warning', ref, details: finding.details },
+          row.store_id,
+        );
+    });
+  };
+
+  const json: unknown = JSON.parse(Buffer.from(row.body).toString('utf8'));
+  if (row.endpoint !== 'checkout') {
+    // Claim-link events are applied by the payouts lifecycle; until then a person sees them.
+    const event =
+      typeof json === 'object' && json !== null && 'event' in json ? String(json.event) : 'unknown';
+    await finish('processed', null, {
+      kind: 'unhandled_webhook_event',
+      details: { endpoint: row.endpoint, event },
+    });
+    return { kind: 'unusable', reason: `unhandled ${row.endpoint} event ${event}` };
+  }
+  const parsed = checkoutWebhookPayloadSchema.safeParse(json);
+  if (!parsed.success) {
+    const reason = parsed.error.issues
+      .map((i) => `${i.path.join('.')}: ${i.message}`)
+      .slice(0, 3)
+      .join('; ');
+    await finish('failed', reason, { kind: 'malformed_webhook', details: { reason } });
+    return { kind: 'unusable', reason };
+  }
+  const payload = parsed.data;
+  let intent;
+  try {
+    intent = await deps.client(row.store_id).getCheckoutIntent(payload.all_svc_checkout_intent_id);
+  } catch (err) {
+    if (err instanceof SvcApiError && (err.code === 50001 || err.code === 30001)) {
+      await finish('failed', err.message, {
+        kind: 'webhook_for_unknown_intent',
+        details: { intent_id: payload.all_svc_checkout_intent_id, code: err.code },
+      });
+      return { kind: 'unusable', reason: err.message };
+    }
+    throw err;
+  }
+  const result = await deps.db.transaction(async (tx) => {
+    const applied = await applyIntentSnapshot(tx, deps, {
+      storeId: row.store_id,
+      intent,
+      source: 'webhook',
+      observedAt: deps.clock.now(),
+      webhook: payload,
+    });
+    await tx.execute(sql`
+      update webhook_inbox set status = 'processed', processed_at = now(), attempts = attempts + 1, error = null
+      where webhook_id = ${webhookId}`);
+    return applied;
+  });
+  return {
+    kind: 'applied',
+    intentId: intent.all_svc_checkout_intent_id,
+    storeId: row.store_id,
+    terminal: result.terminal,
+  };
+}
