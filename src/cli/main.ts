@@ -5,6 +5,7 @@ import { registerDoctor } from './commands/doctor.ts';
 import { registerLedger } from './commands/ledger.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerSandbox } from './commands/sandbox.ts';
+import { registerStart } from './commands/start.ts';
 
 /** Builds the `stablebooks` command. Commands are thin: they parse options and call src/ modules. */
 export function buildProgram(): Command {
@@ -13,6 +14,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerMigrate(program);
+  registerStart(program);
   registerDoctor(program);
   registerLedger(program);
   registerSandbox(program);

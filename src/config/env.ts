@@ -41,6 +41,12 @@ export const envFields = {
   ALERT_WEBHOOK_URL: httpUrl.optional(),
   /** Optional JSON file overriding the chain registry: token contracts, decimals, finality (src/chain/registry.ts). */
   CHAINS_FILE: z.string().min(1).optional(),
+  /** Intent status polls per second allowed per API key, shared by every process (BullMQ limiter). */
+  POLLS_PER_SECOND: z.coerce.number().positive().max(1000).default(5),
+  /**
+   * Multiplies every poll and sweep interval: 1 in production; the demo and tests run faster.
+   */
+  POLL_INTERVAL_SCALE: z.coerce.number().positive().max(100).default(1),
   /** Folder for reconciliation reports. */
   REPORTS_DIR: z.string().min(1).default('./reports'),
   /** Cron (UTC) of the scheduled reconciliation run; default daily at 00:15 for the previous day. */

@@ -21,6 +21,8 @@ export interface Config {
   alertWebhookUrl: string | undefined;
   reportsDir: string;
   reconCron: string;
+  pollsPerSecond: number;
+  pollIntervalScale: number;
 }
 
 type RawEnv = Record<string, string | undefined>;
@@ -74,6 +76,8 @@ export function loadConfig(env: RawEnv): Config {
     alertWebhookUrl: e.ALERT_WEBHOOK_URL,
     reportsDir: e.REPORTS_DIR,
     reconCron: e.RECON_CRON,
+    pollsPerSecond: e.POLLS_PER_SECOND,
+    pollIntervalScale: e.POLL_INTERVAL_SCALE,
   };
 }
 

@@ -1,0 +1,41 @@
+import type { Job } from 'bullmq';
+import { pruneWebhookNonces, waitingInboxRows } from '../src/intake/inboxMaintenance.ts';
+import { staleTrackedIntents } from '../src/payments/intentTracking.ts';
+import type { JobContext } from './jobContext.ts';
+import { maintenanceJobs, webhookJob } from './queues.ts';
+import { schedulePoll } from './schedulePoll.ts';
+
+/** A stored webhook with no job after this long gets one (job ids dedupe against a live job). */
+const INBOX_GRACE_MS = 20_000;
+/** Longer than the slowest poll interval (10 min): a tracked intent not polled for this long has lost its chain. */
+const POLL_STALE_MS = 15 * 60_000;
+
+/** maintenance queue: the sweepers that make lost jobs impossible to lose for good. */
+export function maintenanceProcessor(ctx: JobContext) {
+  return async (job: Job): Promise<number> => {
+    switch (job.name) {
+      case maintenanceJobs.sweepInbox.name: {
+        const ids = await waitingInboxRows(ctx.payments.db, INBOX_GRACE_MS * Math.min(1, ctx.pollScale * 10));
+        if (ids.length > 0) {
+          await ctx.queues.webhooks.addBulk(
+            ids.map((id) => ({
+              name: webhookJob.name,
+              data: { webhookId: id },
+              opts: { ...webhookJob.options, jobId: webhookJob.jobId(id) },
+            })),
+          );
+        }
+        return ids.length;
+      }
+      case maintenanceJobs.sweepPolls.name: {
+        const stale = await staleTrackedIntents(ctx.payments.db, POLL_STALE_MS * ctx.pollScale);
+        for (const s of stale) await schedulePoll(ctx, s.storeId, s.id, 0);
+        return stale.length;
+      }
+      case maintenanceJobs.pruneNonces.name:
+        return pruneWebhookNonces(ctx.payments.db);
+      default:
+        throw new Error(`unknown maintenance job ${job.name}`);
+    }
+  };
+}

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+
+/**
+ * The job catalog: every queue, the payload of its jobs, attempts and backoff, in one place.
+ * Processors (one file each in jobs/) parse their payload with these schemas and call one domain
+ * function from src/.
+ *
+ * - webhooks: one job per stored webhook, id `wh.<webhook_id>` (a repeat cannot add a second);
+ * - polls-<store_id>: one queue per API key, so one BullMQ rate limit per key is shared by every
+ *   process; job id `poll.<intent>.<n>` (n = the intent's poll count), so a chain of polls has
+ *   exactly one next job however many processes schedule it;
+ * - maintenance: the sweepers, on job schedulers (exactly one schedule whatever the process count).
+ */
+export const QUEUE = {
+  webhooks: 'webhooks',
+  maintenance: 'maintenance',
+  polls: (storeId: string) => `polls-${storeId}`,
+} as const;
+
+export const webhookJob = {
+  name: 'webhook.process',
+  data: z.object({ webhookId: z.string().min(1) }),
+  // BullMQ refuses ":" in a custom id; the sender chooses webhook ids, so they are encoded.
+  jobId: (webhookId: string) => `wh.${encodeURIComponent(webhookId)}`,
+  options: {
+    attempts: 10,
+    backoff: { type: 'exponential', delay: 1000 },
+    removeOnComplete: 10_000,
+    removeOnFail: 50_000,
+  },
+} as const;
+
+export const pollJob = {
+  name: 'intent.poll',
+  data: z.object({ intentId: z.string().min(1), storeId: z.string().min(1) }),
+  jobId: (intentId: string, pollCount: number) => `poll.${intentId}.${pollCount}`,
+  options: {
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 2000 },
+    removeOnComplete: 1000,
+    removeOnFail: 10_000,
+  },
+} as const;
+
+export const maintenanceJobs = {
+  /** Enqueues inbox rows that have no job (Redis was down at intake, or a job was lost). */
+  sweepInbox: { name: 'inbox.sweep', everyMs: 30_000, data: z.object({}) },
+  /** Re-adds the poll of tracked intents whose poll chain broke. */
+  sweepPolls: { name: 'polls.sweep', everyMs: 60_000, data: z.object({}) },
+  /** Deletes webhook nonces past their lifetime. */
+  pruneNonces: { name: 'nonces.prune', everyMs: 10 * 60_000, data: z.object({}) },
+} as const;

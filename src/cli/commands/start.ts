@@ -1,0 +1,40 @@
+import type { Command } from 'commander';
+import { loadConfig, secretValues } from '../../config/loadConfig.ts';
+import { ALL_ROLES, type Role, startDaemon } from '../../daemon/startDaemon.ts';
+import { createLogger } from '../../logging/logger.ts';
+import { CliError } from '../CliError.ts';
+
+export function registerStart(program: Command): void {
+  program
+    .command('start')
+    .description('run the daemon: webhook intake, workers and schedulers (all roles by default)')
+    .option(
+      '--role <role>',
+      'all | intake | worker | scheduler (repeat or comma-separate for several)',
+      'all',
+    )
+    .action(async (opts: { role: string }) => {
+      const requested = opts.role.split(',').map((r) => r.trim());
+      const roles: Role[] = requested.includes('all') ? ALL_ROLES : [];
+      for (const r of requested) {
+        if (r === 'all') continue;
+        if (!(ALL_ROLES as string[]).includes(r))
+          throw new CliError(`--role: ${r} is not one of all, intake, worker, scheduler`);
+        roles.push(r as Role);
+      }
+      const config = loadConfig(process.env);
+      const logger = createLogger({
+        level: config.logLevel,
+        secrets: secretValues(config),
+        name: 'stablebooks',
+      });
+      const daemon = await startDaemon({ config, roles, logger });
+      await new Promise<void>((resolve) => {
+        process.once('SIGTERM', resolve);
+        process.once('SIGINT', resolve);
+      });
+      logger.info('stopping: draining in-flight work');
+      await daemon.stop();
+      process.exit(0);
+    });
+}

@@ -1,0 +1,235 @@
+import { Queue, Worker } from 'bullmq';
+import { sql } from 'drizzle-orm';
+import { Redis } from 'ioredis';
+import type { JobContext } from '../../jobs/jobContext.ts';
+import { maintenanceProcessor } from '../../jobs/maintenance.ts';
+import { pollProcessor } from '../../jobs/pollIntent.ts';
+import { webhookProcessor } from '../../jobs/processWebhook.ts';
+import { maintenanceJobs, QUEUE, webhookJob } from '../../jobs/queues.ts';
+import { type Clock, systemClock } from '../clock.ts';
+import type { Config } from '../config/loadConfig.ts';
+import { createDatabase } from '../db/database.ts';
+import { registerIntakeRoutes } from '../intake/intakeRoutes.ts';
+import { createAccountCache } from '../ledger/ensureAccounts.ts';
+import type { Logger } from '../logging/logger.ts';
+import { createMetrics, type Metrics } from '../metrics/metrics.ts';
+import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
+import { createSvcClient, type SvcClient } from '../svc/client.ts';
+import { createHttpServer } from './httpServer.ts';
+import { createShutdown } from './shutdown.ts';
+
+/**
+ * The daemon (`stablebooks start`). Roles:
+ * - intake: the webhook routes (verify, store, enqueue, answer);
+ * - worker: the BullMQ workers (webhook processing, polls, maintenance);
+ * - scheduler: the job schedulers of the sweepers (BullMQ keeps exactly one per id).
+ * Every process serves /healthz, /readyz and /metrics. Any number of processes of any role may
+ * share one PostgreSQL and one Redis: job ids, the ledger's idempotency keys and row locks keep
+ * every effect single.
+ */
+export type Role = 'intake' | 'worker' | 'scheduler';
+export const ALL_ROLES: Role[] = ['intake', 'worker', 'scheduler'];
+
+export interface DaemonOptions {
+  config: Config;
+  roles: Role[];
+  logger: Logger;
+  /** Redis key prefix of every queue (tests isolate themselves with it). */
+  redisPrefix?: string;
+  /** HTTP port; defaults to config.port (0 picks a free one). */
+  port?: number;
+  host?: string;
+  clock?: Clock;
+  /** How long SIGTERM waits for in-flight jobs. */
+  drainTimeoutMs?: number;
+}
+
+export interface RunningDaemon {
+  url: string;
+  metrics: Metrics;
+  stop(): Promise<void>;
+}
+
+export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon> {
+  const { config, logger } = options;
+  const roles = new Set(options.roles);
+  const clock = options.clock ?? systemClock;
+  const prefix = options.redisPrefix ?? 'stablebooks';
+  const shutdown = createShutdown();
+  const metrics = createMetrics();
+  const database = createDatabase(config.databaseUrl, {
+    max: 10,
+    applicationName: `stablebooks ${[...roles].join('+')}`,
+  });
+  shutdown.add('postgres', () => database.close());
+
+  // For adding jobs from the hot paths: fail fast when Redis is down (the sweepers catch up)
+  // instead of queueing commands in memory.
+  const producerConnection = new Redis(config.redisUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    lazyConnect: true,
+  });
+  producerConnection.on('error', (err) => logger.debug({ err }, 'redis (producer) error'));
+  producerConnection
+    .connect()
+    .catch((err) => logger.warn({ err }, 'redis not reachable at start; webhooks are still stored'));
+  shutdown.add('redis', async () => {
+    producerConnection.disconnect();
+  });
+  const queueOptions = { connection: producerConnection, prefix };
+  const webhooks = new Queue(QUEUE.webhooks, queueOptions);
+  const maintenance = new Queue(QUEUE.maintenance, queueOptions);
+  const pollQueues = new Map<string, Queue>();
+  const pollsQueue = (storeId: string): Queue => {
+    let q = pollQueues.get(storeId);
+    if (!q) {
+      q = new Queue(QUEUE.polls(storeId), queueOptions);
+      pollQueues.set(storeId, q);
+    }
+    return q;
+  };
+  shutdown.add('queues', () =>
+    Promise.all([webhooks.close(), maintenance.close(), ...[...pollQueues.values()].map((q) => q.close())]),
+  );
+
+  const stores = new Map(config.stores.map((s) => [s.storeId, s]));
+  const clients = new Map<string, SvcClient>();
+  const payments: PaymentsDeps = {
+    db: database.db,
+    chains: config.chains,
+    accounts: createAccountCache(),
+    clock,
+    logger,
+    client(storeId) {
+      let client = clients.get(storeId);
+      if (!client) {
+        const store = stores.get(storeId);
+        if (!store) throw new Error(`store ${storeId} is not in STORES_FILE`);
+        client = createSvcClient({
+          baseUrl: config.svcBaseUrl,
+          credentials: store,
+          clock,
+          // A 40001 is handed to the job, which pauses the key's queue for every process.
+          retry: { maxAttempts: 3, maxRetryAfterMs: 0 },
+          onAttempt: (a) => {
+            metrics.apiRequests.inc({ endpoint: a.endpoint, outcome: String(a.outcome) });
+            metrics.apiRequestSeconds.observe({ endpoint: a.endpoint }, a.durationMs / 1000);
+          },
+        });
+        clients.set(storeId, client);
+      }
+      return client;
+    },
+  };
+  const ctx: JobContext = {
+    payments,
+    queues: { webhooks, maintenance, polls: pollsQueue },
+    pollScale: config.pollIntervalScale,
+    metrics,
+    logger,
+  };
+
+  if (roles.has('worker')) {
+    const workerConnection = { url: config.redisUrl, maxRetriesPerRequest: null };
+    const workers: Worker[] = [];
+    const observe = (worker: Worker, queue: string) => {
+      worker.on('completed', (job) => {
+        metrics.jobsProcessed.inc({ queue, outcome: 'completed' });
+        if (job.finishedOn && job.processedOn)
+          metrics.jobSeconds.observe({ queue }, (job.finishedOn - job.processedOn) / 1000);
+      });
+      worker.on('failed', (job, err) => {
+        metrics.jobsProcessed.inc({ queue, outcome: 'failed' });
+        logger.warn({ err, queue, jobId: job?.id, attempts: job?.attemptsMade }, 'job failed');
+      });
+      worker.on('error', (err) => logger.error({ err, queue }, 'worker error'));
+      workers.push(worker);
+    };
+    observe(
+      new Worker(QUEUE.webhooks, webhookProcessor(ctx), {
+        connection: workerConnection,
+        prefix,
+        concurrency: 16,
+      }),
+      'webhooks',
+    );
+    for (const store of config.stores) {
+      observe(
+        new Worker(QUEUE.polls(store.storeId), pollProcessor(ctx), {
+          connection: workerConnection,
+          prefix,
+          concurrency: 8,
+          limiter: { max: Math.max(1, Math.round(config.pollsPerSecond)), duration: 1000 },
+        }),
+        'polls',
+      );
+    }
+    observe(
+      new Worker(QUEUE.maintenance, maintenanceProcessor(ctx), {
+        connection: workerConnection,
+        prefix,
+        concurrency: 1,
+      }),
+      'maintenance',
+    );
+    // Closing a worker waits for its in-flight jobs: the drain.
+    shutdown.add('workers', () => Promise.all(workers.map((w) => w.close())));
+  }
+
+  if (roles.has('scheduler')) {
+    const every = (ms: number) => Math.max(500, Math.round(ms * config.pollIntervalScale));
+    for (const job of Object.values(maintenanceJobs)) {
+      await maintenance.upsertJobScheduler(
+        job.name,
+        { every: every(job.everyMs) },
+        { name: job.name, data: {} },
+      );
+    }
+  }
+
+  const app = createHttpServer({
+    metrics,
+    ready: async () => {
+      const pg = await database.db
+        .execute(sql`select 1`)
+        .then(() => true)
+        .catch(() => false);
+      const r = await producerConnection
+        .ping()
+        .then(() => true)
+        .catch(() => false);
+      return { postgres: pg, redis: r };
+    },
+  });
+  if (roles.has('intake')) {
+    registerIntakeRoutes(app, {
+      db: database.db,
+      clock,
+      storesByKey: new Map(config.stores.map((s) => [s.apiKey, s])),
+      metrics,
+      logger,
+      enqueue: async (webhookId) => {
+        await webhooks.add(
+          webhookJob.name,
+          { webhookId },
+          { ...webhookJob.options, jobId: webhookJob.jobId(webhookId) },
+        );
+      },
+    });
+  }
+  const url = await app.listen({ host: options.host ?? '0.0.0.0', port: options.port ?? config.port });
+  shutdown.add('http', () => app.close());
+  logger.info({ url, roles: [...roles] }, 'stablebooks started');
+
+  return {
+    url,
+    metrics,
+    stop: async () => {
+      const results = await shutdown.run(options.drainTimeoutMs ?? 30_000);
+      for (const r of results)
+        if (r.error) logger.warn({ part: r.name, error: r.error }, 'shutdown step failed');
+      logger.info('stablebooks stopped');
+    },
+  };
+}
