@@ -23,6 +23,7 @@ export interface Config {
   reconCron: string;
   pollsPerSecond: number;
   pollIntervalScale: number;
+  queuePrefix: string;
 }
 
 type RawEnv = Record<string, string | undefined>;
@@ -78,6 +79,7 @@ export function loadConfig(env: RawEnv): Config {
     reconCron: e.RECON_CRON,
     pollsPerSecond: e.POLLS_PER_SECOND,
     pollIntervalScale: e.POLL_INTERVAL_SCALE,
+    queuePrefix: e.QUEUE_PREFIX,
   };
 }
 

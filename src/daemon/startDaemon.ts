@@ -34,8 +34,6 @@ export interface DaemonOptions {
   config: Config;
   roles: Role[];
   logger: Logger;
-  /** Redis key prefix of every queue (tests isolate themselves with it). */
-  redisPrefix?: string;
   /** HTTP port; defaults to config.port (0 picks a free one). */
   port?: number;
   host?: string;
@@ -54,7 +52,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   const { config, logger } = options;
   const roles = new Set(options.roles);
   const clock = options.clock ?? systemClock;
-  const prefix = options.redisPrefix ?? 'stablebooks';
+  const prefix = config.queuePrefix;
   const shutdown = createShutdown();
   const metrics = createMetrics();
   const database = createDatabase(config.databaseUrl, {

@@ -87,6 +87,7 @@ export async function startPipeline(
     reconCron: '15 0 * * *',
     pollsPerSecond: 50,
     pollIntervalScale: options.pollIntervalScale ?? 0.02,
+    queuePrefix: `sbtest-${randomBytes(4).toString('hex')}`,
   };
   const logs: string[] = [];
   const logger = createLogger({
@@ -99,7 +100,6 @@ export async function startPipeline(
       },
     }),
   });
-  const prefix = `sbtest:${randomBytes(4).toString('hex')}`;
   const daemons: RunningDaemon[] = [];
   afterAll(async () => {
     await Promise.all(daemons.map((d) => d.stop()));
@@ -130,7 +130,6 @@ export async function startPipeline(
         config,
         roles,
         logger,
-        redisPrefix: prefix,
         port: opts.port ?? (daemons.some((d) => d.url.endsWith(`:${port}`)) ? 0 : port),
         host: '127.0.0.1',
         drainTimeoutMs: 10_000,
