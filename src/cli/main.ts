@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/errors.ts';
 import { CliError } from './CliError.ts';
 import { registerDoctor } from './commands/doctor.ts';
+import { registerIntents } from './commands/intents.ts';
 import { registerLedger } from './commands/ledger.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerSandbox } from './commands/sandbox.ts';
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
   registerMigrate(program);
   registerStart(program);
   registerDoctor(program);
+  registerIntents(program);
   registerLedger(program);
   registerSandbox(program);
   return program;

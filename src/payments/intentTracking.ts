@@ -35,7 +35,11 @@ export async function loadTrackedIntent(db: DbExecutor, id: string): Promise<Tra
     : undefined;
 }
 
-/** Intents still being polled whose last poll is older than `staleMs`: the poll sweeper re-adds their job. */
+/**
+ * Intents to (re)start polling: never polled yet (tracked by the CLI or a library call, which
+ * leave the first poll to the sweeper), or not polled for `staleMs` (their chain of poll jobs
+ * broke). Job ids dedupe against a poll already queued.
+ */
 export async function staleTrackedIntents(
   db: DbExecutor,
   staleMs: number,
@@ -44,7 +48,8 @@ export async function staleTrackedIntents(
   const { rows } = await db.execute<{ id: string; store_id: string; poll_count: number }>(sql`
     select id, store_id, poll_count from checkout_intents
     where settled_by is null
-      and coalesce(last_polled_at, tracked_at) < now() - ${staleMs} * interval '1 millisecond'
+      and (last_polled_at is null
+           or last_polled_at < now() - ${staleMs} * interval '1 millisecond')
     order by coalesce(last_polled_at, tracked_at)
     limit ${limit}`);
   return rows.map((r) => ({ id: r.id, storeId: r.store_id, pollCount: r.poll_count }));

@@ -1,0 +1,209 @@
+import type { Command } from 'commander';
+import { sql } from 'drizzle-orm';
+import { type Config, loadConfig, secretValues } from '../../config/loadConfig.ts';
+import { createDatabase, type Db } from '../../db/database.ts';
+import { createAccountCache } from '../../ledger/ensureAccounts.ts';
+import { listEntries } from '../../ledger/listEntries.ts';
+import { createLogger } from '../../logging/logger.ts';
+import { formatDecimalAmount } from '../../money/decimalAmount.ts';
+import { createIntent, trackIntent } from '../../payments/createIntent.ts';
+import type { PaymentsDeps } from '../../payments/paymentsDeps.ts';
+import { createSvcClient } from '../../svc/client.ts';
+import { checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
+import { type Currency, currencyFromCode } from '../../svc/models/currency.ts';
+import { stableCoinFromSymbol } from '../../svc/models/stableCoin.ts';
+import { CliError } from '../CliError.ts';
+import { printResult } from '../output.ts';
+
+export function registerIntents(program: Command): void {
+  const intents = program.command('intents').description('checkout intents: create, track and inspect');
+
+  intents
+    .command('create')
+    .description(
+      'create a checkout intent at the service and track it (the daemon polls it until it settles)',
+    )
+    .requiredOption('--store <id>', 'store of STORES_FILE')
+    .requiredOption(
+      '--amount <decimal>',
+      'amount, e.g. 25.00 (of --currency, or of --coin when priced in a stable coin)',
+    )
+    .option('--currency <code>', 'fiat currency code, e.g. USD, EUR')
+    .option('--coin <symbol>', 'price natively in a stable coin: USDT or USDC')
+    .option('--accept <symbols>', 'coins the payer may use, comma-separated, e.g. USDT,USDC')
+    .option('--order-id <id>')
+    .option('--description <text>')
+    .option('--json', 'machine-readable output')
+    .action(
+      async (opts: {
+        store: string;
+        amount: string;
+        currency?: string;
+        coin?: string;
+        accept?: string;
+        orderId?: string;
+        description?: string;
+        json?: boolean;
+      }) => {
+        if (Boolean(opts.currency) === Boolean(opts.coin))
+          throw new CliError('give exactly one of --currency or --coin');
+        if (!/^\d+(\.\d{1,2})?$/.test(opts.amount))
+          throw new CliError(`--amount: ${opts.amount} is not an amount with at most 2 decimals`);
+        const [whole, frac = ''] = opts.amount.split('.');
+        const amountCents = BigInt(whole ?? '0') * 100n + BigInt(frac.padEnd(2, '0'));
+        const request = {
+          ...(opts.currency
+            ? { currency: currencyOrFail(opts.currency) }
+            : { stable_coin: coinOrFail(opts.coin ?? '') }),
+          amount_cents: amountCents,
+          order_id: opts.orderId ?? null,
+          order_description: opts.description ?? null,
+          ...(opts.accept
+            ? { accepted_stable_coins: opts.accept.split(',').map((c) => coinOrFail(c.trim())) }
+            : {}),
+        };
+        await withPayments(async (deps) => {
+          const { created, applied } = await createIntent(deps, opts.store, request);
+          printResult(opts.json, { ...created, status: applied.status }, (r) =>
+            [
+              `created intent ${r.allsvc_checkout_intent_id}: ${r.amount_coins} (${checkoutStatusName(r.status as never)})`,
+              `checkout URL: ${r.checkout_url}`,
+              'the daemon polls it until it settles',
+            ].join('\n'),
+          );
+        });
+      },
+    );
+
+  intents
+    .command('track <id>')
+    .description('start tracking an intent created elsewhere (fetches it now; the daemon polls it)')
+    .requiredOption('--store <id>', 'store of STORES_FILE that owns the intent')
+    .option('--json', 'machine-readable output')
+    .action(async (id: string, opts: { store: string; json?: boolean }) => {
+      await withPayments(async (deps) => {
+        const applied = await trackIntent(deps, opts.store, id);
+        printResult(
+          opts.json,
+          { id, status: applied.status, terminal: applied.terminal },
+          (r) =>
+            `tracking ${r.id}: ${checkoutStatusName(r.status as never)}${r.terminal ? ' (settled)' : ''}`,
+        );
+      });
+    });
+
+  intents
+    .command('show <id>')
+    .description('the intent as last seen, its status history, ledger entries and open findings')
+    .option('--json', 'machine-readable output')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withDb(async (db) => {
+        const intent = await db.execute<Record<string, unknown>>(sql`
+          select id, store_id, status, amount_coins, coin_symbol, chain_id, actual_paid_amount, service_fee_amount,
+                 net_income_amount, tx_hash, tx_hash_2, tx_to, order_id, tracked_via, tracked_at, settled_by, poll_count
+          from checkout_intents where id = ${id}`);
+        const row = intent.rows[0];
+        if (!row)
+          throw new CliError(
+            `intent ${id} is not tracked (track it with: stablebooks intents track ${id} --store S)`,
+          );
+        const history = await db.execute<{
+          from_status: number | null;
+          to_status: number;
+          source: string;
+          observed_at: Date;
+        }>(
+          sql`select from_status, to_status, source, observed_at from checkout_intent_status_history where intent_id = ${id} order by id`,
+        );
+        const entries = await listEntries(db, { refId: id, limit: 100 });
+        const findings = await db.execute<{ kind: string; severity: string; first_seen_at: Date }>(
+          sql`select kind, severity, first_seen_at from findings where ref_id = ${id} and resolved_at is null order by id`,
+        );
+        const out = {
+          intent: row,
+          history: history.rows,
+          entries: entries.map((e) => ({
+            id: e.id.toString(),
+            kind: e.kind,
+            occurred_at: e.occurredAt.toISOString(),
+            postings: e.postings.map((p) => ({ account: p.accountCode, amount: p.amount.toString() })),
+          })),
+          findings: findings.rows,
+        };
+        printResult(opts.json, out, () =>
+          [
+            `intent ${id} (store ${row.store_id}): ${checkoutStatusName(row.status as never)}, ${row.amount_coins} ${row.coin_symbol} on chain ${row.chain_id}`,
+            `  paid ${row.actual_paid_amount ?? '-'}, fee ${row.service_fee_amount ?? '-'}, net ${row.net_income_amount ?? '-'}; tracked via ${row.tracked_via}, ${row.poll_count} polls${row.settled_by ? `, settled by ${row.settled_by}` : ''}`,
+            'history:',
+            ...history.rows.map(
+              (h) =>
+                `  ${new Date(h.observed_at).toISOString()}  ${h.from_status === null ? '(new)' : checkoutStatusName(h.from_status as never)} -> ${checkoutStatusName(h.to_status as never)}  (${h.source})`,
+            ),
+            'ledger entries:',
+            ...(entries.length === 0
+              ? ['  none']
+              : entries.flatMap((e) => [
+                  `  #${e.id} ${e.kind} at ${e.occurredAt.toISOString()}`,
+                  ...e.postings.map(
+                    (p) =>
+                      `    ${p.accountCode.padEnd(52)} ${formatDecimalAmount(p.amount, p.decimals)} ${p.symbol}`,
+                  ),
+                ])),
+            'open findings:',
+            ...(findings.rows.length === 0
+              ? ['  none']
+              : findings.rows.map((f) => `  ${f.kind} (${f.severity})`)),
+          ].join('\n'),
+        );
+      });
+    });
+}
+
+function currencyOrFail(code: string): Currency {
+  try {
+    return currencyFromCode(code.toUpperCase());
+  } catch {
+    throw new CliError(`--currency: ${code} is not a currency the service knows (USD, EUR, GBP, ...)`);
+  }
+}
+
+function coinOrFail(symbol: string): 1 | 2 {
+  try {
+    return stableCoinFromSymbol(symbol.toUpperCase());
+  } catch {
+    throw new CliError(`coin ${symbol} is not USDT or USDC`);
+  }
+}
+
+async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+  const config = loadConfig(process.env);
+  const database = createDatabase(config.databaseUrl, { max: 2 });
+  try {
+    return await fn(database.db);
+  } finally {
+    await database.close();
+  }
+}
+
+async function withPayments<T>(fn: (deps: PaymentsDeps) => Promise<T>): Promise<T> {
+  const config: Config = loadConfig(process.env);
+  const logger = createLogger({ level: 'warn', secrets: secretValues(config) });
+  const database = createDatabase(config.databaseUrl, { max: 2 });
+  const stores = new Map(config.stores.map((s) => [s.storeId, s]));
+  try {
+    return await fn({
+      db: database.db,
+      chains: config.chains,
+      accounts: createAccountCache(),
+      clock: { now: () => new Date() },
+      logger,
+      client: (storeId) => {
+        const store = stores.get(storeId);
+        if (!store) throw new CliError(`--store: ${storeId} is not in STORES_FILE`);
+        return createSvcClient({ baseUrl: config.svcBaseUrl, credentials: store });
+      },
+    });
+  } finally {
+    await database.close();
+  }
+}
