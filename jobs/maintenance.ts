@@ -1,8 +1,8 @@
-import type { Job } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import { pruneWebhookNonces, waitingInboxRows } from '../src/intake/inboxMaintenance.ts';
 import { staleTrackedIntents } from '../src/payments/intentTracking.ts';
 import type { JobContext } from './jobContext.ts';
-import { maintenanceJobs, webhookJob } from './queues.ts';
+import { maintenanceJobs, pollJob, webhookJob } from './queues.ts';
 import { schedulePoll } from './schedulePoll.ts';
 
 /** A stored webhook with no job after this long gets one (job ids dedupe against a live job). */
@@ -17,6 +17,7 @@ export function maintenanceProcessor(ctx: JobContext) {
       case maintenanceJobs.sweepInbox.name: {
         const ids = await waitingInboxRows(ctx.payments.db, INBOX_GRACE_MS * Math.min(1, ctx.pollScale * 10));
         if (ids.length > 0) {
+          for (const id of ids) await dropFailedJob(ctx.queues.webhooks, webhookJob.jobId(id));
           await ctx.queues.webhooks.addBulk(
             ids.map((id) => ({
               name: webhookJob.name,
@@ -29,7 +30,10 @@ export function maintenanceProcessor(ctx: JobContext) {
       }
       case maintenanceJobs.sweepPolls.name: {
         const stale = await staleTrackedIntents(ctx.payments.db, POLL_STALE_MS * ctx.pollScale);
-        for (const s of stale) await schedulePoll(ctx, s.storeId, s.id, 0);
+        for (const s of stale) {
+          await dropFailedJob(ctx.queues.polls(s.storeId), pollJob.jobId(s.id, s.pollCount));
+          await schedulePoll(ctx, s.storeId, s.id, 0);
+        }
         return stale.length;
       }
       case maintenanceJobs.pruneNonces.name:
@@ -38,4 +42,13 @@ export function maintenanceProcessor(ctx: JobContext) {
         throw new Error(`unknown maintenance job ${job.name}`);
     }
   };
+}
+
+/**
+ * A job that failed for good stays in the queue under its id (removeOnFail), and BullMQ ignores an
+ * add with an id it still holds: the sweepers remove such a job first, so the work starts again.
+ */
+async function dropFailedJob(queue: Queue, jobId: string): Promise<void> {
+  const job = await queue.getJob(jobId);
+  if (job && (await job.isFailed())) await job.remove();
 }

@@ -76,13 +76,19 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     producerConnection.disconnect();
   });
   const queueOptions = { connection: producerConnection, prefix };
+  // Without a listener BullMQ prints every connection error of a queue to stderr; the producer
+  // connection's own listener above already reports them.
+  const quiet = (q: Queue) => q.on('error', (err) => logger.debug({ err, queue: q.name }, 'queue error'));
   const webhooks = new Queue(QUEUE.webhooks, queueOptions);
   const maintenance = new Queue(QUEUE.maintenance, queueOptions);
+  quiet(webhooks);
+  quiet(maintenance);
   const pollQueues = new Map<string, Queue>();
   const pollsQueue = (storeId: string): Queue => {
     let q = pollQueues.get(storeId);
     if (!q) {
       q = new Queue(QUEUE.polls(storeId), queueOptions);
+      quiet(q);
       pollQueues.set(storeId, q);
     }
     return q;
@@ -177,13 +183,24 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
 
   if (roles.has('scheduler')) {
     const every = (ms: number) => Math.max(500, Math.round(ms * config.pollIntervalScale));
-    for (const job of Object.values(maintenanceJobs)) {
-      await maintenance.upsertJobScheduler(
-        job.name,
-        { every: every(job.everyMs) },
-        { name: job.name, data: {} },
+    const upsertSchedulers = async () => {
+      for (const job of Object.values(maintenanceJobs)) {
+        await maintenance.upsertJobScheduler(
+          job.name,
+          { every: every(job.everyMs) },
+          { name: job.name, data: {} },
+        );
+      }
+    };
+    await upsertSchedulers();
+    // A Redis that comes back empty (restarted without persistence, a failover to a replica that
+    // lagged) has lost the schedulers, and with them the sweepers that re-enqueue what it lost:
+    // put them back on every reconnect (upserting an existing scheduler changes nothing).
+    producerConnection.on('ready', () => {
+      upsertSchedulers().catch((err) =>
+        logger.warn({ err }, 'could not restore the job schedulers; retrying at the next reconnect'),
       );
-    }
+    });
   }
 
   const app = createHttpServer({

@@ -53,7 +53,8 @@ export async function applyIntentSnapshot(
   // Make sure the row exists, then lock it: concurrent observers of one intent go one at a time,
   // and the second sees what the first wrote (confirmed_at above all).
   await tx.execute(sql`
-    insert into checkout_intents (id, store_id, tracked_via) values (${id}, ${obs.storeId}, ${obs.source})
+    insert into checkout_intents (id, store_id, tracked_via, tracked_at)
+    values (${id}, ${obs.storeId}, ${obs.source}, ${obs.observedAt.toISOString()}::timestamptz)
     on conflict (id) do nothing`);
   const locked = await tx.execute<{
     status: number | null;
@@ -63,6 +64,16 @@ export async function applyIntentSnapshot(
     select status, confirmed_at, settled_by from checkout_intents where id = ${id} for update`);
   const before = locked.rows[0];
   const previousStatus = before?.status ?? null;
+  if (
+    previousStatus !== null &&
+    isTerminalCheckoutStatus(previousStatus as CheckoutStatus) &&
+    !isTerminalCheckoutStatus(intent.status)
+  ) {
+    // A stale observation (a poll answered before the terminal status was recorded): a terminal
+    // status never changes back, so the facts stay as they are.
+    const status = previousStatus;
+    return { previousStatus, status, terminal: true, posted: null, reversed: null, findings: [] };
+  }
   const status = intent.status;
   const terminal = isTerminalCheckoutStatus(status);
   const confirmedAt =

@@ -35,7 +35,7 @@ describe('payments pipeline: webhook to ledger', () => {
     expect(inbox.rows.map((r) => r.status)).toEqual(['processed']);
   });
 
-  it('behavior: under- and overpaid, direct payments post the rule-1 lines of DESIGN.md', async () => {
+  it('behavior: an overpaid direct payment posts the overpayment line of DESIGN.md', async () => {
     const over = await paidIntent(1000n, { amount: '12', route: 'direct' });
     expect(await postedLines(over)).toEqual([
       'checkout.confirmed: assets:in_transit 12000000',

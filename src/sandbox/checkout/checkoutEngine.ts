@@ -106,6 +106,10 @@ export interface PayRequest {
   route?: PayRoute;
   outcome?: PayOutcome;
   paymentMethodType?: PaymentMethodType;
+  /** Confirm an amount below the requested one (outcome confirmed) instead of sending it back. */
+  acceptUnderpayment?: boolean;
+  /** Report this net_income_amount instead of P - F; the transfers are unchanged. */
+  reportedNetIncome?: string;
 }
 
 export interface StatusChange {
@@ -179,6 +183,8 @@ interface Payment {
   gross: bigint;
   refundTxHash: Hash | null;
   heldInTemp: boolean;
+  /** A net_income_amount to report instead of P - F (the fee-arithmetic-mismatch scenario). */
+  reportedNet: string | null;
 }
 
 interface IntentRecord {
@@ -417,7 +423,7 @@ export function createCheckoutEngine(
     p.heldInTemp = false;
     r.txHash2 = sweep.txHash;
     r.serviceFee = formatDecimalAmount(fee, p.decimals);
-    r.netIncome = formatDecimalAmount(net, p.decimals);
+    r.netIncome = p.reportedNet ?? formatDecimalAmount(net, p.decimals);
     confirm(r, p);
   }
 
@@ -543,11 +549,12 @@ export function createCheckoutEngine(
     } else {
       gross = request.outcome === 'underpaid' ? requested / 2n : requested;
     }
-    const outcome = request.outcome ?? (gross < requested ? 'underpaid' : 'confirmed');
-    if (outcome === 'confirmed' && gross < requested) {
+    const short = gross < requested && !request.acceptUnderpayment;
+    const outcome = request.outcome ?? (short ? 'underpaid' : 'confirmed');
+    if (outcome === 'confirmed' && short) {
       throw new CheckoutControlError(
         400,
-        `amount ${formatDecimalAmount(gross, decimals)} is below the requested ${formatDecimalAmount(requested, decimals)}: use outcome "underpaid"`,
+        `amount ${formatDecimalAmount(gross, decimals)} is below the requested ${formatDecimalAmount(requested, decimals)}: use outcome "underpaid", or accept_underpayment`,
       );
     }
     if (outcome === 'underpaid' && gross >= requested) {
@@ -555,6 +562,14 @@ export function createCheckoutEngine(
         400,
         `outcome "underpaid" needs an amount below the requested ${formatDecimalAmount(requested, decimals)}`,
       );
+    }
+    let reportedNet: string | null = null;
+    if (request.reportedNetIncome !== undefined) {
+      try {
+        reportedNet = formatDecimalAmount(parseDecimalAmount(request.reportedNetIncome, decimals), decimals);
+      } catch (err) {
+        throw new CheckoutControlError(400, `reported_net_income: ${(err as Error).message}`);
+      }
     }
     if ((outcome === 'rejected' || outcome === 'manual') && route === 'direct') {
       throw new CheckoutControlError(
@@ -596,6 +611,7 @@ export function createCheckoutEngine(
         gross,
         refundTxHash: null,
         heldInTemp: false,
+        reportedNet,
       };
       r.payment = p;
       const deposit = await chain.transfer(symbol, buyerLabel, temp ?? merchant, gross);
@@ -616,7 +632,7 @@ export function createCheckoutEngine(
           return;
         }
         r.serviceFee = formatDecimalAmount(0n, decimals);
-        r.netIncome = r.actualPaid;
+        r.netIncome = reportedNet ?? r.actualPaid;
         confirm(r, p);
         return;
       }

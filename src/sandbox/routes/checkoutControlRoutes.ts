@@ -38,6 +38,16 @@ export const payIntentRequestSchema = z
     outcome: z.enum(['confirmed', 'underpaid', 'rejected', 'manual']).optional(),
     /** PaymentMethodType reported once paid (default 1, WALLET_SCAN). */
     payment_method_type: z.enum(PaymentMethodType).optional(),
+    /** The service confirms an amount below the requested one instead of sending it back. */
+    accept_underpayment: z.boolean().optional(),
+    /**
+     * A decimal string the service reports as net_income_amount instead of P - F (the transfers
+     * are unchanged): a fee arithmetic mismatch for the merchant's books to catch.
+     */
+    reported_net_income: z
+      .string({ error: 'reported_net_income must be a decimal string such as "9.5"' })
+      .regex(DECIMAL_STRING_RE, { error: 'reported_net_income must be a plain decimal string such as "9.5"' })
+      .optional(),
   })
   .strict();
 
@@ -68,6 +78,8 @@ export function registerCheckoutControlRoutes(
         route: body.route,
         outcome: body.outcome,
         paymentMethodType: body.payment_method_type,
+        acceptUnderpayment: body.accept_underpayment,
+        reportedNetIncome: body.reported_net_income,
       });
     }),
   );

@@ -1,0 +1,57 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { trialBalance } from '../../src/ledger/balances.ts';
+import { createIntent } from '../../src/payments/createIntent.ts';
+import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
+
+/**
+ * A poll job that fails for good (an error no retry can fix) breaks the intent's chain of polls;
+ * the poll sweeper must start it again, or a payment whose webhook is lost is never posted.
+ */
+const pipeline = await startPipeline();
+const daemon = await pipeline.startDaemon();
+
+async function pollErrors(): Promise<number> {
+  const metric = await daemon.metrics.polls.get();
+  return metric.values.filter((v) => v.labels.outcome === 'error').reduce((n, v) => n + v.value, 0);
+}
+
+async function pollCount(id: string): Promise<number> {
+  const { rows } = await pipeline.db.execute<{ poll_count: number }>(
+    sql`select poll_count from checkout_intents where id = ${id}`,
+  );
+  return rows[0]?.poll_count ?? 0;
+}
+
+describe('payments poll recovery', () => {
+  it('behavior: after a poll fails for good, the sweeper resumes polling and the payment is posted', async () => {
+    const { created } = await createIntent(pipeline.payments, 'st_a', {
+      stable_coin: 1,
+      amount_cents: 2500n,
+    });
+    const id = created.allsvc_checkout_intent_id;
+    await pipeline.waitFor(async () => (await pollCount(id)) > 0);
+
+    // 10001 is not retryable: the poll job fails at once and the chain of polls breaks.
+    const errorsBefore = await pollErrors();
+    await pipeline.sandbox.control('/_sandbox/faults', { error_next: { code: 10001, count: 1 } });
+    await pipeline.waitFor(async () => (await pollErrors()) > errorsBefore);
+    const stalledAt = await pollCount(id);
+
+    // Only polling can learn of this payment: its webhook is dropped.
+    await pipeline.sandbox.control('/_sandbox/faults', { webhooks: { drop_next: 1 } });
+    expect((await pipeline.sandbox.control(`/_sandbox/intents/${id}/pay`, {})).status).toBe(200);
+    // The sweeper treats a chain as broken after 15 min x POLL_INTERVAL_SCALE (18 s here).
+    const lines = await pipeline.waitFor(async () => {
+      const found = await ledgerLinesOf(pipeline.db, id);
+      return found.length > 0 ? found : undefined;
+    }, 45_000);
+    expect(lines).toEqual([
+      'checkout.confirmed: assets:in_transit 24750000',
+      'checkout.confirmed: expense:service_fees 250000',
+      'checkout.confirmed: income:sales -25000000',
+    ]);
+    expect(await pollCount(id)).toBeGreaterThan(stalledAt);
+    for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
+  }, 60_000);
+});
