@@ -7,6 +7,7 @@ import { StableCoin } from '../../svc/models/stableCoin.ts';
 import { CheckoutControlError } from '../checkout/checkoutControlError.ts';
 import type { CheckoutEngine } from '../checkout/checkoutEngine.ts';
 import { rawBody } from '../envelope.ts';
+import { parseControlBody } from './parseControlBody.ts';
 import type { RouteDeps } from './routeDeps.ts';
 
 /**
@@ -104,21 +105,9 @@ async function answer(reply: FastifyReply, work: () => unknown): Promise<Fastify
   }
 }
 
-/** The JSON body (an empty body reads as {}), checked by `schema`; 400 with the first problem otherwise. */
-function parseBody<T>(req: FastifyRequest, schema: z.ZodType<T>): T {
-  const text = rawBody(req).toString('utf8').trim();
-  let json: unknown = {};
-  if (text !== '') {
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new CheckoutControlError(400, 'body must be JSON');
-    }
-  }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new CheckoutControlError(400, `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
-  }
-  return parsed.data;
+/** The JSON body checked by `schema`; a 400 with the first problem otherwise. */
+function parseBody<S extends z.ZodType>(req: FastifyRequest, schema: S): z.output<S> {
+  const result = parseControlBody(schema, rawBody(req));
+  if (!result.ok) throw new CheckoutControlError(400, result.error);
+  return result.data;
 }

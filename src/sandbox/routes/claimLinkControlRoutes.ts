@@ -5,6 +5,7 @@ import { FUNDING_REASON_CODES } from '../../svc/models/errorDetails.ts';
 import { ClaimLinkControlError, type ClaimLinkEngine } from '../claimLinks/claimLinkEngine.ts';
 import { claimLinkSettingsPatchSchema } from '../claimLinks/claimLinkSettings.ts';
 import { rawBody } from '../envelope.ts';
+import { parseControlBody } from './parseControlBody.ts';
 import type { RouteDeps } from './routeDeps.ts';
 
 /**
@@ -37,26 +38,6 @@ const failNextBodySchema = z
   })
   .strict();
 
-function parseJson<S extends z.ZodType>(
-  schema: S,
-  bytes: Buffer,
-): { ok: true; data: z.output<S> } | { ok: false; error: string } {
-  let body: unknown = {};
-  if (bytes.length > 0) {
-    try {
-      body = JSON.parse(bytes.toString('utf8'));
-    } catch {
-      return { ok: false, error: 'body is not valid JSON' };
-    }
-  }
-  const parsed = schema.safeParse(body);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { ok: false, error: `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}` };
-  }
-  return { ok: true, data: parsed.data };
-}
-
 export function registerClaimLinkControlRoutes(
   app: FastifyInstance,
   deps: Pick<RouteDeps, 'world'> & { claimLinks: ClaimLinkEngine },
@@ -69,13 +50,13 @@ export function registerClaimLinkControlRoutes(
   app.get('/_sandbox/claim_links/config', async () => engine.settings());
 
   app.post('/_sandbox/claim_links/config', async (req, reply) => {
-    const body = parseJson(claimLinkSettingsPatchSchema, rawBody(req));
+    const body = parseControlBody(claimLinkSettingsPatchSchema, rawBody(req));
     if (!body.ok) return fail(reply, 400, body.error);
     return engine.configure(body.data);
   });
 
   app.post('/_sandbox/claim_links/fail_next', async (req, reply) => {
-    const body = parseJson(failNextBodySchema, rawBody(req));
+    const body = parseControlBody(failNextBodySchema, rawBody(req));
     if (!body.ok) return fail(reply, 400, body.error);
     engine.failNext({
       reason: body.data.reason,
@@ -92,7 +73,7 @@ export function registerClaimLinkControlRoutes(
   });
 
   app.post<{ Params: { id: string } }>('/_sandbox/claim_links/:id/claim', async (req, reply) => {
-    const body = parseJson(claimBodySchema, rawBody(req));
+    const body = parseControlBody(claimBodySchema, rawBody(req));
     if (!body.ok) return fail(reply, 400, body.error);
     try {
       return await engine.claim(req.params.id, { recipient: body.data.recipient, stopAt: body.data.stop_at });

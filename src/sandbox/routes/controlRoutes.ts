@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import { applyFaults, faultsRequestSchema } from '../faults.ts';
 import { custodyWallet, merchantWallet } from '../world.ts';
+import { parseControlBody } from './parseControlBody.ts';
 import type { RouteDeps } from './routeDeps.ts';
 
 /**
@@ -117,26 +118,11 @@ export function registerControlRoutes(app: FastifyInstance, { world }: RouteDeps
 }
 
 /** Parses a control request body (raw bytes) with a schema, or answers 400 with the reason. */
-export function parse<S extends z.ZodType>(
-  reply: FastifyReply,
-  schema: S,
-  body: unknown,
-): z.output<S> | undefined {
-  let json: unknown = {};
-  const text = Buffer.isBuffer(body) ? body.toString('utf8') : '';
-  if (text.trim() !== '') {
-    try {
-      json = JSON.parse(text);
-    } catch {
-      void reply.code(400).send({ error: 'body is not valid JSON' });
-      return undefined;
-    }
-  }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    void reply.code(400).send({ error: `${issue?.path.join('.') || 'body'}: ${issue?.message}` });
+function parse<S extends z.ZodType>(reply: FastifyReply, schema: S, body: unknown): z.output<S> | undefined {
+  const result = parseControlBody(schema, Buffer.isBuffer(body) ? body : Buffer.alloc(0));
+  if (!result.ok) {
+    void reply.code(400).send({ error: result.error });
     return undefined;
   }
-  return parsed.data;
+  return result.data;
 }
