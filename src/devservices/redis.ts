@@ -26,10 +26,18 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
-/** A throwaway redis-server on a free loopback port with no persistence at all. */
-export async function startEphemeralRedis(): Promise<EphemeralRedis> {
+export interface EphemeralRedisOptions {
+  /**
+   * Listen on this port instead of a free one: a test that stops its Redis starts a new one on the
+   * old port, so clients reconnect to the same URL (to an empty Redis: nothing persists).
+   */
+  port?: number;
+}
+
+/** A throwaway redis-server on a loopback port (a free one by default) with no persistence at all. */
+export async function startEphemeralRedis(options: EphemeralRedisOptions = {}): Promise<EphemeralRedis> {
   const binary = findBinary({ name: 'redis-server', debianPackage: 'redis-server', brewFormula: 'redis' });
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const proc = startManagedProcess(binary, [
     '--port',
     String(port),

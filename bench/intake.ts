@@ -1,0 +1,821 @@
+/**
+ * Intake benchmark: the daemon's webhook intake in its own process against PostgreSQL's own raw
+ * speed (pgbench) on the same server in the same run, and the workers' end-to-end posting rate.
+ * Run with `npm run bench:intake`.
+ *
+ * 1. Baseline: pgbench TPS of a single-row INSERT transaction at 50 clients (before and after
+ *    the intake run, since the machines are noisy).
+ * 2. Intake: a `stablebooks start --role intake` process; signed checkout webhooks (each with its
+ *    own webhook id and nonce, signed per request in the load generator) POSTed to
+ *    /webhooks/checkout over loopback at 50 connections for BENCH_SECONDS with autocannon, after a
+ *    short warm-up. Accepted (200) webhooks per second, p50/p99 latency, the rows really stored,
+ *    commits per WAL flush, the daemon's resident memory (peak during the run, then after 10 s
+ *    idle) and CPU.
+ * 3. End to end: BENCH_PAYMENTS intents paid in the sandbox (on anvil) whose webhooks reach a
+ *    fresh intake process on a fresh database and are stored with their jobs; then BENCH_WORKERS
+ *    `--role worker` processes start and drain them: fetch the intent from the sandbox, record
+ *    the facts, post rule 1, mark the webhook processed. Payments (entries) per second from the
+ *    first to the last processed webhook.
+ *
+ * Starts its own durable PostgreSQL (fsync, synchronous_commit, full_page_writes on), Redis and
+ * sandbox, and stops them all, also on error or Ctrl-C. Environment: BENCH_SECONDS (default 10),
+ * BENCH_PAYMENTS (default 2000), BENCH_WORKERS (default 1). No timing is asserted: the figures
+ * are printed, with a markdown block for docs/benchmarks.md.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import os from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+import { sql } from 'drizzle-orm';
+import pg from 'pg';
+import { systemClock } from '../src/clock.ts';
+import { createDatabase, type Database } from '../src/db/database.ts';
+import { runMigrations } from '../src/db/migrate.ts';
+import { findBinary, postgresBinDirs } from '../src/devservices/findBinary.ts';
+import { freePort } from '../src/devservices/freePort.ts';
+import { type EphemeralPostgres, startEphemeralPostgres } from '../src/devservices/postgres.ts';
+import { type EphemeralRedis, startEphemeralRedis } from '../src/devservices/redis.ts';
+import { type RunningSandbox, runSandbox } from '../src/sandbox/runSandbox.ts';
+import { sandboxConfigSchema } from '../src/sandbox/sandboxConfig.ts';
+import { createSvcClient } from '../src/svc/client.ts';
+import { signWebhook } from '../src/svc/signing/webhookSignature.ts';
+import { type DaemonProcess, daemonEnv, startDaemonProcess } from '../test/helpers/daemonProcess.ts';
+
+const SECONDS = positiveNumber('BENCH_SECONDS', 10);
+const PAYMENTS = Math.round(positiveNumber('BENCH_PAYMENTS', 2000));
+const WORKERS = Math.round(positiveNumber('BENCH_WORKERS', 1));
+const CONNECTIONS = 50;
+const WARMUP_SECONDS = 3;
+const IDLE_SECONDS = 10;
+const PAY_CONCURRENCY = 16;
+const TARGETS = {
+  ratioToPgbench: 0.6,
+  p99Ms: 50,
+  rssDuringMb: 300,
+  rssIdleMb: 150,
+  endToEndPerSecond: 500,
+};
+
+const started = performance.now();
+function log(message: string): void {
+  const t = ((performance.now() - started) / 1000).toFixed(1).padStart(6);
+  console.log(`[bench ${t}s] ${message}`);
+}
+
+function positiveNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, not ${raw}`);
+  return n;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const mb = (bytes: number) => bytes / 1024 / 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Counters that explain the figures: CPU of the machine and of processes, WAL flushes.
+
+function machineCpu(): { busy: number; total: number } {
+  const f = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '')
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - (f[3] ?? 0) - (f[4] ?? 0), total };
+}
+
+/** utime + stime of a process, in clock ticks (100 per second on Linux). */
+function processTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * The bench's own servers, found by port (other PostgreSQL and Redis servers on a shared machine
+ * are not counted): the postmaster and its children, and the redis-server.
+ */
+function serverPids(pgPort: number, redisPort: number): { postgres: number[]; redis: number[] } {
+  let postmaster: number | undefined;
+  const redis: number[] = [];
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSafe('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      parentOf.set(pid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      const p = cmd.indexOf('-p');
+      if (cmd[0]?.endsWith('postgres') && p >= 0 && cmd[p + 1] === String(pgPort)) postmaster = pid;
+      // redis-server rewrites its title to "redis-server 127.0.0.1:<port>".
+      if (cmd[0]?.includes('redis-server') && cmd.join(' ').includes(`:${redisPort}`)) redis.push(pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const children = [...parentOf].filter(([, parent]) => parent === postmaster).map(([pid]) => pid);
+  return { postgres: postmaster === undefined ? [] : [postmaster, ...children], redis };
+}
+
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+interface CpuWindow {
+  /** Busy cores of the whole machine, e.g. 1.9 of 2. */
+  machineCores: number;
+  /** Cores used by each named process group. */
+  cores: Record<string, number>;
+}
+
+/**
+ * Measures CPU use over `work`: the machine's, each named group of processes' and this
+ * process's. Groups are sampled every 200 ms, so processes that start during the window (pgbench's
+ * backends) count from their start, and those that exit keep their last sample.
+ */
+async function cpuOver<T>(
+  groups: Record<string, () => number[]>,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: CpuWindow }> {
+  const hz = 100;
+  const seen = Object.fromEntries(
+    Object.keys(groups).map((name) => [name, new Map<number, { first: number; last: number }>()]),
+  );
+  const sample = (initial: boolean) => {
+    for (const [name, pids] of Object.entries(groups)) {
+      const map = seen[name]!;
+      for (const pid of pids()) {
+        const ticks = processTicks(pid);
+        if (ticks === 0) continue;
+        const known = map.get(pid);
+        if (known) known.last = ticks;
+        else map.set(pid, { first: initial ? ticks : 0, last: ticks });
+      }
+    }
+  };
+  const m0 = machineCpu();
+  sample(true);
+  const timer = setInterval(() => sample(false), 200);
+  const self0 = process.cpuUsage();
+  const t0 = performance.now();
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    clearInterval(timer);
+  }
+  sample(false);
+  const seconds = (performance.now() - t0) / 1000;
+  const m1 = machineCpu();
+  const cores: Record<string, number> = {};
+  for (const [name, map] of Object.entries(seen)) {
+    let ticks = 0;
+    for (const { first, last } of map.values()) ticks += last - first;
+    cores[name] = ticks / hz / seconds;
+  }
+  const self = process.cpuUsage(self0);
+  cores['bench (load generator, sandbox)'] = (self.user + self.system) / 1e6 / seconds;
+  const machineCores = ((m1.busy - m0.busy) / Math.max(1, m1.total - m0.total)) * os.cpus().length;
+  return { result, cpu: { machineCores, cores } };
+}
+
+/** CPU time per item (webhook, transaction, payment) of each group, at `perSecond` items a second. */
+const cpuPerItem = (cpu: CpuWindow, perSecond: number) =>
+  Object.entries(cpu.cores)
+    .map(([k, v]) => `${k} ${((v / Math.max(1e-9, perSecond)) * 1000).toFixed(3)} ms`)
+    .join(', ');
+
+const cpuText = (cpu: CpuWindow) =>
+  `machine ${cpu.machineCores.toFixed(2)} of ${os.cpus().length} cores busy; ` +
+  Object.entries(cpu.cores)
+    .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+    .join(', ');
+
+async function walCounters(pool: pg.Pool): Promise<{ commits: number; walSyncs: number; walBytes: number }> {
+  const { rows } = await pool.query<{ commits: string; wal_sync: string; wal_bytes: string }>(`
+    select (select sum(xact_commit) from pg_stat_database)::text as commits, wal_sync::text, wal_bytes::text
+    from pg_stat_wal`);
+  const r = rows[0];
+  return {
+    commits: Number(r?.commits ?? 0),
+    walSyncs: Number(r?.wal_sync ?? 0),
+    walBytes: Number(r?.wal_bytes ?? 0),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. pgbench: a single-row INSERT, its own transaction, 50 clients.
+
+/** The running pgbench, whose CPU is the baseline's load generator. */
+let pgbenchPid: number | undefined;
+
+async function pgbench(
+  url: string,
+  scriptFile: string,
+  protocol: 'simple' | 'extended' = 'simple',
+): Promise<{ tps: number; latencyMs: number | null }> {
+  const bin = findBinary({
+    name: 'pgbench',
+    debianPackage: 'postgresql',
+    brewFormula: 'postgresql@15',
+    extraDirs: postgresBinDirs(),
+  });
+  const args = [
+    '-n',
+    '-M',
+    protocol,
+    '-f',
+    scriptFile,
+    '-c',
+    String(CONNECTIONS),
+    '-j',
+    String(os.cpus().length),
+  ];
+  args.push('-T', String(Math.max(1, Math.round(SECONDS))), url);
+  const output = await new Promise<string>((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    pgbenchPid = child.pid;
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`pgbench exited with ${code}:\n${out.slice(-2000)}`)),
+    );
+  });
+  const tps = /tps = ([\d.]+) \((?:without|excluding)/.exec(output) ?? /tps = ([\d.]+)/.exec(output);
+  if (!tps?.[1]) throw new Error(`pgbench printed no tps:\n${output.slice(-2000)}`);
+  const latency = /latency average = ([\d.]+) ms/.exec(output);
+  return { tps: Number(tps[1]), latencyMs: latency?.[1] ? Number(latency[1]) : null };
+}
+
+/**
+ * pgbench script of the intake's own statement (src/intake/receiveWebhook.ts: the nonce claim and
+ * the inbox row in one statement) with a webhook's headers and body: what PostgreSQL alone can do
+ * with the intake's work, sent the way the driver sends it (extended protocol, unnamed statement).
+ */
+function intakeStatementScript(): string {
+  const body = webhookBody(0, 'pgbench').replaceAll("'", "''");
+  const headers = JSON.stringify({
+    host: '127.0.0.1',
+    'content-type': 'application/json',
+    'content-length': String(body.length),
+    'x-api-key': 'pk_bench',
+    'x-webhook-id': 'pgbench',
+    'x-webhook-timestamp': '1700000000',
+    'x-webhook-nonce': randomUUID(),
+    'x-webhook-signature': `v1=${randomBytes(32).toString('base64')}`,
+  });
+  return `\\set r random(1, 9000000000000000000)
+with n as (
+  insert into webhook_nonces (nonce, expires_at) values ('pgb-n-' || :r, now() + 600 * interval '1 second')
+  on conflict (nonce) do update set expires_at = excluded.expires_at where webhook_nonces.expires_at < now()
+  returning 1
+), i as (
+  insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body, error)
+  select 'pgb-' || :r, 'st_a', 'checkout', 'received', '${headers}'::jsonb, convert_to('${body}', 'UTF8'), null
+  where exists (select 1 from n)
+  on conflict (webhook_id) do nothing
+  returning 1
+)
+select exists (select 1 from n) as nonce_ok, exists (select 1 from i) as inserted;
+`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Intake under load.
+
+/** A checkout webhook body like the service's (about 700 bytes), for an intent we make up. */
+function webhookBody(n: number, webhookId: string): string {
+  const intent = randomBytes(12).toString('hex');
+  return JSON.stringify({
+    all_svc_transaction_id: randomBytes(12).toString('hex'),
+    all_svc_checkout_intent_id: intent,
+    webhook_id: webhookId,
+    amount_cents: 2500 + (n % 1000),
+    currency: 840,
+    currency_symbol: 'USD',
+    amount_coins: '25.000000',
+    coin_contract_address: '0x1c7d4b196cb0c7b01d743fbc6116a902379c7238',
+    coin_symbol: 'USDC',
+    chain_id: 11155111,
+    tx_hash: `0x${randomBytes(32).toString('hex')}`,
+    tx_from: `0x${randomBytes(20).toString('hex')}`,
+    payment_method_type: 1,
+    user_id: `user-${n}`,
+    order_id: `order-${n}`,
+    user_name: 'Bench Buyer',
+    extra_obj: { cart: `cart-${n}` },
+    status: 20,
+    actual_paid_amount: '25.000000',
+  });
+}
+
+interface IntakeRun {
+  accepted: number;
+  other: number;
+  errors: number;
+  seconds: number;
+  perSecond: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+/** autocannon at CONNECTIONS connections; every request signed afresh (own id, nonce, timestamp). */
+async function driveIntake(
+  url: string,
+  apiKey: string,
+  secret: string,
+  seconds: number,
+  tag: string,
+): Promise<IntakeRun> {
+  let n = 0;
+  const path = '/webhooks/checkout';
+  const result = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        path,
+        setupRequest: (req) => {
+          const webhookId = `bench-${tag}-${n}`;
+          const body = webhookBody(n++, webhookId);
+          const headers = signWebhook({ secret, method: 'POST', path, webhookId, body, clock: systemClock });
+          return {
+            ...req,
+            body,
+            headers: { 'content-type': 'application/json', 'x-api-key': apiKey, ...headers },
+          };
+        },
+      },
+    ],
+  });
+  const accepted = result['2xx'];
+  return {
+    accepted,
+    other: result.non2xx,
+    errors: result.errors + result.timeouts,
+    seconds: result.duration,
+    perSecond: accepted / result.duration,
+    p50: result.latency.p50,
+    p90: result.latency.p90,
+    p99: result.latency.p99,
+    max: result.latency.max,
+  };
+}
+
+/** Samples a process's RSS every 100 ms while `work` runs; the peak in bytes. */
+async function peakRss<T>(proc: DaemonProcess, work: () => Promise<T>): Promise<{ result: T; peak: number }> {
+  let peak = proc.rssBytes() ?? 0;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, proc.rssBytes() ?? 0);
+  }, 100);
+  try {
+    const result = await work();
+    return { result, peak: Math.max(peak, proc.rssBytes() ?? 0) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Orchestration.
+
+async function createDb(adminUrl: string, name: string): Promise<string> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`create database "${name}"`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function main(): Promise<void> {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  const cleanup = async () => {
+    for (const c of cleanups.reverse()) await c().catch((err) => console.error('clean-up:', err));
+    cleanups.length = 0;
+  };
+  process.once('SIGINT', () => {
+    void cleanup().then(() => process.exit(130));
+  });
+  try {
+    await run(cleanups);
+  } finally {
+    await cleanup();
+  }
+}
+
+async function run(cleanups: Array<() => Promise<unknown>>): Promise<void> {
+  const dir = mkdtempSync(join(os.tmpdir(), 'stablebooks-bench-intake-'));
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  log(
+    `machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}, ${fmt(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+
+  log('starting a durable PostgreSQL (fsync on) and Redis');
+  const [postgres, redis] = await Promise.all([
+    startEphemeralPostgres({ durable: true }),
+    startEphemeralRedis(),
+  ]);
+  cleanups.push(
+    () => (postgres as EphemeralPostgres).stop(),
+    () => (redis as EphemeralRedis).stop(),
+  );
+  const admin = new pg.Pool({ connectionString: postgres.url, max: 2 });
+  cleanups.push(() => admin.end());
+  const pgVersion =
+    (await admin.query<{ v: string }>('select current_setting($$server_version$$) as v')).rows[0]?.v ?? '?';
+  const redisVersion = /redis_version:(\S+)/.exec(String(await redisInfo(redis.url)))?.[1] ?? '?';
+  const intakeUrl = await createDb(postgres.url, 'bench_intake');
+  await runMigrations(intakeUrl);
+
+  // The sandbox: the store's webhooks (phase 3) go to the intake's port; phase 2 signs with the
+  // same credentials.
+  const intakePort = await freePort();
+  const apiKey = `pk_bench_${randomBytes(4).toString('hex')}`;
+  const apiSecret = `sk_bench_${randomBytes(16).toString('hex')}`;
+  log('starting the sandbox on anvil');
+  const sandbox: RunningSandbox = await runSandbox({
+    config: sandboxConfigSchema.parse({
+      rate_limit: { requests_per_second: 1_000_000, burst: 1_000_000 },
+      businesses: [
+        {
+          business_id: 'biz_1',
+          stores: [
+            {
+              store_id: 'st_a',
+              api_key: apiKey,
+              api_secret: apiSecret,
+              checkout_webhook_url: `http://127.0.0.1:${intakePort}/webhooks/checkout`,
+              accepted_stable_coins: [1, 2],
+            },
+          ],
+        },
+      ],
+    }),
+    host: '127.0.0.1',
+    port: 0,
+    chains: [11155111],
+    rpcUrls: new Map(),
+    seed: 'bench',
+  });
+  cleanups.push(() => sandbox.stop());
+  const chain = [...sandbox.world.chains.values()][0]!;
+  const wallets = {
+    [chain.chainId]: {
+      merchant: await chain.wallet('merchant:st_a'),
+      custody: await chain.wallet('custody:biz_1'),
+    },
+  };
+  const envFor = (databaseUrl: string, queuePrefix: string, label: string) =>
+    daemonEnv({
+      dir: join(dir, label),
+      databaseUrl,
+      redisUrl: redis.url,
+      svcBaseUrl: sandbox.url,
+      stores: [
+        {
+          storeId: 'st_a',
+          businessId: 'biz_1',
+          apiKey,
+          apiSecret,
+          wallets,
+        },
+      ],
+      chains: [
+        {
+          chainId: chain.chainId,
+          rpcUrl: chain.rpcUrl,
+          tokens: { USDT: chain.tokens.USDT.address, USDC: chain.tokens.USDC.address },
+          decimals: chain.decimals,
+        },
+      ],
+      queuePrefix,
+      logLevel: 'info',
+    });
+  const procs: DaemonProcess[] = [];
+  cleanups.push(() => Promise.all(procs.map((p) => p.stop())));
+  const start = async (label: string, roles: string, env: Record<string, string>, port?: number) => {
+    const proc = await startDaemonProcess({
+      label,
+      roles,
+      env,
+      port: port ?? (await freePort()),
+      logDir: dir,
+    });
+    procs.push(proc);
+    return proc;
+  };
+
+  // 1. Baselines, with the CPU they take.
+  const servers = () => serverPids(Number(new URL(postgres.url).port), Number(new URL(redis.url).port));
+  const singleInsert = join(dir, 'single-insert.sql');
+  writeFileSync(singleInsert, "insert into bench_single_insert (body) values (repeat('x', 700));\n");
+  const intakeStatement = join(dir, 'intake-statement.sql');
+  writeFileSync(intakeStatement, intakeStatementScript());
+  const intakePool = new pg.Pool({ connectionString: intakeUrl, max: 2 });
+  cleanups.push(() => intakePool.end());
+  await intakePool.query('create table bench_single_insert (id bigserial primary key, body text not null)');
+  const baselineRun = async (label: string, file: string, protocol: 'simple' | 'extended' = 'simple') => {
+    log(`pgbench: ${label}, ${CONNECTIONS} clients, ${SECONDS} s`);
+    const wal0 = await walCounters(admin);
+    const { result, cpu } = await cpuOver(
+      { postgres: () => servers().postgres, 'pgbench client': () => (pgbenchPid ? [pgbenchPid] : []) },
+      () => pgbench(intakeUrl, file, protocol),
+    );
+    delete cpu.cores['bench (load generator, sandbox)'];
+    const wal1 = await walCounters(admin);
+    const perFlush = (wal1.commits - wal0.commits) / Math.max(1, wal1.walSyncs - wal0.walSyncs);
+    log(
+      `pgbench: ${fmt(result.tps)} TPS, mean latency ${result.latencyMs} ms, ${perFlush.toFixed(1)} commits per WAL flush; ${cpuText(cpu)}`,
+    );
+    return { ...result, cpu, perFlush };
+  };
+  const before = await baselineRun('single-row INSERT', singleInsert);
+  const statementOnly = await baselineRun(
+    "the intake's own statement (nonce claim + inbox row), extended protocol",
+    intakeStatement,
+    'extended',
+  );
+
+  // 2. Intake.
+  const intake = await start('intake', 'intake', envFor(intakeUrl, 'bench-intake', 'intake'), intakePort);
+  const rssStart = intake.rssBytes() ?? 0;
+  log(`intake process ${intake.pid} up, RSS ${fmt(mb(rssStart))} MB; warm-up ${WARMUP_SECONDS} s`);
+  const warm = await driveIntake(intake.url, apiKey, apiSecret, WARMUP_SECONDS, 'warm');
+  log(`warm-up: ${fmt(warm.perSecond)} accepted/s, p99 ${warm.p99} ms`);
+  const wal0 = await walCounters(admin);
+  const rows0 = Number(
+    (await intakePool.query<{ n: string }>('select count(*) as n from webhook_inbox')).rows[0]?.n,
+  );
+  log(`intake: ${CONNECTIONS} connections, ${SECONDS} s`);
+  const { result: measured, peak } = await peakRss(intake, () =>
+    cpuOver(
+      {
+        intake: () => [intake.pid],
+        postgres: () => servers().postgres,
+        redis: () => servers().redis,
+      },
+      () => driveIntake(intake.url, apiKey, apiSecret, SECONDS, 'run'),
+    ),
+  );
+  const { result: load, cpu: intakeCpu } = measured;
+  await sleep(1000);
+  const wal1 = await walCounters(admin);
+  const rows1 = Number(
+    (await intakePool.query<{ n: string }>('select count(*) as n from webhook_inbox')).rows[0]?.n,
+  );
+  const jobs = await redisKeys(redis.url);
+  log(
+    `intake: ${fmt(load.perSecond)} accepted/s (${fmt(load.accepted)} in ${load.seconds} s), non-200 ${load.other}, errors ${load.errors}; ` +
+      `latency p50 ${load.p50} ms, p90 ${load.p90} ms, p99 ${load.p99} ms, max ${load.max} ms`,
+  );
+  log(
+    `intake: ${fmt(rows1 - rows0)} inbox rows stored; ${fmt(jobs)} keys in Redis (a hash per job); RSS peak ${fmt(mb(peak))} MB`,
+  );
+  const commits = Math.max(1, wal1.commits - wal0.commits);
+  const commitsPerFlush = commits / Math.max(1, wal1.walSyncs - wal0.walSyncs);
+  log(
+    `intake: ${cpuText(intakeCpu)}; CPU per webhook ${cpuPerItem(intakeCpu, load.perSecond)}; ` +
+      `${commitsPerFlush.toFixed(2)} commits per WAL flush, ${fmt((wal1.walBytes - wal0.walBytes) / commits)} WAL bytes per commit`,
+  );
+  const latencyHist = await intakeLatency(intake);
+  log(`intake: the daemon's own view (stablebooks_webhook_intake_seconds): ${latencyHist}`);
+
+  log(`idle ${IDLE_SECONDS} s`);
+  await sleep(IDLE_SECONDS * 1000);
+  const rssIdle = intake.rssBytes() ?? 0;
+  log(`intake: RSS after ${IDLE_SECONDS} s idle ${fmt(mb(rssIdle))} MB`);
+
+  const after = await baselineRun('single-row INSERT again (noise check)', singleInsert);
+  const baseline = (before.tps + after.tps) / 2;
+  await intake.stop();
+  procs.splice(procs.indexOf(intake), 1);
+
+  // 3. End to end.
+  const e2eUrl = await createDb(postgres.url, 'bench_e2e');
+  await runMigrations(e2eUrl);
+  const e2eEnv = envFor(e2eUrl, 'bench-e2e', 'e2e');
+  const intake2 = await start('intake-e2e', 'intake', e2eEnv, intakePort);
+  const e2e: Database = createDatabase(e2eUrl, { max: 2 });
+  cleanups.push(() => e2e.close());
+  const client = createSvcClient({
+    baseUrl: sandbox.url,
+    credentials: { apiKey, apiSecret, signedResponse: false },
+    retry: { maxAttempts: 3 },
+  });
+  log(
+    `end to end: paying ${fmt(PAYMENTS)} intents in the sandbox, ${PAY_CONCURRENCY} at a time (webhooks to the intake, no worker yet)`,
+  );
+  const payStart = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: PAY_CONCURRENCY }, async () => {
+      while (next < PAYMENTS) {
+        const i = next++;
+        const created = await client.createCheckoutIntent({
+          stable_coin: i % 2 === 0 ? 1 : 2,
+          amount_cents: BigInt(1000 + i),
+          order_id: `order-${i}`,
+        });
+        const res = await fetch(`${sandbox.url}/_sandbox/intents/${created.allsvc_checkout_intent_id}/pay`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        });
+        if (res.status !== 200) throw new Error(`pay: ${res.status} ${await res.text()}`);
+      }
+    }),
+  );
+  const paySeconds = (performance.now() - payStart) / 1000;
+  const stored = async () =>
+    Number((await e2e.db.execute<{ n: string }>(sql`select count(*) as n from webhook_inbox`)).rows[0]?.n);
+  while ((await stored()) < PAYMENTS) await sleep(200);
+  log(
+    `end to end: ${fmt(PAYMENTS)} paid and stored in ${paySeconds.toFixed(1)} s (${fmt(PAYMENTS / paySeconds)}/s, the sandbox's pace on anvil)`,
+  );
+
+  log(`end to end: starting ${WORKERS} worker process(es)`);
+  const workerStart = performance.now();
+  const workers = await Promise.all(
+    Array.from({ length: WORKERS }, (_, i) => start(`worker-${i + 1}`, 'worker', e2eEnv)),
+  );
+  const processed = async () =>
+    Number(
+      (
+        await e2e.db.execute<{ n: string }>(
+          sql`select count(*) as n from webhook_inbox where status <> 'received'`,
+        )
+      ).rows[0]?.n,
+    );
+  const drainGroups = {
+    workers: () => workers.map((w) => w.pid),
+    postgres: () => servers().postgres,
+    redis: () => servers().redis,
+  };
+  const { cpu: drainCpu } = await cpuOver(drainGroups, async () => {
+    const deadline = Date.now() + 600_000;
+    while ((await processed()) < PAYMENTS) {
+      if (Date.now() > deadline) throw new Error('the workers did not drain the inbox in 10 minutes');
+      await sleep(100);
+    }
+  });
+  const wallSeconds = (performance.now() - workerStart) / 1000;
+  const { rows: span } = await e2e.db.execute<{
+    first: string;
+    last: string;
+    processed: string;
+    failed: string;
+    entries: string;
+    dup: string;
+  }>(sql`
+    select extract(epoch from min(processed_at))::text as first, extract(epoch from max(processed_at))::text as last,
+      (count(*) filter (where status = 'processed'))::text as processed,
+      (count(*) filter (where status = 'failed'))::text as failed,
+      (select count(*) from ledger_entries where kind = 'checkout.confirmed')::text as entries,
+      (select count(*) from (select ref_id from ledger_entries group by ref_id, kind having count(*) > 1) d)::text as dup
+    from webhook_inbox`);
+  const s = span[0]!;
+  const drainSeconds = Number(s.last) - Number(s.first);
+  const entries = Number(s.entries);
+  const e2ePerSecond = (PAYMENTS - 1) / Math.max(0.001, drainSeconds);
+  log(
+    `end to end: ${fmt(entries)} checkout.confirmed entries, ${s.processed} processed, ${s.failed} failed, ${s.dup} duplicated refs; ` +
+      `first to last processed ${drainSeconds.toFixed(2)} s = ${fmt(e2ePerSecond)} payments/s (${wallSeconds.toFixed(1)} s from starting the workers)`,
+  );
+  log(`end to end: ${cpuText(drainCpu)}; CPU per payment ${cpuPerItem(drainCpu, e2ePerSecond)}`);
+  const anatomy = await workerAnatomy(workers);
+  log(`end to end: per job (worker metrics): ${anatomy}`);
+  await Promise.all([intake2, ...workers].map((p) => p.stop()));
+  procs.length = 0;
+
+  // Report.
+  const ratio = load.perSecond / baseline;
+  const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
+  const date = new Date().toISOString().slice(0, 10);
+  const cpuModel = os.cpus()[0]?.model?.trim() ?? '?';
+  const lines = [
+    '## Webhook intake and end-to-end posting',
+    '',
+    `Command: \`BENCH_SECONDS=${SECONDS} BENCH_PAYMENTS=${PAYMENTS} BENCH_WORKERS=${WORKERS} npm run bench:intake\` (bench/intake.ts: durable PostgreSQL ${pgVersion}, Redis ${redisVersion}, ` +
+      `the daemon as \`stablebooks start --role intake|worker\` processes, autocannon in the bench process signing each webhook).`,
+    `Machine: ${os.cpus().length} x ${cpuModel}, ${fmt(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.type()} ${os.release()} (${date}).`,
+    '',
+    '| what | figure | target | |',
+    '| --- | --- | --- | --- |',
+    `| pgbench single-row INSERT, ${CONNECTIONS} clients (before / after) | ${fmt(before.tps)} / ${fmt(after.tps)} TPS | baseline | |`,
+    `| pgbench of the intake's own statement (nonce claim + inbox row), ${CONNECTIONS} clients, extended protocol | ${fmt(statementOnly.tps)} TPS | (diagnostic) | |`,
+    `| intake: signed checkout webhooks accepted (200, stored, enqueued), ${CONNECTIONS} connections, ${SECONDS} s | ${fmt(load.perSecond)}/s = ${(ratio * 100).toFixed(0)}% of pgbench | >= ${TARGETS.ratioToPgbench * 100}% | ${verdict(ratio >= TARGETS.ratioToPgbench)} |`,
+    `| intake latency p50 / p99 (max) | ${load.p50} / ${load.p99} ms (${load.max} ms) | p99 < ${TARGETS.p99Ms} ms | ${verdict(load.p99 < TARGETS.p99Ms)} |`,
+    `| intake RSS: start / peak during the run | ${fmt(mb(rssStart))} / ${fmt(mb(peak))} MB | < ${TARGETS.rssDuringMb} MB | ${verdict(mb(peak) < TARGETS.rssDuringMb)} |`,
+    `| intake RSS after ${IDLE_SECONDS} s idle | ${fmt(mb(rssIdle))} MB | < ${TARGETS.rssIdleMb} MB | ${verdict(mb(rssIdle) < TARGETS.rssIdleMb)} |`,
+    `| end to end: ${fmt(PAYMENTS)} stored webhooks of paid sandbox intents drained by ${WORKERS} worker process(es) (fetch intent, facts, rule-1 entry) | ${fmt(e2ePerSecond)} payments/s | >= ${TARGETS.endToEndPerSecond}/s | ${verdict(e2ePerSecond >= TARGETS.endToEndPerSecond)} |`,
+    '',
+    `Counters. pgbench single-row INSERT: ${before.perFlush.toFixed(1)} commits per WAL flush, CPU per transaction ${cpuPerItem(before.cpu, before.tps)}. ` +
+      `Intake run: ${commitsPerFlush.toFixed(2)} commits per WAL flush; ${cpuText(intakeCpu)}; CPU per accepted webhook ${cpuPerItem(intakeCpu, load.perSecond)}. ` +
+      `Drain: ${cpuText(drainCpu)}; CPU per payment ${cpuPerItem(drainCpu, e2ePerSecond)}; per job ${anatomy}.`,
+  ];
+  console.log(`\n${lines.join('\n')}\n`);
+}
+
+/** The daemon's histogram of intake time, as p50/p99 bucket bounds. */
+async function intakeLatency(proc: DaemonProcess): Promise<string> {
+  const text = await (await fetch(`${proc.url}/metrics`)).text();
+  const buckets: Array<[number, number]> = [];
+  for (const m of text.matchAll(
+    /^stablebooks_webhook_intake_seconds_bucket\{le="([^"]+)",endpoint="checkout"\} (\d+)/gm,
+  )) {
+    buckets.push([m[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[1]), Number(m[2])]);
+  }
+  const total = buckets.at(-1)?.[1] ?? 0;
+  if (total === 0) return 'no samples';
+  const q = (p: number) => buckets.find(([, c]) => c >= p * total)?.[0] ?? Number.POSITIVE_INFINITY;
+  return `p50 <= ${q(0.5) * 1000} ms, p99 <= ${q(0.99) * 1000} ms over ${fmt(total)} requests`;
+}
+
+/** Mean job time and mean API call time of the workers, from their /metrics. */
+async function workerAnatomy(workers: DaemonProcess[]): Promise<string> {
+  let jobSum = 0;
+  let jobCount = 0;
+  let apiSum = 0;
+  let apiCount = 0;
+  for (const w of workers) {
+    jobSum += await w.metric('stablebooks_job_duration_seconds_sum', { queue: 'webhooks' });
+    jobCount += await w.metric('stablebooks_job_duration_seconds_count', { queue: 'webhooks' });
+    apiSum += await w.metric('stablebooks_api_request_duration_seconds_sum');
+    apiCount += await w.metric('stablebooks_api_request_duration_seconds_count');
+  }
+  return (
+    `${fmt(jobCount)} jobs, mean ${((jobSum / Math.max(1, jobCount)) * 1000).toFixed(1)} ms in the processor ` +
+    `(of which GET intent ${((apiSum / Math.max(1, apiCount)) * 1000).toFixed(1)} ms mean over ${fmt(apiCount)} calls)`
+  );
+}
+
+/** One RESP command over a raw socket (no client library needed for two figures): the raw reply. */
+function redisCommand(url: string, args: string[]): Promise<string> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: u.hostname, port: Number(u.port) });
+    let data = '';
+    const complete = () => {
+      if (/^[:+-].*\r\n$/s.test(data)) return true;
+      const bulk = /^\$(\d+)\r\n/.exec(data);
+      return bulk?.[1] !== undefined && Buffer.byteLength(data) >= bulk[0].length + Number(bulk[1]) + 2;
+    };
+    socket.on('connect', () =>
+      socket.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`),
+    );
+    socket.on('data', (c) => {
+      data += c.toString();
+      if (complete()) {
+        socket.destroy();
+        resolve(data);
+      }
+    });
+    socket.on('error', reject);
+    socket.setTimeout(5000, () => {
+      socket.destroy();
+      resolve(data);
+    });
+  });
+}
+
+const redisInfo = (url: string) => redisCommand(url, ['INFO', 'server']);
+async function redisKeys(url: string): Promise<number> {
+  return Number(/^:(\d+)/.exec(await redisCommand(url, ['DBSIZE']))?.[1] ?? 0);
+}
+
+await main();

@@ -1,0 +1,212 @@
+import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ManagedProcess, startManagedProcess } from '../../src/devservices/childProcess.ts';
+
+/**
+ * The daemon as a real child process (`node bin/stablebooks.js start --role …`) configured only
+ * through its environment, as an operator would run it. Used by test/e2e/pipelineProcesses.test.ts
+ * and bench/intake.ts, so it imports nothing from vitest: whoever starts a process stops it.
+ */
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = join(REPO, 'bin', 'stablebooks.js');
+
+/** What the daemon's STORES_FILE says about one store, and where its secret comes from. */
+export interface DaemonStore {
+  storeId: string;
+  businessId: string;
+  apiKey: string;
+  apiSecret: string;
+  /** Per EIP-155 chain id: the store's merchant (tx_to) and custody wallets. */
+  wallets: Record<number, { merchant: string; custody: string }>;
+}
+
+/** A sandbox chain as CHAINS_FILE and RPC_URL_<id> describe it. */
+export interface DaemonChain {
+  chainId: number;
+  rpcUrl: string;
+  tokens: { USDT: string; USDC: string };
+  decimals: number;
+}
+
+export interface DaemonEnvOptions {
+  /** Folder for STORES_FILE, CHAINS_FILE and the processes' logs. */
+  dir: string;
+  databaseUrl: string;
+  redisUrl: string;
+  svcBaseUrl: string;
+  stores: DaemonStore[];
+  chains: DaemonChain[];
+  queuePrefix: string;
+  pollIntervalScale?: number;
+  pollsPerSecond?: number;
+  logLevel?: string;
+}
+
+/**
+ * Writes STORES_FILE and CHAINS_FILE into `dir` and returns the environment of a daemon process
+ * (without PORT, which is per process).
+ */
+export function daemonEnv(options: DaemonEnvOptions): Record<string, string> {
+  mkdirSync(options.dir, { recursive: true });
+  const storesFile = join(options.dir, 'stores.json');
+  const chainsFile = join(options.dir, 'chains.json');
+  const env: Record<string, string> = {};
+  writeFileSync(
+    storesFile,
+    JSON.stringify(
+      options.stores.map((s) => {
+        const secretEnv = `SVC_SECRET_${s.storeId.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+        env[secretEnv] = s.apiSecret;
+        return {
+          store_id: s.storeId,
+          business_id: s.businessId,
+          api_key: s.apiKey,
+          api_secret_env: secretEnv,
+          wallets: Object.fromEntries(Object.entries(s.wallets).map(([id, w]) => [String(id), w])),
+        };
+      }),
+      null,
+      2,
+    ),
+  );
+  writeFileSync(
+    chainsFile,
+    JSON.stringify(
+      options.chains.map((c) => ({
+        chain_id: c.chainId,
+        tokens: {
+          USDT: { address: c.tokens.USDT, decimals: c.decimals },
+          USDC: { address: c.tokens.USDC, decimals: c.decimals },
+        },
+      })),
+      null,
+      2,
+    ),
+  );
+  for (const c of options.chains) env[`RPC_URL_${c.chainId}`] = c.rpcUrl;
+  return {
+    ...env,
+    DATABASE_URL: options.databaseUrl,
+    REDIS_URL: options.redisUrl,
+    SVC_BASE_URL: options.svcBaseUrl,
+    STORES_FILE: storesFile,
+    CHAINS_FILE: chainsFile,
+    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+    QUEUE_PREFIX: options.queuePrefix,
+    POLL_INTERVAL_SCALE: String(options.pollIntervalScale ?? 1),
+    POLLS_PER_SECOND: String(options.pollsPerSecond ?? 50),
+    LOG_LEVEL: options.logLevel ?? 'info',
+    REPORTS_DIR: join(options.dir, 'reports'),
+  };
+}
+
+export interface DaemonProcess {
+  label: string;
+  pid: number;
+  /** http://127.0.0.1:<port> */
+  url: string;
+  /** Where its stdout and stderr go, whole. */
+  logFile: string;
+  /** Resolves with the exit code (null when a signal ended it) and the signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends a signal; resolves when the process has exited. */
+  kill(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM, then SIGKILL after `timeoutMs`: for clean-up, whatever state the process is in. */
+  stop(timeoutMs?: number): Promise<void>;
+  /** Resident set size now, in bytes (VmRSS of /proc/<pid>/status), or null once it has exited. */
+  rssBytes(): number | null;
+  /** A counter or gauge of its /metrics, summed over the series whose labels include `labels`. */
+  metric(name: string, labels?: Record<string, string>): Promise<number>;
+}
+
+/**
+ * Starts `node bin/stablebooks.js start --role <roles>` with exactly `env` (plus PATH and HOME)
+ * and PORT, and resolves once /healthz answers. The log goes to `<logDir>/<label>.log`.
+ */
+export async function startDaemonProcess(options: {
+  label: string;
+  roles: string;
+  env: Record<string, string>;
+  port: number;
+  logDir: string;
+  readyTimeoutMs?: number;
+}): Promise<DaemonProcess> {
+  const url = `http://127.0.0.1:${options.port}`;
+  const proc: ManagedProcess = startManagedProcess(
+    process.execPath,
+    [BIN, 'start', '--role', options.roles],
+    {
+      cwd: REPO,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? '/tmp',
+        ...options.env,
+        PORT: String(options.port),
+      },
+    },
+  );
+  const logFile = join(options.logDir, `${options.label}.log`);
+  const log = createWriteStream(logFile, { flags: 'a' });
+  proc.child.stdout?.on('data', (chunk: Buffer) => log.write(chunk));
+  proc.child.stderr?.on('data', (chunk: Buffer) => log.write(chunk));
+  const exited = proc.exited.then((code) => {
+    log.end();
+    return { code, signal: proc.child.signalCode };
+  });
+  const pid = proc.child.pid ?? -1;
+  const handle: DaemonProcess = {
+    label: options.label,
+    pid,
+    url,
+    logFile,
+    exited,
+    async kill(signal) {
+      if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
+      return exited;
+    },
+    stop: (timeoutMs = 15_000) => proc.stop('SIGTERM', timeoutMs),
+    rssBytes() {
+      try {
+        const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+        const kb = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+        return kb ? Number(kb) * 1024 : null;
+      } catch {
+        return null;
+      }
+    },
+    async metric(name, labels = {}) {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      let sum = 0;
+      for (const line of text.split('\n')) {
+        const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})? ([^ ]+)$/.exec(line);
+        if (!m || m[1] !== name) continue;
+        const series = m[2] ?? '';
+        if (Object.entries(labels).every(([k, v]) => series.includes(`${k}="${v}"`))) sum += Number(m[3]);
+      }
+      return sum;
+    },
+  };
+
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000);
+  let dead = false;
+  void exited.then(() => {
+    dead = true;
+  });
+  for (;;) {
+    if (dead) throw new Error(`${options.label} exited during start-up: ${tail(proc.output())}`);
+    const ok = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })
+      .then((r) => r.ok)
+      .catch(() => false);
+    if (ok) return handle;
+    if (Date.now() > deadline) {
+      await proc.stop('SIGKILL');
+      throw new Error(`${options.label} did not answer /healthz in time: ${tail(proc.output())}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function tail(text: string): string {
+  return text.trim().split('\n').slice(-5).join(' | ') || '(no output)';
+}
