@@ -48,7 +48,10 @@ export const envFields = {
    */
   POLL_INTERVAL_SCALE: z.coerce.number().positive().max(100).default(1),
   /** Prefix of every Redis key of the queues; several installations (or test runs) can share one Redis. */
-  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('stablebooks'),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only')
+    .default('stablebooks'),
   /** Folder for reconciliation reports. */
   REPORTS_DIR: z.string().min(1).default('./reports'),
   /** Cron (UTC) of the scheduled reconciliation run; default daily at 00:15 for the previous day. */

@@ -16,6 +16,7 @@ import { createMetrics, type Metrics } from '../metrics/metrics.ts';
 import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
 import { createSvcClient, type SvcClient } from '../svc/client.ts';
 import { createHttpServer } from './httpServer.ts';
+import type { Role } from './roles.ts';
 import { createShutdown } from './shutdown.ts';
 
 /**
@@ -27,8 +28,6 @@ import { createShutdown } from './shutdown.ts';
  * share one PostgreSQL and one Redis: job ids, the ledger's idempotency keys and row locks keep
  * every effect single.
  */
-export type Role = 'intake' | 'worker' | 'scheduler';
-export const ALL_ROLES: Role[] = ['intake', 'worker', 'scheduler'];
 
 export interface DaemonOptions {
   config: Config;

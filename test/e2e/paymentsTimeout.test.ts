@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ALL_ROLES, startDaemon } from '../../src/daemon/startDaemon.ts';
+import { ALL_ROLES } from '../../src/daemon/roles.ts';
+import { startDaemon } from '../../src/daemon/startDaemon.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { createIntent, trackIntent } from '../../src/payments/createIntent.ts';
 import { CheckoutStatus } from '../../src/svc/models/checkoutStatus.ts';

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { runDoctor } from '../../doctor/runDoctor.ts';
 import { printResult } from '../output.ts';
 
 export function registerDoctor(program: Command): void {
@@ -8,6 +7,8 @@ export function registerDoctor(program: Command): void {
     .description("check configuration, PostgreSQL, Redis, RPC URLs and each store's credentials")
     .option('--json', 'machine-readable output')
     .action(async (opts: { json?: boolean }) => {
+      // Loaded on use: viem and the service client are not for every command.
+      const { runDoctor } = await import('../../doctor/runDoctor.ts');
       const checks = await runDoctor(process.env);
       const ok = checks.every((c) => c.ok);
       printResult(opts.json, { ok, checks }, (r) =>

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { runSandbox } from '../../sandbox/runSandbox.ts';
 import { defaultSandboxConfig, loadSandboxConfig } from '../../sandbox/sandboxConfig.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
@@ -41,6 +40,8 @@ export function registerSandbox(program: Command): void {
           rpcUrls.set(Number(id), url);
         }
         const config = opts.stores ? loadSandboxConfig(opts.stores) : defaultSandboxConfig();
+        // Loaded on use: the simulator (viem, its contracts) is not for every command.
+        const { runSandbox } = await import('../../sandbox/runSandbox.ts');
         const sandbox = await runSandbox({ config, host: opts.host, port, chains, rpcUrls, seed: opts.seed });
         const stores = config.businesses.flatMap((b) =>
           b.stores.map((s) => ({

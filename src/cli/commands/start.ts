@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig, secretValues } from '../../config/loadConfig.ts';
-import { ALL_ROLES, type Role, startDaemon } from '../../daemon/startDaemon.ts';
+import { ALL_ROLES, type Role } from '../../daemon/roles.ts';
 import { createLogger } from '../../logging/logger.ts';
 import { CliError } from '../CliError.ts';
 
@@ -28,6 +28,8 @@ export function registerStart(program: Command): void {
         secrets: secretValues(config),
         name: 'stablebooks',
       });
+      // Loaded here, not at the top: other commands need none of the daemon's modules.
+      const { startDaemon } = await import('../../daemon/startDaemon.ts');
       const daemon = await startDaemon({ config, roles, logger });
       await new Promise<void>((resolve) => {
         process.once('SIGTERM', resolve);
