@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { daemonEnv } from '../helpers/daemonEnv.ts';
+import { daemonEnvForConfig } from '../helpers/daemonProcess.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 import { runCli } from '../helpers/runCli.ts';
 
 const pipeline = await startPipeline();
 await pipeline.startDaemon();
-const env = daemonEnv(pipeline.config);
+const env = daemonEnvForConfig(pipeline.config);
 
 describe('stablebooks intents', () => {
   it('behavior: create tracks the intent; with its webhook dropped, polling finds the payment; show prints it all', async () => {

@@ -1,6 +1,8 @@
-import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Config } from '../../src/config/loadConfig.ts';
 import { type ManagedProcess, startManagedProcess } from '../../src/devservices/childProcess.ts';
 
 /**
@@ -209,4 +211,39 @@ export async function startDaemonProcess(options: {
 
 function tail(text: string): string {
   return text.trim().split('\n').slice(-5).join(' | ') || '(no output)';
+}
+
+/** daemonEnv for a test pipeline's Config (test/helpers/pipelineHarness.ts), with its PORT. */
+export function daemonEnvForConfig(config: Config): Record<string, string> {
+  return {
+    ...daemonEnv({
+      dir: mkdtempSync(join(tmpdir(), 'sb-daemon-env-')),
+      databaseUrl: config.databaseUrl,
+      redisUrl: config.redisUrl,
+      svcBaseUrl: config.svcBaseUrl,
+      queuePrefix: config.queuePrefix,
+      pollIntervalScale: config.pollIntervalScale,
+      logLevel: 'warn',
+      stores: config.stores.map((s) => ({
+        storeId: s.storeId,
+        businessId: s.businessId,
+        apiKey: s.apiKey,
+        apiSecret: s.apiSecret,
+        wallets: Object.fromEntries(s.wallets),
+      })),
+      chains: config.chains
+        .chains()
+        .filter((c) => config.rpcUrls.has(c.chainId))
+        .map((c) => {
+          const token = (symbol: string) => c.tokens.find((t) => t.symbol === symbol)?.address ?? '';
+          return {
+            chainId: c.chainId,
+            rpcUrl: config.rpcUrls.get(c.chainId)?.join(',') ?? '',
+            tokens: { USDT: token('USDT'), USDC: token('USDC') },
+            decimals: c.tokens[0]?.decimals ?? 6,
+          };
+        }),
+    }),
+    PORT: String(config.port),
+  };
 }
