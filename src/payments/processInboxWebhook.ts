@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { recordFinding } from '../recon/recordFinding.ts';
 import { SvcApiError } from '../svc/errors.ts';
+import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
 import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
 import type { PaymentsDeps } from './paymentsDeps.ts';
@@ -25,7 +26,7 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
   }>(sql`
     select store_id, endpoint, status, body from webhook_inbox where webhook_id = ${webhookId}`);
   const row = rows[0];
-  if (!row || row.status !== 'received') return { kind: 'already_done' };
+  if (row?.status !== 'received') return { kind: 'already_done' };
   const ref = { type: 'webhook', id: webhookId };
 
   const finish = async (
@@ -67,7 +68,7 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
     return { kind: 'unusable', reason };
   }
   const payload = parsed.data;
-  let intent;
+  let intent: CheckoutIntent;
   try {
     intent = await deps.client(row.store_id).getCheckoutIntent(payload.all_svc_checkout_intent_id);
   } catch (err) {
