@@ -1,5 +1,6 @@
 import type { Job, Queue } from 'bullmq';
 import { pruneWebhookNonces, waitingInboxRows } from '../src/intake/inboxMaintenance.ts';
+import { checkpointBalances } from '../src/ledger/balances.ts';
 import { staleTrackedIntents } from '../src/payments/intentTracking.ts';
 import type { JobContext } from './jobContext.ts';
 import { maintenanceJobs, pollJob, webhookJob } from './queues.ts';
@@ -36,6 +37,8 @@ export function maintenanceProcessor(ctx: JobContext) {
         }
         return stale.length;
       }
+      case maintenanceJobs.checkpointBalances.name:
+        return (await checkpointBalances(ctx.payments.db)).accounts;
       case maintenanceJobs.pruneNonces.name:
         return pruneWebhookNonces(ctx.payments.db);
       default:

@@ -47,6 +47,8 @@ export const maintenanceJobs = {
   sweepInbox: { name: 'inbox.sweep', everyMs: 30_000, data: z.object({}) },
   /** Re-adds the poll of tracked intents whose poll chain broke. */
   sweepPolls: { name: 'polls.sweep', everyMs: 60_000, data: z.object({}) },
+  /** Advances the ledger's balance checkpoints, so one account's balance stays a short read. */
+  checkpointBalances: { name: 'ledger.checkpoint', everyMs: 5 * 60_000, data: z.object({}) },
   /** Deletes webhook nonces past their lifetime. */
   pruneNonces: { name: 'nonces.prune', everyMs: 10 * 60_000, data: z.object({}) },
 } as const;

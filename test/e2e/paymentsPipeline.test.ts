@@ -44,4 +44,14 @@ describe('payments pipeline: webhook to ledger', () => {
     ]);
     for (const line of await trialBalance(pipeline.db)) expect(line.net).toBe(0n);
   });
+
+  it('behavior: the scheduler keeps the ledger balance checkpoints advancing', async () => {
+    const rows = await pipeline.waitFor(async () => {
+      const { rows } = await pipeline.db.execute<{ n: number }>(
+        sql`select count(*)::int as n from ledger_balance_checkpoints`,
+      );
+      return (rows[0]?.n ?? 0) > 0 ? rows[0]!.n : undefined;
+    }, 30_000);
+    expect(rows).toBeGreaterThan(0);
+  });
 });
