@@ -44,6 +44,7 @@ import { sandboxConfigSchema } from '../src/sandbox/sandboxConfig.ts';
 import { createSvcClient } from '../src/svc/client.ts';
 import { signWebhook } from '../src/svc/signing/webhookSignature.ts';
 import { type DaemonProcess, daemonEnv, startDaemonProcess } from '../test/helpers/daemonProcess.ts';
+import { fmt, log, positiveNumber, sleep } from './benchKit.ts';
 
 const SECONDS = positiveNumber('BENCH_SECONDS', 10);
 const PAYMENTS = Math.round(positiveNumber('BENCH_PAYMENTS', 2000));
@@ -60,23 +61,6 @@ const TARGETS = {
   endToEndPerSecond: 500,
 };
 
-const started = performance.now();
-function log(message: string): void {
-  const t = ((performance.now() - started) / 1000).toFixed(1).padStart(6);
-  console.log(`[bench ${t}s] ${message}`);
-}
-
-function positiveNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, not ${raw}`);
-  return n;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const fmt = (n: number, digits = 0) =>
-  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const mb = (bytes: number) => bytes / 1024 / 1024;
 
 // ---------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import { accountBalance, checkpointBalances } from '../src/ledger/balances.ts';
 import { type AccountCache, createAccountCache } from '../src/ledger/ensureAccounts.ts';
 import type { EntryDraft, EntryLine } from '../src/ledger/entryDraft.ts';
 import { postEntry } from '../src/ledger/postEntry.ts';
+import { fmt, log, positiveNumber, sleep } from './benchKit.ts';
 
 const SECONDS = positiveNumber('BENCH_SECONDS', 10);
 const TARGET_POSTINGS = positiveNumber('BENCH_POSTINGS', 1_000_000);
@@ -55,24 +56,6 @@ const USDT_BNB: Token = {
   symbol: 'USDT',
   decimals: 18,
 };
-
-const started = performance.now();
-function log(message: string): void {
-  const t = ((performance.now() - started) / 1000).toFixed(1).padStart(6);
-  console.log(`[bench ${t}s] ${message}`);
-}
-
-function positiveNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, not ${raw}`);
-  return n;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const fmt = (n: number, digits = 0) =>
-  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 // ---------------------------------------------------------------------------------------------
 // Server-side and machine counters, to explain the figures (group commit, CPU saturation).
