@@ -126,6 +126,44 @@ export function bodyBytes(body: Uint8Array | string | undefined): Uint8Array | s
   return body ?? '';
 }
 
+/**
+ * The checks every signed message shares once its headers are read, in this order: the timestamp
+ * within skew (stale_timestamp); header-borne canonical fields free of line breaks and the
+ * signature over the canonical string, compared timing-safely (bad_signature); only then the
+ * nonce claimed (nonce_reused), so a forgery cannot burn a nonce.
+ */
+export async function checkSignedMessage(args: {
+  secret: string | Uint8Array;
+  timestampText: string;
+  signature: string;
+  /** Values from headers that go into the canonical string (nonce, webhook id). */
+  headerFields: readonly string[];
+  /** Built only once the fields are known to be single lines. */
+  canonical: () => string;
+  nonceKey: string;
+  clock: Clock;
+  nonceStore: NonceStore;
+  skewSeconds: number;
+  nonceTtlSeconds: number;
+}): Promise<SignatureVerification> {
+  const timestamp = parseUnixSeconds(args.timestampText);
+  if (timestamp === undefined || !timestampWithinSkew(timestamp, args.clock, args.skewSeconds)) {
+    return { ok: false, reason: 'stale_timestamp' };
+  }
+  if (!args.headerFields.every(isSingleLine)) return { ok: false, reason: 'bad_signature' };
+  if (!signaturesEqual(args.signature, hmacSignatureV1(args.secret, args.canonical()))) {
+    return { ok: false, reason: 'bad_signature' };
+  }
+  const ttl = nonceLifetimeSeconds({
+    timestamp,
+    clock: args.clock,
+    skewSeconds: args.skewSeconds,
+    nonceTtlSeconds: args.nonceTtlSeconds,
+  });
+  if (!(await args.nonceStore.claim(args.nonceKey, ttl))) return { ok: false, reason: 'nonce_reused' };
+  return { ok: true };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Requests.
 
@@ -244,28 +282,24 @@ export async function verifyRequestSignature(args: {
     'X-Signature': signature,
   } = read.values;
 
-  const timestamp = parseUnixSeconds(timestampText);
-  if (timestamp === undefined || !timestampWithinSkew(timestamp, args.clock, skewSeconds)) {
-    return { ok: false, reason: 'stale_timestamp' };
-  }
-
-  if (!isSingleLine(nonce)) return { ok: false, reason: 'bad_signature' };
-  const expected = hmacSignatureV1(
-    args.secret,
-    canonicalRequestString({
-      method: args.method,
-      path: args.path,
-      query: args.query ?? '',
-      timestamp: timestampText,
-      nonce,
-      bodySha256: sha256Hex(bodyBytes(args.rawBody)),
-    }),
-  );
-  if (!signaturesEqual(signature, expected)) return { ok: false, reason: 'bad_signature' };
-
-  const ttl = nonceLifetimeSeconds({ timestamp, clock: args.clock, skewSeconds, nonceTtlSeconds });
-  if (!(await args.nonceStore.claim(`request:${apiKey}:${nonce}`, ttl))) {
-    return { ok: false, reason: 'nonce_reused' };
-  }
-  return { ok: true };
+  return checkSignedMessage({
+    secret: args.secret,
+    timestampText,
+    signature,
+    headerFields: [nonce],
+    canonical: () =>
+      canonicalRequestString({
+        method: args.method,
+        path: args.path,
+        query: args.query ?? '',
+        timestamp: timestampText,
+        nonce,
+        bodySha256: sha256Hex(bodyBytes(args.rawBody)),
+      }),
+    nonceKey: `request:${apiKey}:${nonce}`,
+    clock: args.clock,
+    nonceStore: args.nonceStore,
+    skewSeconds,
+    nonceTtlSeconds,
+  });
 }

@@ -8,18 +8,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
 import { unixSeconds } from '../../clock.ts';
-import { hmacSignatureV1, signaturesEqual } from './hmac.ts';
+import { hmacSignatureV1 } from './hmac.ts';
 import type { NonceStore } from './nonceStore.ts';
 import type { HeaderBag, SignatureVerification } from './requestSignature.ts';
 import {
   bodyBytes,
+  checkSignedMessage,
   DEFAULT_SKEW_SECONDS,
-  isSingleLine,
   joinCanonicalLines,
-  nonceLifetimeSeconds,
-  parseUnixSeconds,
   readRequiredHeaders,
-  timestampWithinSkew,
 } from './requestSignature.ts';
 import { sha256Hex } from './sha256Hex.ts';
 
@@ -143,29 +140,25 @@ export async function verifyResponseSignature(args: {
     'X-Response-Signature': signature,
   } = read.values;
 
-  const timestamp = parseUnixSeconds(timestampText);
-  if (timestamp === undefined || !timestampWithinSkew(timestamp, args.clock, skewSeconds)) {
-    return { ok: false, reason: 'stale_timestamp' };
-  }
-
-  if (!isSingleLine(responseNonce)) return { ok: false, reason: 'bad_signature' };
-  const expected = hmacSignatureV1(
-    args.secret,
-    canonicalResponseString({
-      status: args.status,
-      path: args.path,
-      requestNonce: args.requestNonce,
-      requestBodySha256: sha256Hex(bodyBytes(args.requestBody)),
-      responseTimestamp: timestampText,
-      responseNonce,
-      responseBodySha256: sha256Hex(args.responseBody),
-    }),
-  );
-  if (!signaturesEqual(signature, expected)) return { ok: false, reason: 'bad_signature' };
-
-  const ttl = nonceLifetimeSeconds({ timestamp, clock: args.clock, skewSeconds, nonceTtlSeconds });
-  if (!(await args.nonceStore.claim(`response:${responseNonce}`, ttl))) {
-    return { ok: false, reason: 'nonce_reused' };
-  }
-  return { ok: true };
+  return checkSignedMessage({
+    secret: args.secret,
+    timestampText,
+    signature,
+    headerFields: [responseNonce],
+    canonical: () =>
+      canonicalResponseString({
+        status: args.status,
+        path: args.path,
+        requestNonce: args.requestNonce,
+        requestBodySha256: sha256Hex(bodyBytes(args.requestBody)),
+        responseTimestamp: timestampText,
+        responseNonce,
+        responseBodySha256: sha256Hex(args.responseBody),
+      }),
+    nonceKey: `response:${responseNonce}`,
+    clock: args.clock,
+    nonceStore: args.nonceStore,
+    skewSeconds,
+    nonceTtlSeconds,
+  });
 }

@@ -7,18 +7,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
 import { unixSeconds } from '../../clock.ts';
-import { hmacSignatureV1, signaturesEqual } from './hmac.ts';
+import { hmacSignatureV1 } from './hmac.ts';
 import type { NonceStore } from './nonceStore.ts';
 import type { HeaderBag, SignatureVerification } from './requestSignature.ts';
 import {
   bodyBytes,
+  checkSignedMessage,
   DEFAULT_SKEW_SECONDS,
-  isSingleLine,
   joinCanonicalLines,
-  nonceLifetimeSeconds,
-  parseUnixSeconds,
   readRequiredHeaders,
-  timestampWithinSkew,
 } from './requestSignature.ts';
 import { sha256Hex } from './sha256Hex.ts';
 
@@ -157,29 +154,25 @@ export async function verifyWebhookSignature(args: {
     'X-Webhook-Signature': signature,
   } = read.values;
 
-  const timestamp = parseUnixSeconds(timestampText);
-  if (timestamp === undefined || !timestampWithinSkew(timestamp, args.clock, skewSeconds)) {
-    return { ok: false, reason: 'stale_timestamp' };
-  }
-
-  if (!isSingleLine(webhookId) || !isSingleLine(nonce)) return { ok: false, reason: 'bad_signature' };
-  const expected = hmacSignatureV1(
-    args.secret,
-    canonicalWebhookString({
-      method: args.method,
-      path: args.path,
-      query: args.query ?? '',
-      webhookId,
-      timestamp: timestampText,
-      nonce,
-      bodySha256: sha256Hex(bodyBytes(args.rawBody)),
-    }),
-  );
-  if (!signaturesEqual(signature, expected)) return { ok: false, reason: 'bad_signature' };
-
-  const ttl = nonceLifetimeSeconds({ timestamp, clock: args.clock, skewSeconds, nonceTtlSeconds });
-  if (!(await args.nonceStore.claim(`webhook:${nonce}`, ttl))) {
-    return { ok: false, reason: 'nonce_reused' };
-  }
-  return { ok: true };
+  return checkSignedMessage({
+    secret: args.secret,
+    timestampText,
+    signature,
+    headerFields: [webhookId, nonce],
+    canonical: () =>
+      canonicalWebhookString({
+        method: args.method,
+        path: args.path,
+        query: args.query ?? '',
+        webhookId,
+        timestamp: timestampText,
+        nonce,
+        bodySha256: sha256Hex(bodyBytes(args.rawBody)),
+      }),
+    nonceKey: `webhook:${nonce}`,
+    clock: args.clock,
+    nonceStore: args.nonceStore,
+    skewSeconds,
+    nonceTtlSeconds,
+  });
 }
