@@ -9,11 +9,17 @@ import { z } from 'zod';
  * - polls-<store_id>: one queue per API key, so one BullMQ rate limit per key is shared by every
  *   process; job id `poll.<intent>.<n>` (n = the intent's poll count), so a chain of polls has
  *   exactly one next job however many processes schedule it;
- * - maintenance: the sweepers, on job schedulers (exactly one schedule whatever the process count).
+ * - maintenance: the sweepers, on job schedulers (exactly one schedule whatever the process count);
+ * - chain: one indexer pass per chain on a scheduler `chain.index.<chain id>`, the single-hash
+ *   verifications and the balance proofs (a PostgreSQL advisory lock per chain keeps one indexer
+ *   pass at a time even when two processes run one);
+ * - claim-links: the 14-day expiry and the overdue-refund check.
  */
 export const QUEUE = {
   webhooks: 'webhooks',
   maintenance: 'maintenance',
+  chain: 'chain',
+  claimLinks: 'claim-links',
   polls: (storeId: string) => `polls-${storeId}`,
 } as const;
 
@@ -51,4 +57,25 @@ export const maintenanceJobs = {
   checkpointBalances: { name: 'ledger.checkpoint', everyMs: 5 * 60_000, data: z.object({}) },
   /** Deletes webhook nonces past their lifetime. */
   pruneNonces: { name: 'nonces.prune', everyMs: 10 * 60_000, data: z.object({}) },
+} as const;
+
+export const chainJobs = {
+  /** One indexer pass over one chain: reorg check, new logs, finality, applying final transfers. */
+  index: {
+    name: 'chain.index',
+    everyMs: 4_000,
+    data: z.object({ chainId: z.int().positive() }),
+    schedulerId: (chainId: number) => `chain.index.${chainId}`,
+  },
+  /** Confirmed intents whose payment the indexer has not proven after a grace: verify the hash by receipt. */
+  verifyPayments: { name: 'chain.verify', everyMs: 30_000, data: z.object({}) },
+  /** Balance proofs of every watched (chain, token, wallet). */
+  prove: { name: 'chain.prove', everyMs: 5 * 60_000, data: z.object({}) },
+} as const;
+
+export const claimLinkJobs = {
+  /** Funded links 14 days old, neither claimed nor cancelled, become expired (rule 7). */
+  expire: { name: 'claim_links.expire', everyMs: 60 * 60_000, data: z.object({}) },
+  /** Cancelled or expired links whose refund has not arrived within the grace: a finding. */
+  refundsOverdue: { name: 'claim_links.refunds_overdue', everyMs: 10 * 60_000, data: z.object({}) },
 } as const;

@@ -19,7 +19,7 @@ import {
  */
 
 /** numeric(78,0) read and written as a decimal string: never through a JavaScript number. */
-const numeric78 = customType<{ data: string; driverData: string }>({
+export const numeric78 = customType<{ data: string; driverData: string }>({
   dataType: () => 'numeric(78,0)',
 });
 

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { bigint, bigserial, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 
 /**
@@ -49,6 +50,9 @@ export const checkoutIntents = pgTable(
   (t) => [
     index('checkout_intents_store_idx').on(t.storeId),
     index('checkout_intents_status_idx').on(t.status),
+    // The chain side finds the intent a transfer pays by its hash.
+    index('checkout_intents_tx_hash_idx').on(sql`lower(${t.txHash})`),
+    index('checkout_intents_tx_hash_2_idx').on(sql`lower(${t.txHash2})`),
   ],
 );
 

@@ -1,0 +1,2 @@
+CREATE INDEX "checkout_intents_tx_hash_idx" ON "checkout_intents" USING btree (lower("tx_hash"));--> statement-breakpoint
+CREATE INDEX "checkout_intents_tx_hash_2_idx" ON "checkout_intents" USING btree (lower("tx_hash_2"));

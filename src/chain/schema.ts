@@ -1,0 +1,127 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  unique,
+} from 'drizzle-orm/pg-core';
+import { numeric78 } from '../ledger/schema.ts';
+
+/**
+ * What the chain itself says (DESIGN.md section 7): the indexer's cursor per chain, every ERC-20
+ * Transfer log of an accepted token into or out of a watched wallet, the wallets learnt at run
+ * time (claim-link pools), and the balance proofs.
+ */
+
+/** Per chain: the last block the indexer has read (number and hash), and the chain's head and finality seen then. */
+export const chainCursors = pgTable('chain_cursors', {
+  chainId: bigint('chain_id', { mode: 'number' }).primaryKey(),
+  blockNumber: bigint('block_number', { mode: 'bigint' }).notNull(),
+  blockHash: text('block_hash').notNull(),
+  headBlock: bigint('head_block', { mode: 'bigint' }),
+  finalizedBlock: bigint('finalized_block', { mode: 'bigint' }),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * One Transfer log in one block. A reorg that moves the log to another block is another row (the
+ * block hash is part of the key): the old one becomes `orphaned`, never deleted.
+ * - state: pending (above finality), final (at or below it), orphaned (its block left the chain);
+ * - source: logs (the indexer's eth_getLogs) or receipt (single-transaction verification);
+ * - matched_as / matched_ref: what the ledger booked from it (ChainEntryRole kind) and for what
+ *   (intent or claim-link id); null until applied, `ignored` when it books nothing.
+ */
+export const chainTransfers = pgTable(
+  'chain_transfers',
+  {
+    id: bigserial('id', { mode: 'bigint' }).primaryKey(),
+    chainId: bigint('chain_id', { mode: 'number' }).notNull(),
+    txHash: text('tx_hash').notNull(),
+    logIndex: integer('log_index').notNull(),
+    blockNumber: bigint('block_number', { mode: 'bigint' }).notNull(),
+    blockHash: text('block_hash').notNull(),
+    blockTime: timestamp('block_time', { withTimezone: true }).notNull(),
+    token: text('token').notNull(),
+    fromAddress: text('from_address').notNull(),
+    toAddress: text('to_address').notNull(),
+    value: numeric78('value').notNull(),
+    state: text('state', { enum: ['pending', 'final', 'orphaned'] })
+      .notNull()
+      .default('pending'),
+    source: text('source', { enum: ['logs', 'receipt'] }).notNull(),
+    foundAt: timestamp('found_at', { withTimezone: true }).notNull().defaultNow(),
+    finalAt: timestamp('final_at', { withTimezone: true }),
+    orphanedAt: timestamp('orphaned_at', { withTimezone: true }),
+    storeId: text('store_id'),
+    matchedAs: text('matched_as'),
+    matchedRef: text('matched_ref'),
+    appliedAt: timestamp('applied_at', { withTimezone: true }),
+  },
+  (t) => [
+    unique('chain_transfers_inclusion').on(t.chainId, t.txHash, t.logIndex, t.blockHash),
+    index('chain_transfers_state_idx').on(t.chainId, t.state, t.blockNumber),
+    index('chain_transfers_tx_idx').on(t.chainId, t.txHash),
+    index('chain_transfers_unapplied_idx')
+      .on(t.chainId, t.blockNumber)
+      .where(sql`state = 'final' and applied_at is null`),
+    check(
+      'chain_transfers_lowercase',
+      sql`${t.txHash} = lower(${t.txHash}) and ${t.blockHash} = lower(${t.blockHash})
+      and ${t.token} = lower(${t.token}) and ${t.fromAddress} = lower(${t.fromAddress}) and ${t.toAddress} = lower(${t.toAddress})`,
+    ),
+    check('chain_transfers_value', sql`${t.value} >= 0`),
+  ],
+);
+
+/**
+ * Wallets watched beside the configured ones (merchant and custody come from STORES_FILE):
+ * claim-link pools, learnt from their funding transfer. `scanned_to` is how far the indexer has
+ * read this wallet's history; a new pool is caught up from `from_block` before it is trusted.
+ */
+export const chainWatchedWallets = pgTable(
+  'chain_watched_wallets',
+  {
+    chainId: bigint('chain_id', { mode: 'number' }).notNull(),
+    address: text('address').notNull(),
+    role: text('role', { enum: ['pool'] }).notNull(),
+    storeId: text('store_id').notNull(),
+    claimLinkId: text('claim_link_id'),
+    fromBlock: bigint('from_block', { mode: 'bigint' }).notNull(),
+    caughtUp: boolean('caught_up').notNull().default(false),
+    addedAt: timestamp('added_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.address] })],
+);
+
+/**
+ * Balance proofs: for one watched (chain, token, wallet), the ledger's balance of the accounts
+ * that hold it against balanceOf(wallet) at one finalized block. `ok` is null when the chain could
+ * not be read: a failed proof, never a zero.
+ */
+export const balanceProofs = pgTable(
+  'balance_proofs',
+  {
+    id: bigserial('id', { mode: 'bigint' }).primaryKey(),
+    chainId: bigint('chain_id', { mode: 'number' }).notNull(),
+    token: text('token').notNull(),
+    symbol: text('symbol').notNull(),
+    wallet: text('wallet').notNull(),
+    role: text('role').notNull(),
+    blockNumber: bigint('block_number', { mode: 'bigint' }),
+    ledgerBalance: numeric78('ledger_balance').notNull(),
+    chainBalance: numeric78('chain_balance'),
+    ok: boolean('ok'),
+    error: text('error'),
+    details: jsonb('details').notNull().default({}),
+    provedAt: timestamp('proved_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('balance_proofs_wallet_idx').on(t.chainId, t.wallet, t.token, t.provedAt)],
+);
