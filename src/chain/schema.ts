@@ -37,7 +37,9 @@ export const chainCursors = pgTable('chain_cursors', {
  * - state: pending (above finality), final (at or below it), orphaned (its block left the chain);
  * - source: logs (the indexer's eth_getLogs) or receipt (single-transaction verification);
  * - matched_as / matched_ref: what the ledger booked from it (ChainEntryRole kind) and for what
- *   (intent or claim-link id); null until applied, `ignored` when it books nothing.
+ *   (intent or claim-link id); null until applied, `ignored` when it books nothing;
+ * - applied_at: a final row was matched and booked; unwound_at: an orphaned row's booking was
+ *   reversed.
  */
 export const chainTransfers = pgTable(
   'chain_transfers',
@@ -64,6 +66,8 @@ export const chainTransfers = pgTable(
     matchedAs: text('matched_as'),
     matchedRef: text('matched_ref'),
     appliedAt: timestamp('applied_at', { withTimezone: true }),
+    /** When the entry booked from an orphaned inclusion was reversed (rule 3). */
+    unwoundAt: timestamp('unwound_at', { withTimezone: true }),
   },
   (t) => [
     unique('chain_transfers_inclusion').on(t.chainId, t.txHash, t.logIndex, t.blockHash),
