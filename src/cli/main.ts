@@ -5,6 +5,7 @@ import { registerDoctor } from './commands/doctor.ts';
 import { registerIntents } from './commands/intents.ts';
 import { registerLedger } from './commands/ledger.ts';
 import { registerMigrate } from './commands/migrate.ts';
+import { registerPayouts } from './commands/payouts.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerStart } from './commands/start.ts';
 
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   registerStart(program);
   registerDoctor(program);
   registerIntents(program);
+  registerPayouts(program);
   registerLedger(program);
   registerSandbox(program);
   return program;

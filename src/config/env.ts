@@ -52,6 +52,15 @@ export const envFields = {
     .string()
     .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only')
     .default('stablebooks'),
+  /**
+   * Hours a cancelled or expired claim link may wait for its refund before it becomes a
+   * refund_overdue / expiry_refund_overdue finding.
+   */
+  REFUND_GRACE_HOURS: z.coerce
+    .number()
+    .positive()
+    .max(24 * 365)
+    .default(24),
   /** Folder for reconciliation reports. */
   REPORTS_DIR: z.string().min(1).default('./reports'),
   /** Cron (UTC) of the scheduled reconciliation run; default daily at 00:15 for the previous day. */

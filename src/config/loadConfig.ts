@@ -24,6 +24,8 @@ export interface Config {
   pollsPerSecond: number;
   pollIntervalScale: number;
   queuePrefix: string;
+  /** REFUND_GRACE_HOURS in ms: how long a cancelled or expired claim link may wait for its refund. */
+  refundGraceMs: number;
 }
 
 type RawEnv = Record<string, string | undefined>;
@@ -80,6 +82,7 @@ export function loadConfig(env: RawEnv): Config {
     pollsPerSecond: e.POLLS_PER_SECOND,
     pollIntervalScale: e.POLL_INTERVAL_SCALE,
     queuePrefix: e.QUEUE_PREFIX,
+    refundGraceMs: Math.round(e.REFUND_GRACE_HOURS * 3_600_000),
   };
 }
 

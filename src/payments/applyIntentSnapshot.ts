@@ -3,11 +3,10 @@ import type { ChainRegistry } from '../chain/registry.ts';
 import type { DbExecutor } from '../db/database.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
-import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
+import { type PostedEntry, reverseEntry } from '../ledger/postEntry.ts';
 import {
   CHECKOUT_FAILURE_STATUSES,
   type CheckoutFailureStatus,
-  checkoutConfirmed,
   checkoutConfirmedKey,
   checkoutTerminalFailure,
 } from '../ledger/rules/checkoutRules.ts';
@@ -15,6 +14,8 @@ import { recordFinding } from '../recon/recordFinding.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { CheckoutWebhookPayload } from '../svc/models/checkoutWebhook.ts';
+import { bookConfirmation } from './bookConfirmation.ts';
+import { proveIntentPayment } from './proveIntentPayment.ts';
 
 /**
  * The one function that applies what we learnt about a checkout intent, whatever the source
@@ -112,49 +113,28 @@ export async function applyIntentSnapshot(
   let reversed: PostedEntry | null = null;
 
   if (status === CheckoutStatus.CONFIRMED && confirmedAt) {
-    const token =
-      intent.chain_id !== null && intent.coin_contract
-        ? deps.chains.token(intent.chain_id, intent.coin_contract)
-        : undefined;
-    const ref = { type: 'checkout_intent', id };
-    if (!token) {
-      findings.push({
-        kind: 'unknown_token',
-        severity: 'critical',
-        ref,
-        details: {
-          chain_id: intent.chain_id,
-          coin_contract: intent.coin_contract,
-          coin_symbol: intent.coin_symbol,
-        },
-      });
-    } else if (
-      intent.actual_paid_amount === null ||
-      intent.service_fee_amount === null ||
-      intent.net_income_amount === null
-    ) {
-      findings.push({ kind: 'confirmed_without_amounts', severity: 'warning', ref, details: { status } });
-    } else {
-      const outcome = checkoutConfirmed({
-        storeId: obs.storeId,
-        intentId: id,
-        occurredAt: confirmedAt,
-        token,
-        amountCoins: intent.amount_coins,
-        actualPaidAmount: intent.actual_paid_amount,
-        serviceFeeAmount: intent.service_fee_amount,
-        netIncomeAmount: intent.net_income_amount,
-        fiat: {
-          amountCents: intent.amount_cents,
-          currency: intent.currency,
-          currencyRate: intent.currency_rate,
-        },
-        txHash: intent.tx_hash,
-        txHash2: intent.tx_hash_2,
-      });
-      findings.push(...outcome.findings);
-      if (outcome.entry) posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
-    }
+    const booked = await bookConfirmation(tx, deps, {
+      intentId: id,
+      storeId: obs.storeId,
+      chainId: intent.chain_id,
+      coinContract: intent.coin_contract,
+      coinSymbol: intent.coin_symbol,
+      amountCoins: intent.amount_coins,
+      actualPaidAmount: intent.actual_paid_amount,
+      serviceFeeAmount: intent.service_fee_amount,
+      netIncomeAmount: intent.net_income_amount,
+      amountCents: intent.amount_cents,
+      currency: intent.currency,
+      currencyRate: intent.currency_rate,
+      txHash: intent.tx_hash,
+      txHash2: intent.tx_hash_2,
+      confirmedAt,
+    });
+    findings.push(...booked.findings);
+    posted = booked.posted;
+    // The chain may have proven the payment before the service's confirmation reached us.
+    const proof = await proveIntentPayment(tx, deps, id);
+    findings.push(...proof.findings);
   } else if ((CHECKOUT_FAILURE_STATUSES as readonly number[]).includes(status)) {
     const key = checkoutConfirmedKey(id);
     const existing = await tx.execute<{ id: string }>(

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { applyClaimLinkWebhook, claimLinkEventOf } from '../payouts/applyClaimLinkWebhook.ts';
 import { recordFinding } from '../recon/recordFinding.ts';
 import { SvcApiError } from '../svc/errors.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
@@ -9,13 +10,15 @@ import type { PaymentsDeps } from './paymentsDeps.ts';
 export type InboxOutcome =
   | { kind: 'already_done' }
   | { kind: 'applied'; intentId: string; storeId: string; terminal: boolean }
+  | { kind: 'claim_link_applied'; claimLinkId: string; storeId: string }
   | { kind: 'unusable'; reason: string };
 
 /**
  * Processes one stored webhook: parse it with the spec's model, fetch the full intent (the
  * webhook lacks the fee fields), apply both through applyIntentSnapshot and mark the row
- * processed, in one transaction. Safe to run twice, or by two workers at once: the second finds
- * the row processed, or posts nothing new.
+ * processed, in one transaction. A claim-link `cancelled` webhook goes to applyClaimLinkWebhook
+ * (payouts), also in one transaction with the row; other claim-link events are findings. Safe to
+ * run twice, or by two workers at once: the second finds the row processed, or posts nothing new.
  */
 export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string): Promise<InboxOutcome> {
   const { rows } = await deps.db.execute<{
@@ -49,9 +52,31 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
 
   const json: unknown = JSON.parse(Buffer.from(row.body).toString('utf8'));
   if (row.endpoint !== 'checkout') {
-    // Claim-link events are applied by the payouts lifecycle; until then a person sees them.
-    const event =
-      typeof json === 'object' && json !== null && 'event' in json ? String(json.event) : 'unknown';
+    const event = claimLinkEventOf(json);
+    if (row.endpoint === 'claim-links' && event === 'cancelled') {
+      // Applied and marked in one transaction: a repeat finds the row processed.
+      const applied = await deps.db.transaction(async (tx): Promise<InboxOutcome> => {
+        const locked = await tx.execute<{ status: string }>(
+          sql`select status from webhook_inbox where webhook_id = ${webhookId} for update`,
+        );
+        if (locked.rows[0]?.status !== 'received') return { kind: 'already_done' };
+        const outcome = await applyClaimLinkWebhook(tx, deps, {
+          storeId: row.store_id,
+          webhookId,
+          body: json,
+        });
+        const failed = outcome.kind === 'unusable';
+        await tx.execute(sql`
+          update webhook_inbox set status = ${failed ? 'failed' : 'processed'}, processed_at = now(),
+                 attempts = attempts + 1, error = ${failed ? outcome.reason : null}
+          where webhook_id = ${webhookId}`);
+        return outcome.kind === 'applied'
+          ? { kind: 'claim_link_applied', claimLinkId: outcome.claimLinkId, storeId: row.store_id }
+          : outcome;
+      });
+      return applied;
+    }
+    // Other claim-link event kinds are not in the spec: a person sees them.
     await finish('processed', null, {
       kind: 'unhandled_webhook_event',
       details: { endpoint: row.endpoint, event },

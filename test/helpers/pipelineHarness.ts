@@ -89,6 +89,7 @@ export async function startPipeline(
     pollsPerSecond: 50,
     pollIntervalScale: options.pollIntervalScale ?? 0.02,
     queuePrefix: `sbtest-${randomBytes(4).toString('hex')}`,
+    refundGraceMs: 24 * 60 * 60 * 1000,
   };
   const logs: string[] = [];
   const logger = createLogger({

@@ -1,0 +1,145 @@
+import { sql } from 'drizzle-orm';
+import type { ChainRegistry } from '../chain/registry.ts';
+import { markApplied, type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
+import type { DbExecutor } from '../db/database.ts';
+import type { AccountCache } from '../ledger/ensureAccounts.ts';
+import type { RuleFinding } from '../ledger/entryDraft.ts';
+import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
+import { paymentProven, unmatchedTransferKey } from '../ledger/rules/chainTransferRules.ts';
+import { chainTransferId } from '../ledger/rules/chainTransferFact.ts';
+import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
+import { resolveFinding } from '../recon/recordFinding.ts';
+import { bookConfirmation } from './bookConfirmation.ts';
+
+export interface ProofResult {
+  proven: PostedEntry | null;
+  findings: RuleFinding[];
+}
+
+type IntentRow = {
+  id: string;
+  store_id: string;
+  status: number | null;
+  chain_id: string | null;
+  coin_contract: string | null;
+  coin_symbol: string | null;
+  amount_coins: string | null;
+  actual_paid_amount: string | null;
+  service_fee_amount: string | null;
+  net_income_amount: string | null;
+  amount_cents: string | null;
+  currency: number | null;
+  currency_rate: string | null;
+  tx_hash: string | null;
+  tx_hash_2: string | null;
+  tx_to: string | null;
+  confirmed_at: Date | null;
+};
+
+/**
+ * Rule 2 for one confirmed intent: when the transfer that credits the merchant wallet (tx_hash_2
+ * on the temporary-wallet route, tx_hash when paid directly) is final on chain and matches token,
+ * recipient and N, debit wallet N, credit in_transit N. Called from both sides, whichever learns
+ * last: the intent's confirmation (applyIntentSnapshot) and the transfer's finality (the chain
+ * matcher). An intent whose reported P - F != N gets its rule-1 entry here, from the proven net.
+ * A transfer booked to suspense before its intent was known (rule 9) is moved: that entry is
+ * reversed and its finding resolved. Runs in the caller's transaction; the caller holds the
+ * intent's row lock. Without a final transfer it does nothing: the money stays in in_transit.
+ */
+export async function proveIntentPayment(
+  tx: DbExecutor,
+  deps: { chains: ChainRegistry; accounts?: AccountCache },
+  intentId: string,
+): Promise<ProofResult> {
+  const none: ProofResult = { proven: null, findings: [] };
+  const intent = (
+    await tx.execute<IntentRow>(sql`
+      select id, store_id, status, chain_id::text, coin_contract, coin_symbol, amount_coins, actual_paid_amount,
+             service_fee_amount, net_income_amount, amount_cents::text, currency, currency_rate, tx_hash,
+             tx_hash_2, tx_to, confirmed_at
+      from checkout_intents where id = ${intentId}`)
+  ).rows[0];
+  const hash = intent?.tx_hash_2 ?? intent?.tx_hash;
+  if (!intent || intent.status !== 20 || !hash || !intent.tx_to || intent.chain_id === null) return none;
+  const candidates = (
+    await tx.execute<TransferRow>(sql`
+      select ${transferColumns} from chain_transfers
+      where chain_id = ${intent.chain_id}::bigint and tx_hash = ${hash.toLowerCase()} and state = 'final'
+      order by (to_address = ${intent.tx_to.toLowerCase()}) desc, log_index
+      for update`)
+  ).rows;
+  const row = candidates[0];
+  if (!row) return none;
+  if (row.matched_as?.split(',').includes('payment_proof')) return none;
+
+  const expectedToken = intent.coin_contract
+    ? deps.chains.token(Number(intent.chain_id), intent.coin_contract)
+    : undefined;
+  let inTransit = await inTransitOf(tx, intentId);
+  const findings: RuleFinding[] = [];
+  if (inTransit === null && intent.amount_coins !== null && intent.confirmed_at !== null) {
+    // Rule 1 waited for the chain (reported P - F != N): the proven value settles it.
+    const booked = await bookConfirmation(
+      tx,
+      deps,
+      {
+        intentId,
+        storeId: intent.store_id,
+        chainId: Number(intent.chain_id),
+        coinContract: intent.coin_contract,
+        coinSymbol: intent.coin_symbol,
+        amountCoins: intent.amount_coins,
+        actualPaidAmount: intent.actual_paid_amount,
+        serviceFeeAmount: intent.service_fee_amount,
+        netIncomeAmount: intent.net_income_amount,
+        amountCents: intent.amount_cents === null ? null : BigInt(intent.amount_cents),
+        currency: intent.currency,
+        currencyRate: intent.currency_rate,
+        txHash: intent.tx_hash,
+        txHash2: intent.tx_hash_2,
+        confirmedAt: new Date(intent.confirmed_at),
+      },
+      BigInt(row.value),
+    );
+    findings.push(...booked.findings);
+    inTransit = await inTransitOf(tx, intentId);
+  }
+  if (inTransit === null || !expectedToken) return { proven: null, findings };
+
+  const fact = transferFact(row);
+  const outcome = paymentProven({
+    storeId: intent.store_id,
+    intentId,
+    transfer: fact,
+    token: deps.chains.token(fact.chainId, fact.tokenAddress) ?? null,
+    expected: { token: expectedToken, recipient: intent.tx_to as `0x${string}`, amount: inTransit },
+  });
+  findings.push(...outcome.findings);
+  if (!outcome.entry) {
+    await markApplied(tx, row.id, ['payment_mismatch'], intentId, intent.store_id);
+    return { proven: null, findings };
+  }
+  if (row.matched_as?.split(',').includes('transfer_in_unmatched')) {
+    const key = unmatchedTransferKey(fact, 'in');
+    const booked = await tx.execute<{ id: string }>(
+      sql`select id::text from ledger_entries where idempotency_key = ${key}`,
+    );
+    if (booked.rows[0]) {
+      await reverseEntry(tx, BigInt(booked.rows[0].id), `transfer matched intent ${intentId}`);
+    }
+    await resolveFinding(tx, 'unmatched_transfer_in', { type: 'chain_transfer', id: chainTransferId(fact) });
+  }
+  const proven = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+  await markApplied(tx, row.id, ['payment_proof'], intentId, intent.store_id);
+  return { proven, findings };
+}
+
+/** N as rule 1 booked it (the in_transit debit of the intent's entry), or null when not booked. */
+async function inTransitOf(tx: DbExecutor, intentId: string): Promise<bigint | null> {
+  const { rows } = await tx.execute<{ amount: string }>(sql`
+    select p.amount::text from ledger_entries e
+    join ledger_postings p on p.entry_id = e.id
+    join ledger_accounts a on a.id = p.account_id
+    where e.idempotency_key = ${checkoutConfirmedKey(intentId)} and a.code like 'assets:in_transit:%'`);
+  return rows[0] ? BigInt(rows[0].amount) : null;
+}

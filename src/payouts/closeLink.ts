@@ -1,0 +1,83 @@
+import { sql } from 'drizzle-orm';
+import type { DbExecutor } from '../db/database.ts';
+import { IdempotencyConflictError } from '../ledger/errors.ts';
+import { postEntry } from '../ledger/postEntry.ts';
+import { claimLinkCancelled } from '../ledger/rules/claimLinkRules.ts';
+import { recordFinding } from '../recon/recordFinding.ts';
+import { findPayout, linkFactOf, type PayoutView, viewOf } from './payoutRecord.ts';
+import type { PayoutsDeps } from './payoutsDeps.ts';
+
+export interface CloseResult {
+  payout: PayoutView;
+  /** True when this call marked the link cancelled in our books (rule 7 posted now). */
+  newlyCancelled: boolean;
+}
+
+/**
+ * Marks a created payout's link cancelled and posts rule 7 (`claim_link.cancelled`), inside the
+ * caller's transaction, at most once: a link already cancelled in our books keeps its first
+ * cancelled_at, so a repeat posts the same entry (an idempotent replay). A link our books already
+ * closed by expiry (or saw claimed) gets a `claim_link_close_conflict` finding instead of a second
+ * close (cancel and expiry share the key `claim_link:closed:<id>`).
+ */
+export async function markCancelled(
+  tx: DbExecutor,
+  deps: Pick<PayoutsDeps, 'chains' | 'accounts' | 'clock'>,
+  payoutId: string,
+  source: 'api' | 'webhook',
+): Promise<CloseResult> {
+  const payout = await findPayout(tx, { id: payoutId }, { forUpdate: true });
+  if (!payout?.claimLinkId) throw new Error(`payout ${payoutId} has no claim link to cancel`);
+  const newlyCancelled = payout.cancelledAt === null;
+  const cancelledAt = payout.cancelledAt ?? deps.clock.now();
+  await tx.execute(sql`
+    update payouts set link_status = 'cancelled', cancelled_at = ${cancelledAt.toISOString()}::timestamptz,
+           updated_at = now()
+    where id = ${payoutId}`);
+  const fact = linkFactOf(deps, payout);
+  const closedOtherwise =
+    payout.expiredAt !== null
+      ? `our books expired it at ${payout.expiredAt.toISOString()}`
+      : payout.claimedAt !== null
+        ? `our books saw it claimed at ${payout.claimedAt.toISOString()}`
+        : null;
+  if (closedOtherwise) {
+    await recordFinding(
+      tx,
+      {
+        kind: 'claim_link_close_conflict',
+        severity: 'warning',
+        ref: { type: 'claim_link', id: payout.claimLinkId },
+        details: {
+          payout_id: payout.id,
+          what: `the service reports the link cancelled (${source}) but ${closedOtherwise}`,
+        },
+      },
+      payout.storeId,
+    );
+  } else {
+    const outcome = claimLinkCancelled({ ...fact, occurredAt: cancelledAt });
+    try {
+      if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+    } catch (err) {
+      // The insert did nothing (ON CONFLICT) and the transaction is intact: only tell a person.
+      if (!(err instanceof IdempotencyConflictError)) throw err;
+      await recordFinding(
+        tx,
+        {
+          kind: 'claim_link_close_conflict',
+          severity: 'warning',
+          ref: { type: 'claim_link', id: payout.claimLinkId },
+          details: {
+            payout_id: payout.id,
+            what: `cancel (${source}) found the link already closed otherwise`,
+          },
+        },
+        payout.storeId,
+      );
+    }
+  }
+  const updated = await findPayout(tx, { id: payoutId });
+  if (!updated) throw new Error(`payout ${payoutId} vanished`);
+  return { payout: viewOf(updated), newlyCancelled };
+}

@@ -1,0 +1,335 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import type { ChainRegistry } from '../chain/registry.ts';
+import { eip155ToServiceChain, UnknownChainError } from '../chain/serviceChain.ts';
+import type { Token } from '../ledger/accounts.ts';
+import { postEntry } from '../ledger/postEntry.ts';
+import { claimLinkFunded } from '../ledger/rules/claimLinkRules.ts';
+import { addSecretValue } from '../logging/logger.ts';
+import { AmountFormatError, formatDecimalAmount, parseDecimalAmount } from '../money/decimalAmount.ts';
+import { recordFinding } from '../recon/recordFinding.ts';
+import type { CreateClaimLinkInput } from '../svc/client.ts';
+import { SvcApiError, SvcInvalidRequestError } from '../svc/errors.ts';
+import { type CreateClaimLinkResult, createClaimLinkRequestSchema } from '../svc/models/claimLink.ts';
+import { StableCoin, type StableCoinSymbol } from '../svc/models/stableCoin.ts';
+import { decideRetry, defaultRetrySettings, mayHaveActed, type RetrySettings } from '../svc/retryPolicy.ts';
+import { describeError } from './describeError.ts';
+import { PayoutConflictError, PayoutCreateError, PayoutInputError } from './errors.ts';
+import { findPayout, linkFactOf, type PayoutRecord, type PayoutView, viewOf } from './payoutRecord.ts';
+import type { PayoutsDeps } from './payoutsDeps.ts';
+import { seal } from './secretBox.ts';
+
+/**
+ * Claim-link create, idempotent by reference_id (DESIGN.md section 7; issue 6).
+ *
+ * Glossary
+ * - payout: our record of one claim-link auto-payout, a row of `payouts` keyed by (store, reference_id);
+ * - attempt: one create call; every attempt of a payout sends the same reference_id, so the service
+ *   funds the link at most once however often we ask;
+ * - idempotent hit: the service matched an earlier call with this reference_id and answered with
+ *   the original link (no token, no funding hash: they were returned to the first call only).
+ *
+ * The row is written before the first call (create_outcome pending) and every attempt is counted
+ * on it, so a crash or a timeout is resumed by running the same create again. The funded link and
+ * its rule-5 entry commit in one transaction.
+ */
+
+export interface CreatePayoutInput {
+  storeId: string;
+  /** Token units, a decimal string such as "5.25"; no finer than the token's decimals on the chain. */
+  amount: string;
+  coin: StableCoinSymbol | string;
+  /** EIP-155 chain id, or a chain name of the registry such as "base". */
+  chain: number | string;
+  referenceId: string;
+  receiverEmail?: string | null | undefined;
+  senderName?: string | null | undefined;
+  senderMessage?: string | null | undefined;
+}
+
+export interface CreatePayoutResult {
+  payout: PayoutView;
+  /** False when the payout was already created: nothing was sent. */
+  called: boolean;
+  /** The service matched an earlier call with the same reference_id. */
+  idempotentHit: boolean;
+}
+
+/** A request checked against everything we know before anything is recorded or sent. */
+export interface ValidPayoutRequest {
+  storeId: string;
+  referenceId: string;
+  /** Canonical decimal string (no trailing zeros). */
+  amount: string;
+  coin: StableCoinSymbol;
+  chainId: number;
+  token: Token;
+  receiverEmail: string | null;
+  senderName: string | null;
+  senderMessage: string | null;
+  api: CreateClaimLinkInput;
+}
+
+export async function createPayout(deps: PayoutsDeps, input: CreatePayoutInput): Promise<CreatePayoutResult> {
+  const request = validatePayoutRequest(deps.chains, input);
+  // Throws for a store that is not configured, before anything is recorded.
+  const client = deps.client(request.storeId);
+
+  const payout = await recordPayout(deps, request);
+  if (payout.createOutcome === 'created') {
+    return { payout: viewOf(payout), called: false, idempotentHit: payout.idempotentHit };
+  }
+
+  const settings: RetrySettings = { ...defaultRetrySettings, ...deps.createRetry };
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const random = deps.random ?? Math.random;
+  const log = deps.logger.child({
+    payoutId: payout.id,
+    storeId: request.storeId,
+    referenceId: request.referenceId,
+  });
+  let reachedService = false;
+  for (let attempt = 1; ; attempt++) {
+    const attempts = await countAttempt(deps, payout.id);
+    let result: CreateClaimLinkResult;
+    try {
+      result = await client.createClaimLinkAutoPayout(request.api);
+      // Bearer secrets from here on: no log line may carry them, whatever logs it.
+      addSecretValue(result.token);
+      addSecretValue(result.claim_url);
+    } catch (err) {
+      const reason = describeError(err);
+      const acted = !(err instanceof SvcInvalidRequestError) && mayHaveActed(err);
+      reachedService ||= acted;
+      const decision = decideRetry(err, 'safe', attempt, settings, random);
+      if (decision.retry) {
+        await recordError(deps, payout.id, reason, null);
+        log.warn(
+          { attempt: attempts, delayMs: decision.delayMs, reason },
+          'claim-link create: retrying with the same reference_id',
+        );
+        await sleep(decision.delayMs);
+        continue;
+      }
+      // A definite refusal settles it; otherwise an earlier attempt may have funded the link.
+      const refused = err instanceof SvcApiError && !acted && !err.retryable;
+      const outcome = refused || !reachedService ? 'failed' : 'unknown';
+      await recordError(deps, payout.id, reason, outcome);
+      log.warn({ attempts, outcome, reason }, 'claim-link create did not fund a link');
+      throw new PayoutCreateError(outcome, payout.id, request.referenceId, attempts, reason, { cause: err });
+    }
+    const created = await settleCreated(deps, payout.id, result);
+    log.info(
+      { claimLinkId: created.claimLinkId, attempts, idempotentHit: result.idempotent_hit },
+      'claim link created and funded',
+    );
+    return { payout: created, called: true, idempotentHit: result.idempotent_hit };
+  }
+}
+
+/** Checks a create request against the chain registry, the service's Chain enum and the spec's limits. */
+export function validatePayoutRequest(chains: ChainRegistry, input: CreatePayoutInput): ValidPayoutRequest {
+  const coin = input.coin.toUpperCase();
+  if (coin !== 'USDT' && coin !== 'USDC')
+    throw new PayoutInputError(`coin ${input.coin} is not USDT or USDC`);
+  const chainId = resolveChain(chains, input.chain);
+  let serviceChain: number;
+  try {
+    serviceChain = eip155ToServiceChain(chainId);
+  } catch (err) {
+    if (err instanceof UnknownChainError) throw new PayoutInputError(`claim links: ${err.message}`);
+    throw err;
+  }
+  const token = chains.tokenBySymbol(chainId, coin);
+  if (!token) {
+    throw new PayoutInputError(`chain ${chainId} has no ${coin} in the chain registry (see CHAINS_FILE)`);
+  }
+  let units: bigint;
+  try {
+    units = parseDecimalAmount(input.amount, token.decimals);
+  } catch (err) {
+    if (err instanceof AmountFormatError) {
+      throw new PayoutInputError(`${err.message} (${coin} on chain ${chainId}); it is never rounded`);
+    }
+    throw err;
+  }
+  if (units <= 0n) throw new PayoutInputError(`amount ${input.amount} must be greater than 0`);
+  const amount = formatDecimalAmount(units, token.decimals);
+  const api = {
+    amount,
+    stable_coin: StableCoin[coin],
+    chain: serviceChain,
+    receiver_email: input.receiverEmail ?? null,
+    sender_display_name: input.senderName ?? null,
+    sender_message: input.senderMessage ?? null,
+    reference_id: input.referenceId,
+  };
+  const parsed = createClaimLinkRequestSchema.safeParse(api);
+  if (!parsed.success) {
+    throw new PayoutInputError(
+      parsed.error.issues
+        .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
+        .join('; '),
+    );
+  }
+  return {
+    storeId: input.storeId,
+    referenceId: input.referenceId,
+    amount,
+    coin,
+    chainId,
+    token,
+    receiverEmail: api.receiver_email,
+    senderName: api.sender_display_name,
+    senderMessage: api.sender_message,
+    api: parsed.data,
+  };
+}
+
+/** An EIP-155 id ("8453", 8453) or a registry chain name ("base", "Sepolia"). */
+export function resolveChain(chains: ChainRegistry, chain: number | string): number {
+  const text = String(chain).trim();
+  const known = () =>
+    chains
+      .chains()
+      .map((c) => `${c.chainId} ${c.name.toLowerCase()}`)
+      .join(', ');
+  if (/^\d+$/.test(text)) {
+    const id = Number(text);
+    if (!chains.chain(id))
+      throw new PayoutInputError(`chain ${text} is not in the chain registry (known: ${known()})`);
+    return id;
+  }
+  const found = chains.chains().find((c) => c.name.toLowerCase() === text.toLowerCase());
+  if (!found) throw new PayoutInputError(`chain ${text} is not in the chain registry (known: ${known()})`);
+  return found.chainId;
+}
+
+/**
+ * Inserts the payout (pending) or finds the one already recorded under (store, reference_id),
+ * which must have the same parameters.
+ */
+async function recordPayout(deps: PayoutsDeps, request: ValidPayoutRequest): Promise<PayoutRecord> {
+  const id = `po_${randomBytes(12).toString('hex')}`;
+  await deps.db.execute(sql`
+    insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address,
+                         receiver_email, sender_name, sender_message, create_outcome)
+    values (${id}, ${request.storeId}, ${request.referenceId}, ${request.amount}, ${StableCoin[request.coin]},
+            ${request.chainId}, ${request.token.address}, ${request.receiverEmail}, ${request.senderName},
+            ${request.senderMessage}, 'pending')
+    on conflict (store_id, reference_id) do nothing`);
+  const payout = await findPayout(deps.db, { storeId: request.storeId, referenceId: request.referenceId });
+  if (!payout)
+    throw new Error(`payout ${request.storeId}/${request.referenceId} was neither inserted nor found`);
+  if (payout.id !== id) {
+    const conflicts = [
+      { field: 'amount', recorded: payout.amount, given: request.amount },
+      { field: 'coin', recorded: payout.coin, given: request.coin },
+      { field: 'chain', recorded: String(payout.chainId), given: String(request.chainId) },
+      { field: 'receiver_email', recorded: payout.receiverEmail, given: request.receiverEmail },
+      { field: 'sender_name', recorded: payout.senderName, given: request.senderName },
+      { field: 'sender_message', recorded: payout.senderMessage, given: request.senderMessage },
+    ].filter((c) => c.recorded !== c.given);
+    if (conflicts.length > 0) throw new PayoutConflictError(payout.id, request.referenceId, conflicts);
+  }
+  return payout;
+}
+
+/** Counts an attempt before it is made, so a crash mid-call still shows it. */
+async function countAttempt(deps: PayoutsDeps, payoutId: string): Promise<number> {
+  const { rows } = await deps.db.execute<{ attempts: number }>(sql`
+    update payouts set attempts = attempts + 1, updated_at = now() where id = ${payoutId} returning attempts`);
+  return rows[0]?.attempts ?? 0;
+}
+
+async function recordError(
+  deps: PayoutsDeps,
+  payoutId: string,
+  reason: string,
+  outcome: 'failed' | 'unknown' | null,
+): Promise<void> {
+  // A concurrent run may have created it meanwhile: never downgrade a created payout.
+  await deps.db.execute(sql`
+    update payouts set last_error = ${reason}, updated_at = now(),
+           create_outcome = case when create_outcome = 'created' then create_outcome
+                                 else coalesce(${outcome}, create_outcome) end
+    where id = ${payoutId}`);
+}
+
+/**
+ * The service funded the link: store it (URL and token sealed) and post rule 5, in one
+ * transaction. A payout another run already settled is returned as it is.
+ */
+async function settleCreated(
+  deps: PayoutsDeps,
+  payoutId: string,
+  result: CreateClaimLinkResult,
+): Promise<PayoutView> {
+  return deps.db.transaction(async (tx) => {
+    const payout = await findPayout(tx, { id: payoutId }, { forUpdate: true });
+    if (!payout) throw new Error(`payout ${payoutId} vanished`);
+    if (payout.createOutcome === 'created') return viewOf(payout);
+    const fundedAt = deps.clock.now();
+    const urlEnc = result.claim_url ? seal(deps.encryptionKey, result.claim_url) : payout.claimUrlEnc;
+    // The token comes once, to the call that funded the link; a replay's null keeps what we hold.
+    const tokenEnc = result.token ? seal(deps.encryptionKey, result.token) : payout.claimTokenEnc;
+    await tx.execute(sql`
+      update payouts set
+        claim_link_id = ${result.claim_link_id},
+        link_status = ${result.status},
+        funding_tx_hash = coalesce(${result.funding_tx_hash}, funding_tx_hash),
+        funded_amount = coalesce(${result.funded_amount}, funded_amount),
+        funded_at = ${fundedAt.toISOString()}::timestamptz,
+        claim_url_enc = ${urlEnc},
+        claim_token_enc = ${tokenEnc},
+        idempotent_hit = ${result.idempotent_hit},
+        create_outcome = 'created',
+        last_error = null,
+        updated_at = now()
+      where id = ${payoutId}`);
+    const created = await findPayout(tx, { id: payoutId });
+    if (!created) throw new Error(`payout ${payoutId} vanished`);
+    const fact = linkFactOf(deps, created);
+    const mismatch = resultMismatch(created, fact.token, result);
+    if (mismatch.length > 0) {
+      await recordFinding(
+        tx,
+        {
+          kind: 'claim_link_create_mismatch',
+          severity: 'warning',
+          ref: { type: 'claim_link', id: result.claim_link_id },
+          details: { payout_id: payoutId, reference_id: created.referenceId, differences: mismatch },
+        },
+        created.storeId,
+      );
+    }
+    const outcome = claimLinkFunded({
+      ...fact,
+      occurredAt: fundedAt,
+      referenceId: created.referenceId,
+      fundingTxHash: created.fundingTxHash,
+    });
+    if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+    for (const finding of outcome.findings) await recordFinding(tx, finding, created.storeId);
+    return viewOf(created);
+  });
+}
+
+/** Where the service's answer differs from what we asked (the entry books what we asked). */
+function resultMismatch(payout: PayoutView, token: Token, result: CreateClaimLinkResult): string[] {
+  const out: string[] = [];
+  let units: bigint | undefined;
+  try {
+    units = parseDecimalAmount(result.amount, token.decimals);
+  } catch {
+    units = undefined;
+  }
+  if (units === undefined || formatDecimalAmount(units, token.decimals) !== payout.amount)
+    out.push(`amount ${result.amount}, asked ${payout.amount}`);
+  if (result.chain_id !== payout.chainId) out.push(`chain_id ${result.chain_id}, asked ${payout.chainId}`);
+  if (result.token_symbol.toUpperCase() !== payout.coin)
+    out.push(`token_symbol ${result.token_symbol}, asked ${payout.coin}`);
+  if (result.reference_id !== null && result.reference_id !== payout.referenceId)
+    out.push(`reference_id ${result.reference_id}, asked ${payout.referenceId}`);
+  return out;
+}

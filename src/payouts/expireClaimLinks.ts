@@ -1,0 +1,69 @@
+import { sql } from 'drizzle-orm';
+import { IdempotencyConflictError } from '../ledger/errors.ts';
+import { postEntry } from '../ledger/postEntry.ts';
+import { CLAIM_LINK_EXPIRY_MS, claimLinkExpired } from '../ledger/rules/claimLinkRules.ts';
+import { recordFinding } from '../recon/recordFinding.ts';
+import { findPayout, linkFactOf } from './payoutRecord.ts';
+import type { ClaimLinkJobDeps } from './payoutsDeps.ts';
+
+/**
+ * The 14-day expiry (spec: a funded, unclaimed link expires 14 days after funding; the refund goes
+ * back through reconciliation, with no webhook). Links funded at least 14 days before `now`, not
+ * claimed (or being claimed), cancelled or expired in our books, become expired: expired_at = the
+ * moment of expiry, link_status expired, and rule 7 (`claim_link.expired`) dated at that moment.
+ * Each link in its own transaction, under its row lock, so a run that fails half-way keeps what it
+ * did and two runs at once expire each link once. Returns how many links this run expired.
+ */
+export async function expireClaimLinks(
+  deps: Omit<ClaimLinkJobDeps, 'refundGraceMs'>,
+  now: Date,
+): Promise<number> {
+  const due = await deps.db.execute<{ id: string }>(sql`
+    select id from payouts
+    where create_outcome = 'created' and funded_at is not null
+      and funded_at <= ${new Date(now.getTime() - CLAIM_LINK_EXPIRY_MS).toISOString()}::timestamptz
+      and claimed_at is null and cancelled_at is null and expired_at is null
+      and coalesce(link_status, '') not in ('claiming', 'claimed', 'cancelled')
+    order by funded_at`);
+  let expired = 0;
+  for (const { id } of due.rows) {
+    const done = await deps.db.transaction(async (tx) => {
+      const payout = await findPayout(tx, { id }, { forUpdate: true });
+      if (
+        !payout?.fundedAt ||
+        payout.claimedAt ||
+        payout.cancelledAt ||
+        payout.expiredAt ||
+        ['claiming', 'claimed', 'cancelled'].includes(payout.linkStatus ?? '')
+      )
+        return false;
+      const outcome = claimLinkExpired({ ...linkFactOf(deps, payout), fundedAt: payout.fundedAt, now });
+      if (!outcome.entry) return false;
+      await tx.execute(sql`
+        update payouts set expired_at = ${outcome.entry.occurredAt.toISOString()}::timestamptz,
+               link_status = 'expired', updated_at = now()
+        where id = ${id}`);
+      try {
+        await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+      } catch (err) {
+        if (!(err instanceof IdempotencyConflictError)) throw err;
+        await recordFinding(
+          tx,
+          {
+            kind: 'claim_link_close_conflict',
+            severity: 'warning',
+            ref: { type: 'claim_link', id: payout.claimLinkId ?? id },
+            details: { payout_id: id, what: 'expiry found the link already closed otherwise' },
+          },
+          payout.storeId,
+        );
+      }
+      return true;
+    });
+    if (done) {
+      expired += 1;
+      deps.logger.info({ payoutId: id }, 'claim link expired (14 days after funding)');
+    }
+  }
+  return expired;
+}

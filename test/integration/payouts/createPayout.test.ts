@@ -1,0 +1,237 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { createPayout } from '../../../src/payouts/createPayout.ts';
+import { PayoutConflictError, PayoutCreateError } from '../../../src/payouts/errors.ts';
+import { findPayout } from '../../../src/payouts/payoutRecord.ts';
+import { open } from '../../../src/payouts/secretBox.ts';
+import { FEE, ref, SEPOLIA, spyClient, startPayoutsWorld } from './payoutsKit.ts';
+
+/**
+ * createPayout against the real sandbox and PostgreSQL: the row before the call, exactly-once
+ * funding and rule 5 under lost responses and retryable refusals, definitive refusals, and
+ * reference_id reuse.
+ */
+const world = await startPayoutsWorld('payouts_create');
+const { deps, db } = world;
+
+const input = (referenceId: string, amount = '5.25') => ({
+  storeId: 'st_a',
+  amount,
+  coin: 'USDT',
+  chain: 'sepolia',
+  referenceId,
+});
+
+async function entriesOf(claimLinkId: string) {
+  const { rows } = await db.execute<{ kind: string; idempotency_key: string }>(
+    sql`select kind, idempotency_key from ledger_entries where ref_id = ${claimLinkId} order by id`,
+  );
+  return rows;
+}
+
+async function rowOf(referenceId: string) {
+  const row = await findPayout(db, { storeId: 'st_a', referenceId });
+  if (!row) throw new Error(`no payout ${referenceId}`);
+  return row;
+}
+
+describe('createPayout', () => {
+  it('behavior: the row is pending before the answer; the funded link, sealed secrets and rule 5 commit together', async () => {
+    const reference = ref();
+    let during: Awaited<ReturnType<typeof rowOf>> | undefined;
+    const spy = spyClient(world.plainClient(), async (request) => {
+      during = await rowOf(reference);
+      return world.plainClient().createClaimLinkAutoPayout(request);
+    });
+    world.useClient(spy);
+    const before = await world.custodyBalance();
+    try {
+      const created = await createPayout(deps, input(reference));
+      expect(during).toMatchObject({ createOutcome: 'pending', attempts: 1, claimLinkId: null });
+      expect(created).toMatchObject({ called: true, idempotentHit: false });
+      const row = await rowOf(reference);
+      expect(row).toMatchObject({
+        id: created.payout.id,
+        createOutcome: 'created',
+        amount: '5.25',
+        coin: 'USDT',
+        chainId: SEPOLIA,
+        attempts: 1,
+        idempotentHit: false,
+        linkStatus: 'pending_deposit',
+        lastError: null,
+      });
+      expect(row.id).toMatch(/^po_[0-9a-f]{24}$/);
+      expect(row.fundingTxHash).toMatch(/^0x[0-9a-f]{64}$/);
+      // The deps' clock is the sandbox's (which runs on, and tests move).
+      const sinceFunded = world.sb.world.clock.now().getTime() - (row.fundedAt?.getTime() ?? 0);
+      expect(sinceFunded).toBeGreaterThanOrEqual(0);
+      expect(sinceFunded).toBeLessThan(5000);
+      const url = open(deps.encryptionKey, row.claimUrlEnc ?? '');
+      const token = open(deps.encryptionKey, row.claimTokenEnc ?? '');
+      expect(url).toBe(`${world.sb.url}/claim/${token}`);
+      expect((await fetch(url)).status).toBe(200);
+      expect(await world.custodyBalance()).toBe(before - 5_250_000n - FEE);
+      const id = row.claimLinkId ?? '';
+      expect(await world.ledgerLines(id)).toEqual([
+        'claim_link.funded: assets:claim_pool 5250000',
+        'claim_link.funded: assets:custody -5250000',
+      ]);
+      expect(spy.creates).toEqual([
+        {
+          amount: '5.25',
+          stable_coin: 1,
+          chain: 11,
+          receiver_email: null,
+          sender_display_name: null,
+          sender_message: null,
+          reference_id: reference,
+        },
+      ]);
+
+      // Running it again sends nothing and returns the same payout.
+      const again = await createPayout(deps, input(reference, '5.250000'));
+      expect(again).toMatchObject({ called: false, payout: { id: row.id, claimLinkId: id } });
+      expect(spy.creates).toHaveLength(1);
+    } finally {
+      world.useClient(null);
+    }
+  });
+
+  it('behavior: the first create times out after the service acted; the retry with the same reference_id is an idempotent hit, custody moves once', async () => {
+    const reference = ref('timeout');
+    const quick = world.plainClient({ timeouts: { claimLinkCreateMs: 1500 } });
+    let during: Awaited<ReturnType<typeof rowOf>> | undefined;
+    const spy = spyClient(world.plainClient(), async (request, call) => {
+      if (call > 1) return world.plainClient().createClaimLinkAutoPayout(request);
+      // The funding transfer waits for a block that does not come: the answer outlives the client's timeout.
+      await world.automine(false);
+      const answer = quick.createClaimLinkAutoPayout(request);
+      try {
+        await new Promise((r) => setTimeout(r, 500));
+        during = await rowOf(reference);
+        return await answer;
+      } finally {
+        await world.automine(true);
+      }
+    });
+    world.useClient(spy);
+    const before = await world.custodyBalance();
+    try {
+      const created = await createPayout(deps, input(reference, '7'));
+      expect(during).toMatchObject({ createOutcome: 'pending', attempts: 1 });
+      expect(created).toMatchObject({ called: true, idempotentHit: true });
+      expect(spy.creates.map((r) => r.reference_id)).toEqual([reference, reference]);
+      const row = await rowOf(reference);
+      expect(row).toMatchObject({ createOutcome: 'created', attempts: 2, idempotentHit: true });
+      // The token came only in the lost answer; the URL is rebuilt on replay; the hash was not repeated.
+      expect(row.claimTokenEnc).toBeNull();
+      expect(row.claimUrlEnc).not.toBeNull();
+      expect(row.fundingTxHash).toBeNull();
+      const id = row.claimLinkId ?? '';
+      const links = (
+        await world.sb.control<{ claim_links: Array<{ reference_id: string }> }>('/_sandbox/claim_links')
+      ).body.claim_links;
+      expect(links.filter((l) => l.reference_id === reference)).toHaveLength(1);
+      expect(await world.custodyBalance()).toBe(before - 7_000_000n - FEE);
+      expect(await entriesOf(id)).toEqual([
+        { kind: 'claim_link.funded', idempotency_key: `claim_link:funded:${id}` },
+      ]);
+    } finally {
+      world.useClient(null);
+    }
+  });
+
+  it('behavior: 50103 signer_error is retried with the same reference_id and then funds once', async () => {
+    const reference = ref('signer');
+    await world.sb.control('/_sandbox/claim_links/fail_next', { reason_code: 'signer_error', count: 2 });
+    const spy = spyClient(world.plainClient());
+    world.useClient(spy);
+    const before = await world.custodyBalance();
+    try {
+      const created = await createPayout(deps, input(reference, '1.5'));
+      expect(created.idempotentHit).toBe(false);
+      expect(spy.creates.map((r) => r.reference_id)).toEqual([reference, reference, reference]);
+      const row = await rowOf(reference);
+      expect(row).toMatchObject({ createOutcome: 'created', attempts: 3, lastError: null });
+      expect(await world.custodyBalance()).toBe(before - 1_500_000n - FEE);
+      expect(await entriesOf(row.claimLinkId ?? '')).toHaveLength(1);
+    } finally {
+      world.useClient(null);
+    }
+  });
+
+  it('error: 50103 insufficient balance fails at once, nothing posted, nothing moved', async () => {
+    const reference = ref('short');
+    const spy = spyClient(world.plainClient());
+    world.useClient(spy);
+    const before = await world.custodyBalance();
+    try {
+      const err = await createPayout(deps, input(reference, '5000000')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PayoutCreateError);
+      expect((err as PayoutCreateError).outcome).toBe('failed');
+      expect((err as Error).message).toMatch(/service error 50103.*insufficient balance.*nothing was paid/);
+      expect(spy.creates).toHaveLength(1);
+      const row = await rowOf(reference);
+      expect(row).toMatchObject({ createOutcome: 'failed', attempts: 1, claimLinkId: null });
+      expect(row.lastError).toMatch(/50103.*insufficient balance/);
+      expect(await world.custodyBalance()).toBe(before);
+      const { rows } = await db.execute(
+        sql`select 1 from ledger_entries where metadata->>'reference_id' = ${reference}`,
+      );
+      expect(rows).toHaveLength(0);
+    } finally {
+      world.useClient(null);
+    }
+  });
+
+  it('error: the same reference_id with another amount names the conflict and sends nothing', async () => {
+    const reference = ref('conflict');
+    await createPayout(deps, input(reference, '2'));
+    const spy = spyClient(world.plainClient());
+    world.useClient(spy);
+    try {
+      const err = await createPayout(deps, { ...input(reference, '3'), senderName: 'Ann' }).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(PayoutConflictError);
+      expect((err as Error).message).toMatch(
+        new RegExp(
+          `^reference_id ${reference} is already payout po_\\w+ with other parameters: amount was 2, now 3; sender_name was \\(none\\), now Ann;`,
+        ),
+      );
+      expect(spy.creates).toHaveLength(0);
+      expect((await rowOf(reference)).amount).toBe('2');
+    } finally {
+      world.useClient(null);
+    }
+  });
+
+  it('behavior: still unknown after the retries (90000) is recorded unknown; running it again funds it', async () => {
+    const reference = ref('unknown');
+    await world.sb.control('/_sandbox/faults', { error_next: { code: 90000, count: 3 } });
+    const err = await createPayout({ ...deps, createRetry: { maxAttempts: 3 } }, input(reference, '4')).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(PayoutCreateError);
+    expect((err as PayoutCreateError).outcome).toBe('unknown');
+    expect((err as Error).message).toMatch(
+      /outcome unknown after 3 attempt\(s\).*run the same command again/,
+    );
+    expect(await rowOf(reference)).toMatchObject({ createOutcome: 'unknown', attempts: 3 });
+    expect((await rowOf(reference)).lastError).toMatch(/90000/);
+
+    const resumed = await createPayout(deps, input(reference, '4'));
+    expect(resumed).toMatchObject({ called: true, payout: { createOutcome: 'created', attempts: 4 } });
+  });
+
+  it('error: bad input is refused before anything is recorded', async () => {
+    const reference = ref('bad');
+    await expect(createPayout(deps, input(reference, '1.1234567'))).rejects.toThrow(/more precision/);
+    await expect(createPayout(deps, { ...input(reference), chain: 999 })).rejects.toThrow(
+      /chain 999 is not in the chain registry/,
+    );
+    await expect(createPayout(deps, { ...input(reference), storeId: 'st_zz' })).rejects.toThrow(/st_zz/);
+    expect(await findPayout(db, { storeId: 'st_a', referenceId: reference })).toBeUndefined();
+  });
+});
