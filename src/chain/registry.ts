@@ -20,6 +20,32 @@ export interface ChainInfo {
   name: string;
   tokens: Token[];
   finality: Finality;
+  /** Where the transfer indexer starts on its first run; unset: 10,000 blocks below the head. */
+  startBlock?: bigint;
+  /**
+   * How many blocks below the head the indexer re-checks stored block hashes on every pass (reorg
+   * detection). Default max(2 x depth, 64): a reorg deeper than this goes unseen.
+   */
+  reorgWindow: number;
+}
+
+/** The default reorg window for a finality depth: twice the depth, at least 64 blocks. */
+export function defaultReorgWindow(depth: number): number {
+  return Math.max(2 * depth, 64);
+}
+
+/**
+ * The highest final block: the node's `finalized` tag block when the chain uses it, else the head
+ * minus the finality depth (never below 0). `finalizedTagBlock` is what the node answered for the tag.
+ */
+export function finalBlockOf(finality: Finality, head: bigint, finalizedTagBlock?: bigint): bigint {
+  if (finality.finalizedTag) {
+    if (finalizedTagBlock === undefined)
+      throw new Error('finalBlockOf: the chain uses the finalized tag; pass its block');
+    return finalizedTagBlock;
+  }
+  const final = head - BigInt(finality.depth);
+  return final < 0n ? 0n : final;
 }
 
 const t = (chainId: number, symbol: 'USDT' | 'USDC', address: string, decimals: number): Token => ({
@@ -38,6 +64,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(1, 'USDC', '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48', 6),
     ],
     finality: { finalizedTag: true, depth: 65 },
+    reorgWindow: defaultReorgWindow(65),
   },
   {
     chainId: 8453,
@@ -47,6 +74,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(8453, 'USDC', '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', 6),
     ],
     finality: { finalizedTag: false, depth: 30 },
+    reorgWindow: defaultReorgWindow(30),
   },
   {
     chainId: 56,
@@ -56,6 +84,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(56, 'USDC', '0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d', 18),
     ],
     finality: { finalizedTag: false, depth: 30 },
+    reorgWindow: defaultReorgWindow(30),
   },
   {
     chainId: 42161,
@@ -65,6 +94,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(42161, 'USDC', '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', 6),
     ],
     finality: { finalizedTag: false, depth: 240 },
+    reorgWindow: defaultReorgWindow(240),
   },
   {
     chainId: 137,
@@ -74,6 +104,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(137, 'USDC', '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359', 6),
     ],
     finality: { finalizedTag: false, depth: 200 },
+    reorgWindow: defaultReorgWindow(200),
   },
   {
     chainId: 10,
@@ -83,6 +114,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(10, 'USDC', '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85', 6),
     ],
     finality: { finalizedTag: false, depth: 30 },
+    reorgWindow: defaultReorgWindow(30),
   },
   {
     chainId: 11155111,
@@ -92,6 +124,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(11155111, 'USDC', '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238', 6),
     ],
     finality: { finalizedTag: true, depth: 65 },
+    reorgWindow: defaultReorgWindow(65),
   },
 ];
 
@@ -112,6 +145,10 @@ export const chainsFileSchema = z.array(
         .object({ finalized_tag: z.boolean().optional(), depth: z.int().min(0).max(10_000).optional() })
         .strict()
         .optional(),
+      /** First block the indexer reads on its first run (a deployment's first payment, say). */
+      start_block: z.int().min(0).optional(),
+      /** Blocks below the head whose stored hashes are re-checked every pass; default max(2 x depth, 64). */
+      reorg_window: z.int().min(1).max(100_000).optional(),
     })
     .strict(),
 );
@@ -133,6 +170,7 @@ export function createChainRegistry(overrides: ChainsFile = []): ChainRegistry {
       name: o.name ?? `chain ${o.chain_id}`,
       tokens: [],
       finality: { finalizedTag: false, depth: 30 },
+      reorgWindow: defaultReorgWindow(30),
     };
     if (o.name) base.name = o.name;
     for (const symbol of ['USDT', 'USDC'] as const) {
@@ -143,6 +181,8 @@ export function createChainRegistry(overrides: ChainsFile = []): ChainRegistry {
     }
     if (o.finality?.finalized_tag !== undefined) base.finality.finalizedTag = o.finality.finalized_tag;
     if (o.finality?.depth !== undefined) base.finality.depth = o.finality.depth;
+    if (o.start_block !== undefined) base.startBlock = BigInt(o.start_block);
+    base.reorgWindow = o.reorg_window ?? defaultReorgWindow(base.finality.depth);
     byId.set(o.chain_id, base);
   }
   return {

@@ -56,6 +56,11 @@ export const envFields = {
    * Hours a cancelled or expired claim link may wait for its refund before it becomes a
    * refund_overdue / expiry_refund_overdue finding.
    */
+  /**
+   * Follow this clock (an URL answering {"now": ISO time}, the sandbox's /_sandbox/clock) instead
+   * of the system clock: for the demo and end-to-end tests, never in production.
+   */
+  CLOCK_URL: httpUrl.optional(),
   REFUND_GRACE_HOURS: z.coerce
     .number()
     .positive()

@@ -26,6 +26,8 @@ export interface Config {
   queuePrefix: string;
   /** REFUND_GRACE_HOURS in ms: how long a cancelled or expired claim link may wait for its refund. */
   refundGraceMs: number;
+  /** Follow this clock instead of the system's (the sandbox's, for the demo and tests). */
+  clockUrl?: string;
 }
 
 type RawEnv = Record<string, string | undefined>;
@@ -83,6 +85,7 @@ export function loadConfig(env: RawEnv): Config {
     pollIntervalScale: e.POLL_INTERVAL_SCALE,
     queuePrefix: e.QUEUE_PREFIX,
     refundGraceMs: Math.round(e.REFUND_GRACE_HOURS * 3_600_000),
+    clockUrl: e.CLOCK_URL,
   };
 }
 

@@ -1,14 +1,18 @@
 import { Queue, Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
+import { type ChainJobDeps, chainProcessor } from '../../jobs/chain.ts';
+import { claimLinkProcessor } from '../../jobs/claimLinks.ts';
 import type { JobContext } from '../../jobs/jobContext.ts';
 import { maintenanceProcessor } from '../../jobs/maintenance.ts';
 import { pollProcessor } from '../../jobs/pollIntent.ts';
 import { webhookProcessor } from '../../jobs/processWebhook.ts';
-import { maintenanceJobs, QUEUE, webhookJob } from '../../jobs/queues.ts';
+import { chainJobs, claimLinkJobs, maintenanceJobs, QUEUE, webhookJob } from '../../jobs/queues.ts';
+import { createChainRpcs } from '../chain/rpcClients.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import { createDatabase } from '../db/database.ts';
+import { createFollowedClock } from '../followedClock.ts';
 import { registerIntakeRoutes } from '../intake/intakeRoutes.ts';
 import { createAccountCache } from '../ledger/ensureAccounts.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -50,9 +54,18 @@ export interface RunningDaemon {
 export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon> {
   const { config, logger } = options;
   const roles = new Set(options.roles);
-  const clock = options.clock ?? systemClock;
   const prefix = config.queuePrefix;
   const shutdown = createShutdown();
+  let clock = options.clock ?? systemClock;
+  if (!options.clock && config.clockUrl) {
+    const followed = createFollowedClock(config.clockUrl, {
+      onError: (err) =>
+        logger.warn({ err: err.message }, 'could not read the followed clock; keeping the last offset'),
+    });
+    await followed.start();
+    shutdown.add('clock', async () => followed.stop());
+    clock = followed;
+  }
   const metrics = createMetrics();
   const database = createDatabase(config.databaseUrl, {
     max: 10,
@@ -80,8 +93,9 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   const quiet = (q: Queue) => q.on('error', (err) => logger.debug({ err, queue: q.name }, 'queue error'));
   const webhooks = new Queue(QUEUE.webhooks, queueOptions);
   const maintenance = new Queue(QUEUE.maintenance, queueOptions);
-  quiet(webhooks);
-  quiet(maintenance);
+  const chainQueue = new Queue(QUEUE.chain, queueOptions);
+  const claimLinks = new Queue(QUEUE.claimLinks, queueOptions);
+  for (const q of [webhooks, maintenance, chainQueue, claimLinks]) quiet(q);
   const pollQueues = new Map<string, Queue>();
   const pollsQueue = (storeId: string): Queue => {
     let q = pollQueues.get(storeId);
@@ -93,7 +107,9 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     return q;
   };
   shutdown.add('queues', () =>
-    Promise.all([webhooks.close(), maintenance.close(), ...[...pollQueues.values()].map((q) => q.close())]),
+    Promise.all(
+      [webhooks, maintenance, chainQueue, claimLinks, ...pollQueues.values()].map((q) => q.close()),
+    ),
   );
 
   const stores = new Map(config.stores.map((s) => [s.storeId, s]));
@@ -133,6 +149,22 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     logger,
   };
 
+  // How long a payment may wait for its explanation (the chain for a confirmed intent, an intent
+  // for a transfer) before it is verified by receipt or booked to suspense.
+  const graceMs = 10 * 60_000 * config.pollIntervalScale;
+  const rpcs = createChainRpcs(config, metrics);
+  const chain: ChainJobDeps = {
+    rpcs,
+    indexerFor: (chainId) => {
+      const rpc = rpcs.get(chainId);
+      return rpc && { db: database.db, pool: database.pool, config, rpc, metrics, logger, clock };
+    },
+    apply: { db: database.db, config, accounts: payments.accounts, clock, unmatchedGraceMs: graceMs },
+    verify: { db: database.db, chains: config.chains, rpcs, clock, graceMs },
+    prove: { db: database.db, config, rpcs },
+    metrics,
+  };
+
   if (roles.has('worker')) {
     const workerConnection = { url: config.redisUrl, maxRetriesPerRequest: null };
     const workers: Worker[] = [];
@@ -169,6 +201,22 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
       );
     }
     observe(
+      new Worker(QUEUE.chain, chainProcessor(chain), {
+        connection: workerConnection,
+        prefix,
+        concurrency: 4,
+      }),
+      'chain',
+    );
+    observe(
+      new Worker(QUEUE.claimLinks, claimLinkProcessor(ctx, { refundGraceMs: config.refundGraceMs }), {
+        connection: workerConnection,
+        prefix,
+        concurrency: 1,
+      }),
+      'claim-links',
+    );
+    observe(
       new Worker(QUEUE.maintenance, maintenanceProcessor(ctx), {
         connection: workerConnection,
         prefix,
@@ -185,6 +233,27 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     const upsertSchedulers = async () => {
       for (const job of Object.values(maintenanceJobs)) {
         await maintenance.upsertJobScheduler(
+          job.name,
+          { every: every(job.everyMs) },
+          { name: job.name, data: {} },
+        );
+      }
+      for (const chainId of rpcs.keys()) {
+        await chainQueue.upsertJobScheduler(
+          chainJobs.index.schedulerId(chainId),
+          { every: every(chainJobs.index.everyMs) },
+          { name: chainJobs.index.name, data: { chainId } },
+        );
+      }
+      for (const job of [chainJobs.verifyPayments, chainJobs.prove]) {
+        await chainQueue.upsertJobScheduler(
+          job.name,
+          { every: every(job.everyMs) },
+          { name: job.name, data: {} },
+        );
+      }
+      for (const job of Object.values(claimLinkJobs)) {
+        await claimLinks.upsertJobScheduler(
           job.name,
           { every: every(job.everyMs) },
           { name: job.name, data: {} },

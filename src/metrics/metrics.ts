@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
  * Every metric of the daemon, declared in one place with typed, bounded labels: never an id or
@@ -64,6 +64,80 @@ export function createMetrics() {
       name: 'stablebooks_ledger_entries_total',
       help: 'Ledger entries written by this process, by kind',
       labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
+    rpcRequests: new Counter({
+      name: 'stablebooks_rpc_requests_total',
+      help: 'JSON-RPC requests to chain nodes (each attempt, each URL), by method and outcome (ok, error, rate_limited, timeout)',
+      labelNames: ['chain_id', 'method', 'outcome'] as const,
+      registers: [registry],
+    }),
+    rpcRequestSeconds: new Histogram({
+      name: 'stablebooks_rpc_request_seconds',
+      help: 'Duration of JSON-RPC requests to chain nodes (each attempt), by method',
+      labelNames: ['chain_id', 'method'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    chainHeadBlock: new Gauge({
+      name: 'stablebooks_chain_head_block',
+      help: 'The latest block number the chain node reported',
+      labelNames: ['chain_id'] as const,
+      registers: [registry],
+    }),
+    chainFinalizedBlock: new Gauge({
+      name: 'stablebooks_chain_finalized_block',
+      help: 'The highest block the indexer treats as final (finalized tag or head minus depth)',
+      labelNames: ['chain_id'] as const,
+      registers: [registry],
+    }),
+    chainIndexedBlock: new Gauge({
+      name: 'stablebooks_chain_indexed_block',
+      help: 'The transfer indexer cursor: the last block whose logs are stored',
+      labelNames: ['chain_id'] as const,
+      registers: [registry],
+    }),
+    chainLagBlocks: new Gauge({
+      name: 'stablebooks_chain_lag_blocks',
+      help: 'Blocks between the chain head and the indexer cursor',
+      labelNames: ['chain_id'] as const,
+      registers: [registry],
+    }),
+    chainReorgs: new Counter({
+      name: 'stablebooks_chain_reorgs_total',
+      help: 'Reorgs the indexer confirmed (stored block hashes the chain no longer has)',
+      labelNames: ['chain_id'] as const,
+      registers: [registry],
+    }),
+    chainReorgDepth: new Histogram({
+      name: 'stablebooks_chain_reorg_depth',
+      help: 'Depth in blocks of each confirmed reorg, as far as the indexer could see it',
+      labelNames: ['chain_id'] as const,
+      buckets: [1, 2, 3, 5, 10, 20, 50, 100, 250],
+      registers: [registry],
+    }),
+    chainTransfersIndexed: new Counter({
+      name: 'stablebooks_chain_transfers_indexed_total',
+      help: 'Transfer logs newly stored by the indexer',
+      labelNames: ['chain_id'] as const,
+      registers: [registry],
+    }),
+    chainNodeDisagreements: new Counter({
+      name: 'stablebooks_chain_node_disagreements_total',
+      help: 'Block hash mismatches one RPC URL showed and another did not (not treated as a reorg)',
+      labelNames: ['chain_id'] as const,
+      registers: [registry],
+    }),
+    balanceProofOk: new Gauge({
+      name: 'stablebooks_balance_proof_ok',
+      help: 'Last balance proof per watched wallet role and token: 1 ledger equals balanceOf, 0 they differ, -1 could not be proven',
+      labelNames: ['chain_id', 'token', 'role'] as const,
+      registers: [registry],
+    }),
+    balanceProofDrift: new Gauge({
+      name: 'stablebooks_balance_proof_drift',
+      help: 'Ledger balance minus balanceOf at the last proof, in token units (display only; exact figures in balance_proofs)',
+      labelNames: ['chain_id', 'token', 'role'] as const,
       registers: [registry],
     }),
   };

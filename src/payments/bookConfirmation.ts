@@ -49,7 +49,11 @@ export async function bookConfirmation(
           kind: 'unknown_token',
           severity: 'critical',
           ref,
-          details: { chain_id: facts.chainId, coin_contract: facts.coinContract, coin_symbol: facts.coinSymbol },
+          details: {
+            chain_id: facts.chainId,
+            coin_contract: facts.coinContract,
+            coin_symbol: facts.coinSymbol,
+          },
         },
       ],
     };

@@ -5,8 +5,8 @@ import type { DbExecutor } from '../db/database.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
 import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
-import { paymentProven, unmatchedTransferKey } from '../ledger/rules/chainTransferRules.ts';
 import { chainTransferId } from '../ledger/rules/chainTransferFact.ts';
+import { paymentProven, unmatchedTransferKey } from '../ledger/rules/chainTransferRules.ts';
 import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
 import { resolveFinding } from '../recon/recordFinding.ts';
 import { bookConfirmation } from './bookConfirmation.ts';
@@ -60,7 +60,7 @@ export async function proveIntentPayment(
       from checkout_intents where id = ${intentId}`)
   ).rows[0];
   const hash = intent?.tx_hash_2 ?? intent?.tx_hash;
-  if (!intent || intent.status !== 20 || !hash || !intent.tx_to || intent.chain_id === null) return none;
+  if (intent?.status !== 20 || !hash || !intent.tx_to || intent.chain_id === null) return none;
   const candidates = (
     await tx.execute<TransferRow>(sql`
       select ${transferColumns} from chain_transfers

@@ -35,7 +35,16 @@ export interface Pipeline {
  * (in-process, any roles) configured for them. Everything stops after the file.
  */
 export async function startPipeline(
-  options: { storeOverrides?: Record<string, unknown>; pollIntervalScale?: number } = {},
+  options: {
+    storeOverrides?: Record<string, unknown>;
+    pollIntervalScale?: number;
+    /**
+     * Blocks below the head at which a transfer is final on the sandbox chain (the indexer reads
+     * from block 0). Unset: Sepolia's default (the finalized tag, 64 blocks behind on anvil), so
+     * nothing becomes final unless a test mines that far.
+     */
+    finalityDepth?: number;
+  } = {},
 ): Promise<Pipeline> {
   const port = await freePort();
   const daemonUrl = `http://127.0.0.1:${port}`;
@@ -79,6 +88,10 @@ export async function startPipeline(
           USDT: { address: chain.tokens.USDT.address, decimals: chain.decimals },
           USDC: { address: chain.tokens.USDC.address, decimals: chain.decimals },
         },
+        start_block: 0,
+        ...(options.finalityDepth === undefined
+          ? {}
+          : { finality: { finalized_tag: false, depth: options.finalityDepth } }),
       },
     ]),
     encryptionKey: Buffer.alloc(32, 9),
@@ -135,6 +148,8 @@ export async function startPipeline(
         port: opts.port ?? (daemons.some((d) => d.url.endsWith(`:${port}`)) ? 0 : port),
         host: '127.0.0.1',
         drainTimeoutMs: 10_000,
+        // The daemon follows the sandbox's clock, so a test can let 14 days pass.
+        clock: sandbox.world.clock,
       });
       daemons.push(daemon);
       return daemon;

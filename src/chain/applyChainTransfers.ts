@@ -1,0 +1,203 @@
+import { sql } from 'drizzle-orm';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config/loadConfig.ts';
+import type { Db, DbExecutor } from '../db/database.ts';
+import type { AccountCache } from '../ledger/ensureAccounts.ts';
+import { postEntry, reverseEntry } from '../ledger/postEntry.ts';
+import {
+  type ChainEntryRole,
+  reorgReversal,
+  unmatchedTransfer,
+  type WatchedWalletRole,
+} from '../ledger/rules/chainTransferRules.ts';
+import { proveIntentPayment } from '../payments/proveIntentPayment.ts';
+import { recordFinding } from '../recon/recordFinding.ts';
+import { applyClaimLinkTransfer, applyCustodyOutflow } from './claimLinkTransfers.ts';
+import {
+  type MatchDecision,
+  markApplied,
+  type TransferRow,
+  transferColumns,
+  transferFact,
+} from './transferRow.ts';
+import { type WatchedWallet, watchedWallets } from './watchedWallets.ts';
+
+/**
+ * Turns what the indexer stored into ledger entries: every final transfer is matched once to what
+ * it pays (an intent's proof, a claim link's funding, claim or refund, or nothing: rule 9), and
+ * every orphaned transfer that was booked is unwound (rule 3). Each row is its own transaction,
+ * claimed with SKIP LOCKED, so any number of workers can run this at once.
+ *
+ * A transfer into a merchant wallet whose intent we do not know as confirmed yet waits for
+ * `unmatchedGraceMs` (the webhook or poll may still be on its way) before it goes to suspense; a
+ * later confirmation moves it from suspense to the intent (proveIntentPayment).
+ */
+export interface ChainApplyDeps {
+  db: Db;
+  config: Pick<Config, 'stores' | 'chains'>;
+  accounts?: AccountCache;
+  clock: Clock;
+  /** How long a final transfer may wait for the fact that explains it before rule 9 books it. */
+  unmatchedGraceMs: number;
+}
+
+export interface ApplyOutcome {
+  applied: number;
+  deferred: number;
+  unwound: number;
+}
+
+export async function applyChainTransfers(
+  deps: ChainApplyDeps,
+  chainId: number,
+  options: { limit?: number } = {},
+): Promise<ApplyOutcome> {
+  const limit = options.limit ?? 1000;
+  const wallets = await watchedWallets(deps.db, deps.config, chainId);
+  const byAddress = new Map(wallets.map((w) => [w.address, w]));
+  const outcome: ApplyOutcome = { applied: 0, deferred: 0, unwound: 0 };
+
+  const orphaned = await deps.db.execute<{ id: string }>(sql`
+    select id::text from chain_transfers
+    where chain_id = ${chainId} and state = 'orphaned' and applied_at is not null and unwound_at is null
+    order by block_number, log_index limit ${limit}`);
+  for (const { id } of orphaned.rows) {
+    if (await deps.db.transaction((tx) => unwindOne(tx, id))) outcome.unwound++;
+  }
+
+  const final = await deps.db.execute<{ id: string }>(sql`
+    select id::text from chain_transfers
+    where chain_id = ${chainId} and state = 'final' and applied_at is null
+    order by block_number, log_index limit ${limit}`);
+  for (const { id } of final.rows) {
+    const decision = await deps.db.transaction(async (tx) => {
+      const row = (
+        await tx.execute<TransferRow>(sql`
+          select ${transferColumns} from chain_transfers
+          where id = ${id}::bigint and state = 'final' and applied_at is null for update skip locked`)
+      ).rows[0];
+      if (!row) return null;
+      return applyOne(tx, deps, row, byAddress);
+    });
+    if (decision?.kind === 'applied') outcome.applied++;
+    else if (decision?.kind === 'deferred') outcome.deferred++;
+  }
+  return outcome;
+}
+
+async function applyOne(
+  tx: DbExecutor,
+  deps: ChainApplyDeps,
+  row: TransferRow,
+  wallets: Map<string, WatchedWallet>,
+): Promise<MatchDecision> {
+  const from = wallets.get(row.from_address);
+  const to = wallets.get(row.to_address);
+  const graceOver =
+    row.final_at !== null &&
+    deps.clock.now().getTime() - new Date(row.final_at).getTime() >= deps.unmatchedGraceMs;
+
+  // Money leaving a claim-link pool: its claim, its refund, or the service's own fee settlement.
+  if (from?.role === 'pool') return applyClaimLinkTransfer(tx, deps, row, from);
+  // Money leaving a custody wallet: a claim link's funding, when a payout explains it.
+  if (from?.role === 'custody') {
+    const funding = await applyCustodyOutflow(tx, deps, row, from);
+    if (funding !== 'unmatched') return funding;
+  }
+  if (to?.role === 'merchant') {
+    const intent = (
+      await tx.execute<{ id: string; status: number | null }>(sql`
+        select id, status from checkout_intents
+        where chain_id = ${Number(row.chain_id)} and (lower(tx_hash_2) = ${row.tx_hash} or lower(tx_hash) = ${row.tx_hash})
+        limit 1 for update`)
+    ).rows[0];
+    if (intent?.status === 20) {
+      const proof = await proveIntentPayment(
+        tx,
+        { chains: deps.config.chains, accounts: deps.accounts },
+        intent.id,
+      );
+      for (const f of proof.findings) await recordFinding(tx, f, to.storeIds[0] ?? null);
+      return { kind: 'applied' };
+    }
+    const terminalFailure = intent?.status !== undefined && intent.status !== null && intent.status < 0;
+    if (!terminalFailure && !graceOver) return { kind: 'deferred' };
+  }
+
+  const booked: string[] = [];
+  let storeId: string | null = null;
+  for (const [wallet, address] of [
+    [to, row.to_address],
+    [from, row.from_address],
+  ] as const) {
+    if (!wallet || wallet.role === 'pool') continue;
+    const store = wallet.storeIds[0];
+    if (!store) continue;
+    const result = unmatchedTransfer({
+      storeId: store,
+      transfer: transferFact(row),
+      token: deps.config.chains.token(Number(row.chain_id), row.token) ?? null,
+      wallet: { address: address as `0x${string}`, role: wallet.role as WatchedWalletRole },
+    });
+    if (result.entry) {
+      await postEntry(tx, result.entry, { accounts: deps.accounts });
+      booked.push(
+        result.entry.kind === 'chain.transfer_in_unmatched'
+          ? 'transfer_in_unmatched'
+          : 'transfer_out_unmatched',
+      );
+    }
+    for (const f of result.findings) await recordFinding(tx, f, store);
+    storeId ??= store;
+  }
+  await markApplied(tx, row.id, booked, null, storeId);
+  return { kind: 'applied' };
+}
+
+/** Rule 3: reverses what was booked from an orphaned inclusion and undoes what it told the payouts. */
+async function unwindOne(tx: DbExecutor, id: string): Promise<boolean> {
+  const row = (
+    await tx.execute<TransferRow>(sql`
+      select ${transferColumns} from chain_transfers
+      where id = ${id}::bigint and state = 'orphaned' and applied_at is not null and unwound_at is null
+      for update skip locked`)
+  ).rows[0];
+  if (!row) return false;
+  const fact = transferFact(row);
+  const roles = (row.matched_as ?? '').split(',').flatMap((kind): ChainEntryRole[] => {
+    const link = row.matched_ref ?? '';
+    switch (kind) {
+      case 'payment_proof':
+      case 'transfer_in_unmatched':
+      case 'transfer_out_unmatched':
+        return [{ kind }];
+      case 'claim_link_funding_fee':
+      case 'claim_link_claimed':
+      case 'claim_link_refunded':
+        return [{ kind, claimLinkId: link }];
+      default:
+        return [];
+    }
+  });
+  for (const role of roles) {
+    const decision = reorgReversal({ transfer: fact, posted: role });
+    for (const f of decision.findings) await recordFinding(tx, f, row.store_id);
+    if (!decision.reverse) continue;
+    const entry = await tx.execute<{ id: string }>(
+      sql`select id::text from ledger_entries where idempotency_key = ${decision.reverse}`,
+    );
+    if (entry.rows[0]) {
+      await reverseEntry(tx, BigInt(entry.rows[0].id), `block ${row.block_hash} orphaned by a reorg`);
+    }
+    if (role.kind === 'claim_link_claimed') {
+      await tx.execute(sql`update payouts set claimed_at = null, link_status = 'link_sent', updated_at = now()
+        where claim_link_id = ${role.claimLinkId}`);
+    }
+    if (role.kind === 'claim_link_refunded') {
+      await tx.execute(sql`update payouts set refunded_at = null, updated_at = now()
+        where claim_link_id = ${role.claimLinkId}`);
+    }
+  }
+  await tx.execute(sql`update chain_transfers set unwound_at = now() where id = ${id}::bigint`);
+  return true;
+}

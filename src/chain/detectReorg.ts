@@ -1,0 +1,147 @@
+import { sql } from 'drizzle-orm';
+import type { Db, DbExecutor } from '../db/database.ts';
+import { getBlockHeader, getBlockHeaders } from './blockHeaders.ts';
+import type { ChainCursor } from './chainCursor.ts';
+import { writeCursor } from './chainCursor.ts';
+import type { ChainRpc } from './rpcClients.ts';
+
+/**
+ * Reorg detection (DESIGN.md section 7, rule 3): a block hash we stored that the chain no longer has
+ * at that height means the block left the chain, and every transfer stored with it is orphaned.
+ *
+ * Checked on every pass: the cursor block and each distinct (block number, block hash) of the
+ * non-orphaned transfers between head - reorgWindow and the cursor. Transfers above the cursor
+ * (single-transaction verifications ahead of the indexer) are re-read by receipt instead
+ * (finalizeTransfers). Three answers are not a reorg:
+ * - the node has no block at that height (null): it is merely behind; skip the pass;
+ * - another RPC URL still has the stored hash: the nodes disagree (one is on a minority fork or
+ *   lagging); count it and skip the pass, the next one will see who was right;
+ * - an RPC error: the pass ends with an error outcome, nothing changes.
+ *
+ * Since every block above a replaced block is replaced too, the hashes we checked also bound the
+ * fork point from below: the cursor rewinds to the highest checked block that still matched (or,
+ * when none did, reorgWindow blocks below the lowest mismatch), so the replaced blocks are read
+ * again whatever they now hold.
+ */
+export interface StoredBlock {
+  blockNumber: bigint;
+  blockHash: `0x${string}`;
+}
+
+export type ReorgCheck =
+  | { kind: 'ok'; checkedBlocks: number }
+  | { kind: 'node_behind'; blockNumber: bigint }
+  | { kind: 'disagreement'; blockNumber: bigint; storedHash: string; chainHash: string }
+  | {
+      kind: 'reorg';
+      /** The lowest height whose stored hash the chain no longer has. */
+      lowestBlock: bigint;
+      /** Replaced blocks we can see: from the lowest mismatch to the highest stored block checked. */
+      depth: number;
+      /** Every stored (number, hash) the chain no longer has. */
+      mismatched: StoredBlock[];
+      /** Where the cursor goes: a block we know is on the chain now. */
+      rewindTo: StoredBlock;
+    };
+
+export async function checkForReorg(
+  db: DbExecutor,
+  rpc: ChainRpc,
+  cursor: ChainCursor,
+  head: bigint,
+  reorgWindow: number,
+): Promise<ReorgCheck> {
+  const windowStart = head - BigInt(reorgWindow);
+  const { rows } = await db.execute<{ block_number: string; block_hash: string }>(sql`
+    select distinct block_number::text, block_hash from chain_transfers
+    where chain_id = ${rpc.chainId} and state <> 'orphaned'
+      and block_number >= ${windowStart.toString()}::bigint
+      and block_number <= ${cursor.blockNumber.toString()}::bigint`);
+  const stored: StoredBlock[] = [
+    { blockNumber: cursor.blockNumber, blockHash: cursor.blockHash },
+    ...rows.map((r) => ({ blockNumber: BigInt(r.block_number), blockHash: r.block_hash as `0x${string}` })),
+  ];
+  const headers = await getBlockHeaders(
+    rpc.client,
+    stored.map((s) => s.blockNumber),
+  );
+  const mismatched: StoredBlock[] = [];
+  const matched: StoredBlock[] = [];
+  for (const s of stored) {
+    const header = headers.get(s.blockNumber);
+    if (!header) return { kind: 'node_behind', blockNumber: s.blockNumber };
+    if (header.hash === s.blockHash.toLowerCase()) matched.push(s);
+    else mismatched.push(s);
+  }
+  if (mismatched.length === 0) return { kind: 'ok', checkedBlocks: headers.size };
+
+  const lowest = mismatched.reduce((a, b) => (b.blockNumber < a.blockNumber ? b : a));
+  const chainHash = headers.get(lowest.blockNumber)?.hash ?? '';
+  if (await anotherUrlHas(rpc, lowest)) {
+    return {
+      kind: 'disagreement',
+      blockNumber: lowest.blockNumber,
+      storedHash: lowest.blockHash,
+      chainHash,
+    };
+  }
+
+  let highestStored = cursor.blockNumber;
+  for (const s of stored) if (s.blockNumber > highestStored) highestStored = s.blockNumber;
+  const goodBelow = matched
+    .filter((m) => m.blockNumber < lowest.blockNumber)
+    .reduce<bigint | null>((a, b) => (a === null || b.blockNumber > a ? b.blockNumber : a), null);
+  let target = lowest.blockNumber - BigInt(reorgWindow);
+  if (goodBelow !== null && goodBelow > target) target = goodBelow;
+  if (target < 0n) target = 0n;
+  const targetHeader = goodBelow === target ? headers.get(target) : await getBlockHeader(rpc.client, target);
+  if (!targetHeader) return { kind: 'node_behind', blockNumber: target };
+  return {
+    kind: 'reorg',
+    lowestBlock: lowest.blockNumber,
+    depth: Number(highestStored - lowest.blockNumber + 1n),
+    mismatched,
+    rewindTo: { blockNumber: target, blockHash: targetHeader.hash },
+  };
+}
+
+/** Whether any single URL still shows the stored hash (only asked when there is more than one URL). */
+async function anotherUrlHas(rpc: ChainRpc, block: StoredBlock): Promise<boolean> {
+  if (rpc.perUrl.length < 2) return false;
+  const answers = await Promise.allSettled(rpc.perUrl.map((c) => getBlockHeader(c, block.blockNumber)));
+  return answers.some(
+    (a) => a.status === 'fulfilled' && a.value !== null && a.value.hash === block.blockHash.toLowerCase(),
+  );
+}
+
+export interface OrphanedRow {
+  id: bigint;
+  source: 'logs' | 'receipt';
+  txHash: `0x${string}`;
+}
+
+/**
+ * In one transaction: every non-orphaned transfer stored with a replaced block hash becomes
+ * orphaned (never deleted), and the cursor moves back to a block the chain still has.
+ */
+export async function applyReorg(
+  db: Db,
+  chainId: number,
+  reorg: Extract<ReorgCheck, { kind: 'reorg' }>,
+  seen: { headBlock: bigint; finalizedBlock: bigint },
+  now: Date,
+): Promise<OrphanedRow[]> {
+  const hashes = [...new Set(reorg.mismatched.map((m) => m.blockHash.toLowerCase()))];
+  return db.transaction(async (tx) => {
+    const { rows } = await tx.execute<{ id: string; source: 'logs' | 'receipt'; tx_hash: string }>(sql`
+      update chain_transfers set state = 'orphaned', orphaned_at = ${now.toISOString()}::timestamptz
+      where chain_id = ${chainId} and state <> 'orphaned'
+        and block_hash in (${sql.join(
+          hashes.map((h) => sql`${h}`),
+          sql`, `,
+        )})
+      returning id::text, source, tx_hash`);
+    await writeCursor(tx, chainId, { ...reorg.rewindTo, ...seen });
+    return rows.map((r) => ({ id: BigInt(r.id), source: r.source, txHash: r.tx_hash as `0x${string}` }));
+  });
+}

@@ -1,0 +1,45 @@
+import { sql } from 'drizzle-orm';
+import type { Db } from '../db/database.ts';
+import { loadReceiptRows, recheckReceiptRows } from './receiptRecheck.ts';
+import type { ChainRegistry } from './registry.ts';
+import type { ChainRpc } from './rpcClients.ts';
+
+/**
+ * Finality (DESIGN.md section 7): a pending transfer at or below the chain's final block becomes
+ * `final`, the strongest fact the daemon has. Rows the indexer read itself were checked against
+ * the chain's block hashes this pass; a row from single-transaction verification in a block the
+ * indexer has not read yet has its receipt re-read first, and moves with its transaction if a
+ * reorg put it elsewhere.
+ */
+export async function finalizeTransfers(
+  deps: { db: Db; rpc: ChainRpc; registry: ChainRegistry },
+  input: { chainId: number; finalBlock: bigint; cursorBlock: bigint | null; now: Date },
+): Promise<{ finalized: number; orphaned: number }> {
+  const { chainId, finalBlock, now } = input;
+  const cursorBlock = input.cursorBlock ?? -1n;
+  const ahead = await loadReceiptRows(
+    deps.db,
+    chainId,
+    sql`state = 'pending' and block_number <= ${finalBlock.toString()}::bigint
+      and block_number > ${cursorBlock.toString()}::bigint`,
+  );
+  const recheck =
+    ahead.length > 0
+      ? await recheckReceiptRows(deps, ahead, now)
+      : { confirmedIds: [], orphanedIds: [], insertedIds: [] };
+  const verified = [...recheck.confirmedIds, ...recheck.insertedIds].map((id) => id.toString());
+  const verifiedClause =
+    verified.length > 0
+      ? sql` or id in (${sql.join(
+          verified.map((id) => sql`${id}::bigint`),
+          sql`, `,
+        )})`
+      : sql``;
+  const { rows } = await deps.db.execute<{ id: string }>(sql`
+    update chain_transfers set state = 'final', final_at = ${now.toISOString()}::timestamptz
+    where chain_id = ${chainId} and state = 'pending'
+      and block_number <= ${finalBlock.toString()}::bigint
+      and (block_number <= ${cursorBlock.toString()}::bigint${verifiedClause})
+    returning id::text`);
+  return { finalized: rows.length, orphaned: recheck.orphanedIds.length };
+}

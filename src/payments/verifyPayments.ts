@@ -1,0 +1,114 @@
+import { sql } from 'drizzle-orm';
+import { receiptTransfers, storeReceiptTransfers } from '../chain/receiptTransfers.ts';
+import type { ChainRegistry } from '../chain/registry.ts';
+import type { ChainRpc } from '../chain/rpcClients.ts';
+import type { Clock } from '../clock.ts';
+import type { Db } from '../db/database.ts';
+import type { RuleFinding } from '../ledger/entryDraft.ts';
+import { paymentProven } from '../ledger/rules/chainTransferRules.ts';
+import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
+import { recordFinding } from '../recon/recordFinding.ts';
+
+/**
+ * Single-transaction verification (DESIGN.md section 7) for confirmed intents whose paying hash
+ * the indexer has not reached within a grace: read the receipt and its logs. A hash that does not
+ * exist or reverted, or whose logs pay another token, recipient or amount, is a finding and the
+ * money stays in in_transit. A good receipt's transfers are stored (source `receipt`) and proven
+ * at finality like the indexer's, after the receipt is read again there. In steady state the
+ * indexer proves payments first, so this costs no RPC call.
+ */
+export interface VerifyDeps {
+  db: Db;
+  chains: ChainRegistry;
+  rpcs: Map<number, ChainRpc>;
+  clock: Clock;
+  /** How long after confirmation the indexer has to prove a payment before its receipt is read. */
+  graceMs: number;
+}
+
+type Candidate = {
+  id: string;
+  store_id: string;
+  chain_id: string;
+  hash: string;
+  tx_to: string | null;
+  coin_contract: string | null;
+};
+
+/** Failed verifications are tried again after this long (a hash may appear late on a lagging node). */
+const RETRY_AFTER = '10 minutes';
+
+export async function verifyPayments(deps: VerifyDeps, options: { limit?: number } = {}): Promise<number> {
+  const chainIds = [...deps.rpcs.keys()];
+  if (chainIds.length === 0) return 0;
+  const before = new Date(deps.clock.now().getTime() - deps.graceMs).toISOString();
+  const { rows } = await deps.db.execute<Candidate>(sql`
+    select i.id, i.store_id, i.chain_id::text, lower(coalesce(i.tx_hash_2, i.tx_hash)) as hash, i.tx_to, i.coin_contract
+    from checkout_intents i
+    where i.status = 20 and i.confirmed_at < ${before}::timestamptz
+      and coalesce(i.tx_hash_2, i.tx_hash) is not null
+      and i.chain_id in (${sql.join(
+        chainIds.map((c) => sql`${c}`),
+        sql`, `,
+      )})
+      and not exists (select 1 from chain_transfers t where t.chain_id = i.chain_id
+                      and t.tx_hash = lower(coalesce(i.tx_hash_2, i.tx_hash)) and t.state <> 'orphaned')
+      and not exists (select 1 from findings f where f.ref_type = 'checkout_intent' and f.ref_id = i.id
+                      and f.resolved_at is null and f.last_seen_at > now() - ${RETRY_AFTER}::interval
+                      and f.kind in ('payment_tx_not_found', 'payment_tx_reverted', 'payment_transfer_missing'))
+    order by i.confirmed_at limit ${options.limit ?? 100}`);
+  for (const intent of rows) await verifyOne(deps, intent);
+  return rows.length;
+}
+
+async function verifyOne(deps: VerifyDeps, intent: Candidate): Promise<void> {
+  const chainId = Number(intent.chain_id);
+  const rpc = deps.rpcs.get(chainId);
+  if (!rpc) return;
+  const ref = { type: 'checkout_intent', id: intent.id };
+  const receipt = await receiptTransfers(rpc, deps.chains, chainId, intent.hash as `0x${string}`);
+  const findings: RuleFinding[] = [];
+  if (receipt.status === 'not_found') {
+    findings.push({
+      kind: 'payment_tx_not_found',
+      severity: 'critical',
+      ref,
+      details: { chain_id: chainId, tx_hash: intent.hash },
+    });
+  } else if (receipt.status === 'reverted') {
+    findings.push({
+      kind: 'payment_tx_reverted',
+      severity: 'critical',
+      ref,
+      details: { chain_id: chainId, tx_hash: intent.hash, block_number: receipt.blockNumber.toString() },
+    });
+  } else {
+    await storeReceiptTransfers(deps.db, receipt.transfers);
+    const expectedToken = intent.coin_contract ? deps.chains.token(chainId, intent.coin_contract) : undefined;
+    const inTransit = await deps.db.execute<{ amount: string }>(sql`
+      select p.amount::text from ledger_entries e join ledger_postings p on p.entry_id = e.id
+      join ledger_accounts a on a.id = p.account_id
+      where e.idempotency_key = ${checkoutConfirmedKey(intent.id)} and a.code like 'assets:in_transit:%'`);
+    const amount = inTransit.rows[0] ? BigInt(inTransit.rows[0].amount) : null;
+    const recipient = intent.tx_to?.toLowerCase();
+    const candidate = receipt.transfers.find((t) => t.to.toLowerCase() === recipient) ?? receipt.transfers[0];
+    if (!candidate) {
+      findings.push({
+        kind: 'payment_transfer_missing',
+        severity: 'critical',
+        ref,
+        details: { chain_id: chainId, tx_hash: intent.hash, what: 'the transaction moved no ERC-20 token' },
+      });
+    } else if (expectedToken && amount !== null && recipient) {
+      const outcome = paymentProven({
+        storeId: intent.store_id,
+        intentId: intent.id,
+        transfer: candidate,
+        token: deps.chains.token(chainId, candidate.tokenAddress) ?? null,
+        expected: { token: expectedToken, recipient: recipient as `0x${string}`, amount },
+      });
+      findings.push(...outcome.findings);
+    }
+  }
+  for (const f of findings) await recordFinding(deps.db, f, intent.store_id);
+}

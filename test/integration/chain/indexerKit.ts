@@ -1,0 +1,176 @@
+import { Writable } from 'node:stream';
+import { sql } from 'drizzle-orm';
+import type { Address } from 'viem';
+import { afterAll } from 'vitest';
+import type { IndexerDeps } from '../../../src/chain/indexChain.ts';
+import { type ChainRegistry, createChainRegistry } from '../../../src/chain/registry.ts';
+import { type ChainRpcOptions, createChainRpc } from '../../../src/chain/rpcClients.ts';
+import type { StoreConfig } from '../../../src/config/stores.ts';
+import { type EphemeralAnvil, startAnvil } from '../../../src/devservices/anvil.ts';
+import { createLogger } from '../../../src/logging/logger.ts';
+import { createMetrics, type Metrics } from '../../../src/metrics/metrics.ts';
+import { createSandboxChain } from '../../../src/sandbox/chain/sandboxChain.ts';
+import type { SandboxChain } from '../../../src/sandbox/chain/types.ts';
+import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
+
+/**
+ * One chain indexer under test: its own anvil with the sandbox's USDT and USDC (registered as the
+ * chain's accepted tokens, final at depth 2), its own database, and one store whose merchant and
+ * custody wallets are watched.
+ */
+export const CHAIN_ID = 31337;
+
+export interface IndexerKit {
+  anvil: EphemeralAnvil;
+  chain: SandboxChain;
+  registry: ChainRegistry;
+  db: Awaited<ReturnType<typeof createMigratedDatabase>>;
+  merchant: Address;
+  custody: Address;
+  stores: StoreConfig[];
+  /** Log lines written by the indexers made with `deps`. */
+  logLines: string[];
+  /** Indexer dependencies over these RPC URLs (default: anvil itself), with fresh metrics. */
+  deps(urls?: string[], options?: ChainRpcOptions): IndexerDeps & { metrics: Metrics };
+  rows(): Promise<TransferRowView[]>;
+  /** The head, read fresh (the sandbox chain's headBlock() is cached by viem for a few seconds). */
+  head(): Promise<bigint>;
+  /** A block's hash, lowercase. */
+  blockHash(n: bigint): Promise<string>;
+  /** A raw JSON-RPC call to anvil. */
+  raw(method: string, params: unknown[]): Promise<unknown>;
+  cursor(): Promise<{ block_number: string; block_hash: string } | undefined>;
+}
+
+export interface TransferRowView {
+  tx_hash: string;
+  log_index: number;
+  block_number: string;
+  block_hash: string;
+  token: string;
+  from_address: string;
+  to_address: string;
+  value: string;
+  state: string;
+  source: string;
+}
+
+export async function createIndexerKit(
+  label: string,
+  options: { depth?: number; reorgWindow?: number } = {},
+): Promise<IndexerKit> {
+  const anvil = await startAnvil({ chainId: CHAIN_ID });
+  afterAll(() => anvil.stop());
+  const db = await createMigratedDatabase(label);
+  const chain = await createSandboxChain({ chainId: CHAIN_ID, rpcUrl: anvil.rpcUrl, seed: label });
+  const registry = createChainRegistry([
+    {
+      chain_id: CHAIN_ID,
+      name: 'anvil',
+      tokens: {
+        USDT: { address: chain.tokens.USDT.address, decimals: 6 },
+        USDC: { address: chain.tokens.USDC.address, decimals: 6 },
+      },
+      finality: { finalized_tag: false, depth: options.depth ?? 2 },
+      start_block: 0,
+      ...(options.reorgWindow ? { reorg_window: options.reorgWindow } : {}),
+    },
+  ]);
+  const merchant = await chain.wallet('merchant:st_a');
+  const custody = await chain.wallet('custody:biz_1');
+  const stores: StoreConfig[] = [
+    {
+      storeId: 'st_a',
+      businessId: 'biz_1',
+      apiKey: 'key_a',
+      apiSecret: 'secret-a-0123456789',
+      signedResponse: false,
+      wallets: new Map([[CHAIN_ID, { merchant, custody }]]),
+    },
+    {
+      storeId: 'st_b',
+      businessId: 'biz_1',
+      apiKey: 'key_b',
+      apiSecret: 'secret-b-0123456789',
+      signedResponse: false,
+      wallets: new Map([[CHAIN_ID, { merchant: await chain.wallet('merchant:st_b'), custody }]]),
+    },
+  ];
+  const raw = async (method: string, params: unknown[]): Promise<unknown> => {
+    const res = await fetch(anvil.rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+    if (body.error) throw new Error(`${method}: ${body.error.message}`);
+    return body.result;
+  };
+  const logLines: string[] = [];
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({
+      write(chunk, _enc, done) {
+        logLines.push(String(chunk));
+        done();
+      },
+    }),
+  });
+  return {
+    anvil,
+    chain,
+    registry,
+    db,
+    merchant,
+    custody,
+    stores,
+    logLines,
+    deps(urls = [anvil.rpcUrl], rpcOptions = { retryDelayMs: 20, retryCount: 3, timeoutMs: 5_000 }) {
+      const metrics = createMetrics();
+      const info = registry.chain(CHAIN_ID)!;
+      return {
+        db: db.db,
+        pool: db.pool,
+        config: { stores, chains: registry },
+        rpc: createChainRpc(info, urls, metrics, rpcOptions),
+        metrics,
+        logger,
+      };
+    },
+    async rows() {
+      const { rows } = await db.db.execute<TransferRowView & Record<string, unknown>>(sql`
+        select tx_hash, log_index, block_number::text, block_hash, token, from_address, to_address, value::text,
+          state, source
+        from chain_transfers t order by t.block_number, t.log_index, t.id`);
+      return rows;
+    },
+    head: async () => BigInt((await raw('eth_blockNumber', [])) as string),
+    blockHash: async (n) =>
+      (
+        (await raw('eth_getBlockByNumber', [`0x${n.toString(16)}`, false])) as { hash: string }
+      ).hash.toLowerCase(),
+    raw,
+    async cursor() {
+      const { rows } = await db.db.execute<{ block_number: string; block_hash: string }>(sql`
+        select block_number::text, block_hash from chain_cursors where chain_id = ${CHAIN_ID}`);
+      return rows[0];
+    },
+  };
+}
+
+/** The sum of a metric's samples with these labels (for a histogram, pass its `_count` or `_sum` sample name), or 0. */
+export async function metricValue(
+  metrics: Metrics,
+  name: string,
+  labels: Record<string, string> = {},
+  sample?: string,
+): Promise<number> {
+  const metric = await metrics.registry.getSingleMetric(name)?.get();
+  // Histograms list their _bucket, _sum and _count samples under `metricName`.
+  return ((metric?.values ?? []) as { value: number; labels: object; metricName?: string }[])
+    .filter((v) => (sample ? v.metricName === sample : v.metricName === undefined || v.metricName === name))
+    .filter((v) =>
+      Object.entries(labels).every(([k, val]) => String((v.labels as Record<string, unknown>)[k]) === val),
+    )
+    .reduce((sum, v) => sum + v.value, 0);
+}
