@@ -125,6 +125,7 @@ export async function startPipeline(
     baseUrl: sandbox.url,
     credentials: config.stores[0]!,
     retry: { maxAttempts: 3 },
+    clock: sandbox.world.clock,
   });
   return {
     sandbox,
