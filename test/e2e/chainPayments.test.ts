@@ -11,7 +11,9 @@ import {
   sandboxTokenBytecode,
 } from '../../src/sandbox/chain/contracts/sandboxTokenArtifact.ts';
 import { CheckoutStatus } from '../../src/svc/models/checkoutStatus.ts';
+import { daemonEnvForConfig } from '../helpers/daemonProcess.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
+import { runCli } from '../helpers/runCli.ts';
 
 /**
  * The chain proves what the service says (DESIGN.md sections 6 and 7), end to end: the sandbox on
@@ -224,5 +226,40 @@ describe('chain: transfers nobody explains', () => {
         and details->>'tx_hash' = ${sent.txHash.toLowerCase()}`);
     expect(finding.rows).toEqual([{ severity: 'warning' }]);
     await expectProofsHold();
+  });
+});
+
+describe('stablebooks ledger prove', () => {
+  it('behavior: proves every watched wallet and token against balanceOf, as a table and as JSON', async () => {
+    await expectProofsHold();
+    const env = daemonEnvForConfig(pipeline.config);
+    const json = await runCli(['ledger', 'prove', '--json'], env);
+    expect(json.code, json.stderr).toBe(0);
+    const proofs = JSON.parse(json.stdout) as Array<{
+      role: string;
+      token: string;
+      ok: boolean | null;
+      ledger_balance: string;
+      chain_balance: string;
+    }>;
+    expect(proofs.map((p) => `${p.role} ${p.token} ${p.ok}`).sort()).toEqual([
+      'custody USDC true',
+      'custody USDT true',
+      'merchant USDC true',
+      'merchant USDT true',
+    ]);
+    const merchantUsdt = proofs.find((p) => p.role === 'merchant' && p.token === 'USDT')!;
+    expect(merchantUsdt.chain_balance).toBe(
+      (await chain.balanceOf('USDT', merchant as `0x${string}`)).toString(),
+    );
+    const table = await runCli(['ledger', 'prove'], env);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/merchant\s+0x[0-9a-f]{40}\s+\d+\s+[\d.]+ USDT\s+[\d.]+ USDT\s+ok/);
+  });
+
+  it('error: a chain without an RPC URL is one clear line', async () => {
+    const run = await runCli(['ledger', 'prove', '--chain', '999'], daemonEnvForConfig(pipeline.config));
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim().split('\n')).toEqual(['stablebooks: --chain: no RPC_URL_999 is configured']);
   });
 });

@@ -72,6 +72,8 @@ export function registerLedger(program: Command): void {
       });
     });
 
+  registerProve(ledger);
+
   ledger
     .command('entries')
     .description('ledger entries, newest first, with their postings')
@@ -128,6 +130,72 @@ export function registerLedger(program: Command): void {
                   .join('\n'),
         );
       });
+    });
+}
+
+function registerProve(ledger: Command): void {
+  ledger
+    .command('prove')
+    .description(
+      'balance proofs now: each watched wallet and token, the ledger against balanceOf at the indexed finalized block',
+    )
+    .option('--chain <id>', 'only this EIP-155 chain')
+    .option('--json', 'machine-readable output (amounts in base units as strings)')
+    .action(async (opts: { chain?: string; json?: boolean }) => {
+      const chainId = opts.chain === undefined ? undefined : Number(opts.chain);
+      if (chainId !== undefined && (!Number.isInteger(chainId) || chainId <= 0))
+        throw new CliError(`--chain: ${opts.chain} is not an EIP-155 chain id`);
+      // Loaded on demand: viem and the metrics registry are not needed by the other ledger commands.
+      const [{ loadConfig }, { createChainRpcs }, { createMetrics }, { proveBalances }] = await Promise.all([
+        import('../../config/loadConfig.ts'),
+        import('../../chain/rpcClients.ts'),
+        import('../../metrics/metrics.ts'),
+        import('../../recon/balanceProofs.ts'),
+      ]);
+      const config = loadConfig(process.env);
+      if (chainId !== undefined && !config.rpcUrls.has(chainId))
+        throw new CliError(`--chain: no RPC_URL_${chainId} is configured`);
+      const database = createDatabase(config.databaseUrl, { max: 2 });
+      try {
+        const rpcs = createChainRpcs(config, createMetrics());
+        const proofs = await proveBalances({ db: database.db, config, rpcs }, { chainId });
+        const result = (p: (typeof proofs)[number]) =>
+          p.ok === true ? 'ok' : p.ok === false ? 'MISMATCH' : `FAILED: ${p.error}`;
+        printResult(
+          opts.json,
+          proofs.map((p) => ({
+            chain_id: p.chainId,
+            token: p.symbol,
+            wallet: p.wallet,
+            role: p.role,
+            store_ids: p.storeIds,
+            block_number: p.blockNumber?.toString() ?? null,
+            ledger_balance: p.ledgerBalance.toString(),
+            chain_balance: p.chainBalance?.toString() ?? null,
+            ok: p.ok,
+            error: p.error,
+          })),
+          () =>
+            proofs.length === 0
+              ? 'no watched wallets: STORES_FILE lists no wallets on a chain with an RPC URL'
+              : renderTable(
+                  ['chain', 'token', 'role', 'wallet', 'block', 'ledger', 'balanceOf', 'result'],
+                  proofs.map((p) => [
+                    String(p.chainId),
+                    p.symbol,
+                    p.role,
+                    p.wallet,
+                    p.blockNumber?.toString() ?? '-',
+                    money(p.ledgerBalance, p.decimals, p.symbol),
+                    p.chainBalance === null ? '-' : money(p.chainBalance, p.decimals, p.symbol),
+                    result(p),
+                  ]),
+                  [5, 6],
+                ),
+        );
+      } finally {
+        await database.close();
+      }
     });
 }
 
