@@ -229,6 +229,29 @@ describe('chain: transfers nobody explains', () => {
   });
 });
 
+describe('chain: money the merchant moves itself', () => {
+  it('behavior: a transfer out of the merchant wallet that pays nothing is an owner transfer with a finding (rule 9)', async () => {
+    const outside = await chain.wallet('owner-bank');
+    // The merchant's own deposit first (itself an unmatched transfer in), so the test stands alone.
+    await chain.mint('USDT', merchant as `0x${string}`, 1_250_000n);
+    const sent = await chain.transfer('USDT', 'merchant:st_a', outside, 1_250_000n);
+    await mine(3);
+    const lines = await pipeline.waitFor(async () => {
+      const { rows } = await pipeline.db.execute<{ line: string }>(sql`
+        select split_part(a.code, ':', 1) || ':' || split_part(a.code, ':', 2) || ' ' || p.amount::text as line
+        from ledger_entries e join ledger_postings p on p.entry_id = e.id join ledger_accounts a on a.id = p.account_id
+        where e.kind = 'chain.transfer_out_unmatched' and e.metadata->>'tx_hash' = ${sent.txHash.toLowerCase()}
+        order by a.code`);
+      return rows.length > 0 ? rows.map((r) => r.line) : undefined;
+    });
+    expect(lines).toEqual(['assets:wallet -1250000', 'equity:owner_transfers 1250000']);
+    const finding = await pipeline.db.execute<{ kind: string }>(sql`
+      select kind from findings where resolved_at is null and details->>'tx_hash' = ${sent.txHash.toLowerCase()}`);
+    expect(finding.rows).toEqual([{ kind: 'unmatched_transfer_out' }]);
+    await expectProofsHold();
+  });
+});
+
 describe('stablebooks ledger prove', () => {
   it('behavior: proves every watched wallet and token against balanceOf, as a table and as JSON', async () => {
     await expectProofsHold();

@@ -1,0 +1,139 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
+import { indexChainPass } from '../../../src/chain/indexChain.ts';
+import { createManualClock } from '../../../src/clock.ts';
+import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
+import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
+import { verifyPayments } from '../../../src/payments/verifyPayments.ts';
+import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
+import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
+
+/**
+ * Single-transaction verification (DESIGN.md section 7): a confirmed intent whose paying hash the
+ * indexer has not reached within the grace is checked by its receipt. Real anvil, real PostgreSQL.
+ */
+const kit = await createIndexerKit('verify_payments');
+const deps = kit.deps();
+const accounts = createAccountCache();
+const clock = createManualClock(new Date());
+const GRACE = 60_000;
+const verifyDeps = {
+  db: kit.db.db,
+  chains: kit.registry,
+  rpcs: new Map([[CHAIN_ID, deps.rpc]]),
+  clock,
+  graceMs: GRACE,
+};
+let seq = 0;
+
+/** Records a CONFIRMED direct payment of 25 USDT (fee 0) paid by `txHash` to the merchant wallet. */
+async function confirmedIntent(txHash: string): Promise<string> {
+  const id = `intent-verify-${seq++}`;
+  const intent: CheckoutIntent = {
+    all_svc_checkout_intent_id: id,
+    currency: null,
+    currency_symbol: null,
+    amount_cents: null,
+    chain_id: CHAIN_ID,
+    amount_coins: '25',
+    coin_symbol: 'USDT',
+    coin_contract: kit.chain.tokens.USDT.address,
+    currency_rate: null,
+    status: 20,
+    order_id: null,
+    order_description: null,
+    user_id: null,
+    user_name: null,
+    error_message: null,
+    tx_hash: txHash,
+    tx_hash_2: null,
+    tx_from: null,
+    tx_to: kit.merchant,
+    actual_paid_amount: '25',
+    service_fee_amount: '0',
+    net_income_amount: '25',
+    payment_method_type: 1,
+    accepted_stable_coins: 1,
+  } as CheckoutIntent;
+  await kit.db.db.transaction((tx) =>
+    applyIntentSnapshot(
+      tx,
+      { chains: kit.registry, accounts },
+      { storeId: 'st_a', intent, source: 'poll', observedAt: clock.now() },
+    ),
+  );
+  return id;
+}
+
+async function findingsOf(id: string): Promise<Array<{ kind: string; details: Record<string, unknown> }>> {
+  const { rows } = await kit.db.db.execute<{ kind: string; details: Record<string, unknown> }>(
+    sql`select kind, details from findings where ref_id = ${id} and resolved_at is null order by kind`,
+  );
+  return rows;
+}
+
+async function pay(to: `0x${string}`, amount: bigint): Promise<string> {
+  const label = `buyer-${seq++}`;
+  await kit.chain.mint('USDT', await kit.chain.wallet(label), amount);
+  return (await kit.chain.transfer('USDT', label, to, amount)).txHash;
+}
+
+describe('verifyPayments', () => {
+  it('behavior: nothing is read before the grace; then a hash that does not exist is a critical finding', async () => {
+    const missing = `0x${'ab'.repeat(32)}`;
+    const id = await confirmedIntent(missing);
+    expect(await verifyPayments(verifyDeps)).toBe(0);
+    clock.advance(GRACE + 1);
+    expect(await verifyPayments(verifyDeps)).toBe(1);
+    expect((await findingsOf(id)).map((f) => f.kind)).toEqual(['payment_tx_not_found']);
+    // Not read again while that finding is fresh.
+    expect(await verifyPayments(verifyDeps)).toBe(0);
+  });
+
+  it('behavior: a receipt that pays another recipient is a finding, and the money stays in in_transit', async () => {
+    const stranger = await kit.chain.wallet('stranger');
+    const hash = await pay(stranger, 25_000_000n);
+    const id = await confirmedIntent(hash);
+    clock.advance(GRACE + 1);
+    await verifyPayments(verifyDeps);
+    const findings = await findingsOf(id);
+    expect(findings.map((f) => f.kind)).toEqual(['recipient_mismatch']);
+    expect(findings[0]!.details.expected_recipient).toBe(kit.merchant.toLowerCase());
+    const proofs = await kit.db.db.execute(
+      sql`select 1 from ledger_entries where ref_id = ${id} and kind = 'chain.payment_proven'`,
+    );
+    expect(proofs.rows).toEqual([]);
+  });
+
+  it('behavior: a good receipt is stored and proven at finality by the indexer and the matcher (rule 2)', async () => {
+    // The indexer has read up to here; the payment comes after, and verification runs first.
+    await indexChainPass(deps, CHAIN_ID);
+    const hash = await pay(kit.merchant, 25_000_000n);
+    const id = await confirmedIntent(hash);
+    clock.advance(GRACE + 1);
+    await verifyPayments(verifyDeps);
+    const stored = await kit.db.db.execute<{ source: string; state: string }>(
+      sql`select source, state from chain_transfers where tx_hash = ${hash.toLowerCase()}`,
+    );
+    expect(stored.rows).toEqual([{ source: 'receipt', state: 'pending' }]);
+    expect(await findingsOf(id)).toEqual([]);
+    await kit.raw('anvil_mine', ['0x3']);
+    await indexChainPass(deps, CHAIN_ID);
+    const applied = await applyChainTransfers(
+      {
+        db: kit.db.db,
+        config: { stores: kit.stores, chains: kit.registry },
+        accounts,
+        clock,
+        unmatchedGraceMs: GRACE,
+      },
+      CHAIN_ID,
+    );
+    expect(applied.applied).toBeGreaterThan(0);
+    const proof = await kit.db.db.execute<{ kind: string }>(
+      sql`select kind from ledger_entries where ref_id = ${id} order by id`,
+    );
+    expect(proof.rows.map((r) => r.kind)).toEqual(['checkout.confirmed', 'chain.payment_proven']);
+  });
+});
