@@ -65,10 +65,19 @@ export async function applyChainTransfers(
     if (await deps.db.transaction((tx) => unwindOne(tx, id))) outcome.unwound++;
   }
 
+  // A transfer into a merchant wallet waits for its intent (see above): only those whose grace
+  // is over or whose intent has settled are worth a transaction now.
+  const merchants = wallets.filter((w) => w.role === 'merchant').map((w) => sql`${w.address}`);
+  const graceCutoff = new Date(deps.clock.now().getTime() - deps.unmatchedGraceMs).toISOString();
   const final = await deps.db.execute<{ id: string }>(sql`
-    select id::text from chain_transfers
-    where chain_id = ${chainId} and state = 'final' and applied_at is null
-    order by block_number, log_index limit ${limit}`);
+    select t.id::text from chain_transfers t
+    where t.chain_id = ${chainId} and t.state = 'final' and t.applied_at is null
+      and (${merchants.length === 0 ? sql`true` : sql`t.to_address not in (${sql.join(merchants, sql`, `)})`}
+           or t.final_at < ${graceCutoff}::timestamptz
+           or exists (select 1 from checkout_intents i
+                      where i.chain_id = t.chain_id and (i.status = 20 or i.status < 0)
+                        and (lower(i.tx_hash_2) = t.tx_hash or lower(i.tx_hash) = t.tx_hash)))
+    order by t.block_number, t.log_index limit ${limit}`);
   for (const { id } of final.rows) {
     const decision = await deps.db.transaction(async (tx) => {
       const row = (

@@ -20,6 +20,11 @@ export async function getBlockHeaders(
   return new Map(distinct.map((n, i) => [n, blocks[i] ?? null]));
 }
 
+/**
+ * One block's header by number or tag, never cached (viem's getBlockNumber caches for its polling
+ * interval). The indexer reads the head as the `latest` block rather than eth_blockNumber: the
+ * same one request also gives the hash the first range can end on.
+ */
 export async function getBlockHeader(
   client: PublicClient,
   block: bigint | 'latest' | 'finalized',
@@ -34,9 +39,4 @@ export async function getBlockHeader(
     hash: raw.hash.toLowerCase() as Hex,
     timestamp: new Date(Number(BigInt(raw.timestamp)) * 1000),
   };
-}
-
-/** The node's head, never cached (viem's getBlockNumber caches for the polling interval). */
-export async function getHeadBlock(client: PublicClient): Promise<bigint> {
-  return BigInt(await client.request({ method: 'eth_blockNumber' }));
 }

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Db, DbExecutor } from '../db/database.ts';
-import { getBlockHeader, getBlockHeaders } from './blockHeaders.ts';
+import { type BlockHeader, getBlockHeader, getBlockHeaders } from './blockHeaders.ts';
 import type { ChainCursor } from './chainCursor.ts';
 import { writeCursor } from './chainCursor.ts';
 import type { ChainRpc } from './rpcClients.ts';
@@ -9,16 +9,23 @@ import type { ChainRpc } from './rpcClients.ts';
  * Reorg detection (DESIGN.md section 7, rule 3): a block hash we stored that the chain no longer has
  * at that height means the block left the chain, and every transfer stored with it is orphaned.
  *
- * Checked on every pass: the cursor block and each distinct (block number, block hash) of the
- * non-orphaned transfers between head - reorgWindow and the cursor. Transfers above the cursor
- * (single-transaction verifications ahead of the indexer) are re-read by receipt instead
- * (finalizeTransfers). Three answers are not a reorg:
+ * Checked on every pass, cheaply: a block hash commits to all its ancestors, and the indexer only
+ * moves its cursor over ranges it read from the chain that ends in the cursor block (see
+ * readTransferRange.ts), so while the chain still has the cursor's hash at that height, no block
+ * at or below the cursor changed and every row read from logs still stands: one block read. Rows
+ * stored by single-transaction verification in blocks no log row vouches for are the exception:
+ * their hashes within the reorg window are checked beside it. Transfers above the cursor are
+ * re-read by receipt instead (finalizeTransfers).
+ *
+ * Only when one of those hashes differs are the stored blocks walked: the cursor block and each
+ * distinct (block number, block hash) of the non-orphaned transfers between head - reorgWindow
+ * and the cursor. Three answers are not a reorg:
  * - the node has no block at that height (null): it is merely behind; skip the pass;
  * - another RPC URL still has the stored hash: the nodes disagree (one is on a minority fork or
  *   lagging); count it and skip the pass, the next one will see who was right;
  * - an RPC error: the pass ends with an error outcome, nothing changes.
  *
- * Since every block above a replaced block is replaced too, the hashes we checked also bound the
+ * Since every block above a replaced block is replaced too, the hashes we walked also bound the
  * fork point from below: the cursor rewinds to the highest checked block that still matched (or,
  * when none did, reorgWindow blocks below the lowest mismatch), so the replaced blocks are read
  * again whatever they now hold.
@@ -44,7 +51,57 @@ export type ReorgCheck =
       rewindTo: StoredBlock;
     };
 
+/**
+ * `cursorHeader`: the chain's block at the cursor's height when the caller has read it already
+ * (in one batch with the head); read here otherwise.
+ */
 export async function checkForReorg(
+  db: DbExecutor,
+  rpc: ChainRpc,
+  cursor: ChainCursor,
+  head: bigint,
+  reorgWindow: number,
+  cursorHeader?: BlockHeader | null,
+): Promise<ReorgCheck> {
+  const atCursor =
+    cursorHeader === undefined ? await getBlockHeader(rpc.client, cursor.blockNumber) : cursorHeader;
+  if (!atCursor) return { kind: 'node_behind', blockNumber: cursor.blockNumber };
+  if (atCursor.hash === cursor.blockHash.toLowerCase()) {
+    const unvouched = await unvouchedBlocks(db, rpc.chainId, head - BigInt(reorgWindow), cursor.blockNumber);
+    if (unvouched.length === 0) return { kind: 'ok', checkedBlocks: 1 };
+    const headers = await getBlockHeaders(
+      rpc.client,
+      unvouched.map((s) => s.blockNumber),
+    );
+    const same = unvouched.every((s) => headers.get(s.blockNumber)?.hash === s.blockHash.toLowerCase());
+    if (same) return { kind: 'ok', checkedBlocks: 1 + headers.size };
+  }
+  return walkStoredBlocks(db, rpc, cursor, head, reorgWindow);
+}
+
+/**
+ * Blocks of non-orphaned receipt rows at or below the cursor, within the window, that no row read
+ * from logs shares: the cursor's hash says nothing about them (the receipt may have come from a
+ * block that left the chain before the indexer read that height).
+ */
+async function unvouchedBlocks(
+  db: DbExecutor,
+  chainId: number,
+  windowStart: bigint,
+  cursorBlock: bigint,
+): Promise<StoredBlock[]> {
+  const { rows } = await db.execute<{ block_number: string; block_hash: string }>(sql`
+    select distinct r.block_number::text, r.block_hash from chain_transfers r
+    where r.chain_id = ${chainId} and r.source = 'receipt' and r.state <> 'orphaned'
+      and r.block_number >= ${windowStart.toString()}::bigint
+      and r.block_number <= ${cursorBlock.toString()}::bigint
+      and not exists (select 1 from chain_transfers l where l.chain_id = r.chain_id and l.source = 'logs'
+                      and l.block_number = r.block_number and l.block_hash = r.block_hash)`);
+  return rows.map((r) => ({ blockNumber: BigInt(r.block_number), blockHash: r.block_hash as `0x${string}` }));
+}
+
+/** The full check, after a hash differed: every stored block in the window, and where to rewind. */
+async function walkStoredBlocks(
   db: DbExecutor,
   rpc: ChainRpc,
   cursor: ChainCursor,
@@ -73,6 +130,7 @@ export async function checkForReorg(
     if (header.hash === s.blockHash.toLowerCase()) matched.push(s);
     else mismatched.push(s);
   }
+  // The first look saw a difference the walk does not (the chain moved back meanwhile): nothing to do.
   if (mismatched.length === 0) return { kind: 'ok', checkedBlocks: headers.size };
 
   const lowest = mismatched.reduce((a, b) => (b.blockNumber < a.blockNumber ? b : a));

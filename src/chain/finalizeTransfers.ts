@@ -6,22 +6,33 @@ import type { ChainRpc } from './rpcClients.ts';
 
 /**
  * Finality (DESIGN.md section 7): a pending transfer at or below the chain's final block becomes
- * `final`, the strongest fact the daemon has. Rows the indexer read itself were checked against
- * the chain's block hashes this pass; a row from single-transaction verification in a block the
- * indexer has not read yet has its receipt re-read first, and moves with its transaction if a
- * reorg put it elsewhere.
+ * `final`, the strongest fact the daemon has. Rows the indexer read from logs up to its cursor
+ * stand on the cursor's hash, checked this pass; a row from single-transaction verification had
+ * its block's hash checked by the pass's reorg check when it was at or below the cursor then
+ * (`checkedBlock`); one above that (in a block the indexer had not read when the pass began) has
+ * its receipt re-read first, and moves with its transaction if a reorg put it elsewhere.
  */
 export async function finalizeTransfers(
   deps: { db: Db; rpc: ChainRpc; registry: ChainRegistry },
-  input: { chainId: number; finalBlock: bigint; cursorBlock: bigint | null; now: Date },
+  input: {
+    chainId: number;
+    finalBlock: bigint;
+    /** The cursor now: rows from logs at or below it were read from the chain it belongs to. */
+    cursorBlock: bigint | null;
+    /** The cursor when the pass checked hashes (before reading logs); default cursorBlock. */
+    checkedBlock?: bigint | null;
+    now: Date;
+  },
 ): Promise<{ finalized: number; orphaned: number }> {
   const { chainId, finalBlock, now } = input;
   const cursorBlock = input.cursorBlock ?? -1n;
+  const checked = input.checkedBlock === undefined ? cursorBlock : (input.checkedBlock ?? -1n);
+  const checkedBlock = checked < cursorBlock ? checked : cursorBlock;
   const ahead = await loadReceiptRows(
     deps.db,
     chainId,
     sql`state = 'pending' and block_number <= ${finalBlock.toString()}::bigint
-      and block_number > ${cursorBlock.toString()}::bigint`,
+      and block_number > ${checkedBlock.toString()}::bigint`,
   );
   const recheck =
     ahead.length > 0
@@ -39,7 +50,8 @@ export async function finalizeTransfers(
     update chain_transfers set state = 'final', final_at = ${now.toISOString()}::timestamptz
     where chain_id = ${chainId} and state = 'pending'
       and block_number <= ${finalBlock.toString()}::bigint
-      and (block_number <= ${cursorBlock.toString()}::bigint${verifiedClause})
+      and ((source = 'logs' and block_number <= ${cursorBlock.toString()}::bigint)
+        or block_number <= ${checkedBlock.toString()}::bigint${verifiedClause})
     returning id::text`);
   return { finalized: rows.length, orphaned: recheck.orphanedIds.length };
 }

@@ -6,7 +6,7 @@ import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/database.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { getBlockHeader, getHeadBlock } from './blockHeaders.ts';
+import { type BlockHeader, getBlockHeader } from './blockHeaders.ts';
 import { catchUpPools } from './catchUpPools.ts';
 import { type ChainCursor, readCursor, writeCursor, writeCursorHead } from './chainCursor.ts';
 import { applyReorg, checkForReorg } from './detectReorg.ts';
@@ -24,13 +24,16 @@ import { watchedWallets } from './watchedWallets.ts';
 /**
  * The transfer indexer: one pass over one chain (DESIGN.md section 7). A pass, under a per-chain
  * advisory lock so only one runs at a time across processes:
- * 1. reads the head and the final block (the `finalized` tag, or head - depth);
- * 2. checks stored block hashes for a reorg (detectReorg.ts) and, when one is confirmed, orphans
- *    the transfers of the replaced blocks and rewinds the cursor;
+ * 1. reads the head block, the final block (the `finalized` tag, or head - depth) and the block at
+ *    the cursor's height, in one batch;
+ * 2. checks the cursor's hash (and the few stored hashes it does not vouch for) for a reorg
+ *    (detectReorg.ts) and, when one is confirmed, orphans the transfers of the replaced blocks and
+ *    rewinds the cursor;
  * 3. reads the Transfer logs of the accepted tokens into or out of the watched wallets from the
- *    cursor up to the head, range by range (getLogsAdaptive.ts); each range's rows and the cursor
- *    move commit together, so progress survives a crash; a pass does a bounded amount of work and
- *    a backfill continues over the next passes;
+ *    cursor up to the head, range by range (getLogsAdaptive.ts, readTransferRange.ts); each
+ *    range's rows and the cursor move commit together, so progress survives a crash; a pass does a
+ *    bounded amount of work and a backfill continues over the next passes. A head that has not
+ *    moved costs nothing more;
  * 4. catches up claim-link pools learnt since (their history from `from_block` to the cursor);
  * 5. marks pending transfers at or below the final block `final` (finalizeTransfers.ts).
  * RPC trouble never throws out of a pass: it ends with an outcome saying why (`skipped`).
@@ -139,6 +142,12 @@ interface Pass {
   clock: Clock;
   labels: { chain_id: string };
   head: bigint;
+  /** The head block, read in one batch with the cursor's block: the first range's end when it reaches the head. */
+  headHeader: BlockHeader;
+  /** The chain's block at the cursor's height, read with the head (null: the node has none). */
+  cursorHeader: BlockHeader | null;
+  /** Whether pass.cursor is the cursor checked in that batch (false after a reorg rewound it). */
+  cursorChecked: boolean;
   finalBlock: bigint;
   /** What each cursor write records besides the cursor itself. */
   seen: { headBlock: bigint; finalizedBlock: bigint };
@@ -154,15 +163,19 @@ async function runPass(
 ): Promise<IndexOutcome> {
   const { db, rpc, metrics } = deps;
   const labels = { chain_id: String(info.chainId) };
-  const [head, finalizedTag] = await Promise.all([
-    getHeadBlock(rpc.client),
-    info.finality.finalizedTag ? getBlockHeader(rpc.client, 'finalized') : Promise.resolve(null),
+  const cursor = await readCursor(db, info.chainId);
+  // One batch: the head, the final block when the chain has the tag, and the cursor's block.
+  const [headHeader, finalizedTag, cursorHeader] = await Promise.all([
+    getBlockHeader(rpc.client, 'latest'),
+    info.finality.finalizedTag ? getBlockHeader(rpc.client, 'finalized') : null,
+    cursor ? getBlockHeader(rpc.client, cursor.blockNumber) : null,
   ]);
+  if (!headHeader) throw new ReadStopped('the node answered no latest block', 'node_behind');
+  const head = headHeader.number;
   let finalBlock = finalBlockOf(info.finality, head, finalizedTag?.number ?? 0n);
   if (finalBlock > head) finalBlock = head;
   metrics.chainHeadBlock.set(labels, Number(head));
   metrics.chainFinalizedBlock.set(labels, Number(finalBlock));
-  const cursor = await readCursor(db, info.chainId);
   const pass: Pass = {
     deps,
     info,
@@ -171,6 +184,9 @@ async function runPass(
     clock: deps.clock ?? systemClock,
     labels,
     head,
+    headHeader,
+    cursorHeader,
+    cursorChecked: false,
     finalBlock,
     seen: { headBlock: head, finalizedBlock: finalBlock },
     cursor,
@@ -186,6 +202,8 @@ async function runPass(
   // Reorg check first: nothing is read on top of blocks that left the chain.
   const skipped = await reorgStep(pass);
   if (skipped) return { ...pass.outcome, skipped };
+  // Rows at or below this block had their hashes checked (or vouched for by the cursor's) this pass.
+  const checkedBlock = pass.cursor?.blockNumber ?? null;
 
   const contracts = info.tokens.map((t) => t.address);
   const mem = memoryOf(rpc, limits);
@@ -201,7 +219,7 @@ async function runPass(
       log.warn({ err: errorMessage(err) }, 'pool catch-up stopped; next pass retries');
     }
   }
-  await finalityStep(pass);
+  await finalityStep(pass, checkedBlock);
   return pass.outcome;
 }
 
@@ -209,9 +227,18 @@ async function runPass(
 async function reorgStep(pass: Pass): Promise<SkipReason | undefined> {
   const { deps, log, labels, outcome } = pass;
   if (!pass.cursor) return undefined;
-  const check = await checkForReorg(deps.db, deps.rpc, pass.cursor, pass.head, pass.info.reorgWindow);
+  const check = await checkForReorg(
+    deps.db,
+    deps.rpc,
+    pass.cursor,
+    pass.head,
+    pass.info.reorgWindow,
+    pass.cursorHeader,
+  );
   switch (check.kind) {
     case 'ok':
+      // The head read in one batch with the cursor's unchanged block extends it (see readNewLogs).
+      pass.cursorChecked = pass.cursorHeader?.hash === pass.cursor.blockHash.toLowerCase();
       return undefined;
     case 'node_behind':
       log.info(
@@ -281,11 +308,21 @@ async function readNewLogs(pass: Pass, contracts: readonly string[], mem: Indexe
   const backfill = head - from >= BACKFILL_THRESHOLD;
   const deadline = Date.now() + (limits.maxMillis ?? 10_000);
   const maxRanges = limits.maxRanges ?? 20;
+  // The head was read in one batch with the checked cursor (or there is no cursor yet): a first
+  // range that ends at the head needs no new read of its end. Later ranges read theirs with the
+  // previous range's end as the anchor.
+  let knownEnd: BlockHeader | undefined = pass.cursorChecked || !pass.cursor ? pass.headHeader : undefined;
   try {
     for (let ranges = 0; from <= head && ranges < maxRanges && Date.now() < deadline; ranges++) {
+      const anchor = pass.cursor;
+      const readEnd = knownEnd;
       const read = await readAdaptiveRange(mem.range, from, head, (a, b) =>
-        readTransferRange(deps.rpc.client, info.chainId, contracts, addresses, a, b),
+        readTransferRange(deps.rpc.client, info.chainId, contracts, addresses, a, b, {
+          anchor,
+          end: readEnd?.number === b ? readEnd : undefined,
+        }),
       );
+      knownEnd = undefined;
       const { end, facts } = read.value;
       const ids = await deps.db.transaction(async (tx) => {
         const inserted = await storeTransfers(tx, facts, 'logs');
@@ -321,8 +358,11 @@ async function readNewLogs(pass: Pass, contracts: readonly string[], mem: Indexe
   }
 }
 
-/** Pending rows at or below the final block become final; the cursor records head and finality. */
-async function finalityStep(pass: Pass): Promise<void> {
+/**
+ * Pending rows at or below the final block become final; the cursor records head and finality.
+ * `checkedBlock`: the cursor as the reorg check left it; receipt rows above it are re-read first.
+ */
+async function finalityStep(pass: Pass, checkedBlock: bigint | null): Promise<void> {
   const { deps, info, log, labels, outcome, head, finalBlock } = pass;
   try {
     const f = await finalizeTransfers(
@@ -331,6 +371,7 @@ async function finalityStep(pass: Pass): Promise<void> {
         chainId: info.chainId,
         finalBlock,
         cursorBlock: pass.cursor?.blockNumber ?? null,
+        checkedBlock,
         now: pass.clock.now(),
       },
     );

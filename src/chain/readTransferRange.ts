@@ -1,4 +1,4 @@
-import type { PublicClient } from 'viem';
+import type { Hex, PublicClient } from 'viem';
 import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import { type BlockHeader, getBlockHeader, getBlockHeaders } from './blockHeaders.ts';
 import { decodeTransferLog, transferLogFilter } from './transferLog.ts';
@@ -19,11 +19,27 @@ export interface RangeRead {
   facts: ChainTransferFact[];
 }
 
+export interface RangeReadOptions {
+  /**
+   * A stored block below the range (the cursor) that must still be on the chain when the end block
+   * is read: both are read in one batch, so the range is known to extend the stored chain.
+   */
+  anchor?: { blockNumber: bigint; blockHash: string } | null;
+  /** The end block's header, already read in one batch with the anchor by the caller. */
+  end?: BlockHeader;
+}
+
 /**
- * One range: the end block's header first, then the logs (two filters: from a watched wallet, to a
- * watched wallet), then the headers of the blocks with logs (their time) and the end block again.
- * The end hash read before the logs becomes the cursor: if the chain changes between the calls,
- * the next pass's reorg check sees it and reads the range again.
+ * One range, in three rounds: the end block's header (with the anchor, in one batch, unless the
+ * caller read them already); the logs (two filters: from a watched wallet, to a watched wallet);
+ * the end block again. A block hash commits to every block below it, so an unchanged end hash
+ * means the logs were read from the chain that the end block (the next cursor) belongs to, and
+ * the anchor check ties that chain to what is stored already: the next pass's reorg check needs
+ * only the cursor block to vouch for every row read this way.
+ *
+ * A log's time is its `blockTimestamp` (returned by anvil, reth and recent geth); only blocks of
+ * logs without one have their header read, in the batch of the last round, and their hash checked
+ * against the log's.
  */
 export async function readTransferRange(
   client: PublicClient,
@@ -32,9 +48,11 @@ export async function readTransferRange(
   wallets: readonly string[],
   fromBlock: bigint,
   toBlock: bigint,
+  options: RangeReadOptions = {},
 ): Promise<RangeRead> {
-  const endBefore = await getBlockHeader(client, toBlock);
-  if (!endBefore) throw new ReadStopped(`the node has no block ${toBlock} yet`, 'node_behind');
+  const endBefore = options.end ?? (await readEnd(client, toBlock, options.anchor ?? null));
+  if (endBefore.number !== toBlock)
+    throw new Error(`readTransferRange: the end header is not block ${toBlock}`);
   if (contracts.length === 0 || wallets.length === 0) return { end: endBefore, facts: [] };
   const [sent, received] = await Promise.all(
     (['from', 'to'] as const).map(
@@ -49,9 +67,21 @@ export async function readTransferRange(
   for (const l of [...(sent ?? []), ...(received ?? [])]) {
     if (l.transactionHash && l.logIndex !== null) logs.set(`${l.transactionHash}:${l.logIndex}`, l);
   }
-  const blockNumbers = new Set<bigint>([toBlock]);
-  for (const l of logs.values()) if (l.blockNumber) blockNumbers.add(BigInt(l.blockNumber));
-  const headers = await getBlockHeaders(client, blockNumbers);
+  // One hash per height among the logs; the end block's must be the end hash.
+  const hashAt = new Map<bigint, string>([[toBlock, endBefore.hash]]);
+  const untimed = new Set<bigint>();
+  for (const l of logs.values()) {
+    if (!l.blockNumber || !l.blockHash) continue;
+    const n = BigInt(l.blockNumber);
+    const hash = l.blockHash.toLowerCase();
+    const seen = hashAt.get(n);
+    if (seen !== undefined && seen !== hash) {
+      throw new ReadStopped(`block ${n} changed while reading its logs`, 'reorg_in_flight');
+    }
+    hashAt.set(n, hash);
+    if (!l.blockTimestamp) untimed.add(n);
+  }
+  const headers = await getBlockHeaders(client, [toBlock, ...untimed]);
   const endAfter = headers.get(toBlock);
   if (!endAfter) throw new ReadStopped(`the node has no block ${toBlock} any more`, 'node_behind');
   if (endAfter.hash !== endBefore.hash) {
@@ -60,12 +90,19 @@ export async function readTransferRange(
   const facts: ChainTransferFact[] = [];
   for (const l of logs.values()) {
     if (!l.blockNumber || !l.blockHash) continue;
-    const header = headers.get(BigInt(l.blockNumber));
-    if (!header) throw new ReadStopped(`the node has no block ${BigInt(l.blockNumber)}`, 'node_behind');
-    if (header.hash !== l.blockHash.toLowerCase()) {
-      throw new ReadStopped(`block ${header.number} changed while reading its logs`, 'reorg_in_flight');
+    const n = BigInt(l.blockNumber);
+    let time: Date;
+    if (l.blockTimestamp) {
+      time = new Date(Number(BigInt(l.blockTimestamp)) * 1000);
+    } else {
+      const header = headers.get(n);
+      if (!header) throw new ReadStopped(`the node has no block ${n}`, 'node_behind');
+      if (header.hash !== l.blockHash.toLowerCase()) {
+        throw new ReadStopped(`block ${n} changed while reading its logs`, 'reorg_in_flight');
+      }
+      time = header.timestamp;
     }
-    const fact = decodeTransferLog(chainId, l, header.timestamp);
+    const fact = decodeTransferLog(chainId, l, time);
     if (fact) facts.push(fact);
   }
   facts.sort((a, b) =>
@@ -74,4 +111,29 @@ export async function readTransferRange(
   return { end: endBefore, facts };
 }
 
-type RawLog = Parameters<typeof decodeTransferLog>[1];
+/** The end block's header, and the anchor's in the same batch: the anchor must not have changed. */
+async function readEnd(
+  client: PublicClient,
+  toBlock: bigint,
+  anchor: { blockNumber: bigint; blockHash: string } | null,
+): Promise<BlockHeader> {
+  const [end, anchored] = await Promise.all([
+    getBlockHeader(client, toBlock),
+    anchor && anchor.blockNumber !== toBlock ? getBlockHeader(client, anchor.blockNumber) : null,
+  ]);
+  if (!end) throw new ReadStopped(`the node has no block ${toBlock} yet`, 'node_behind');
+  const anchorHeader = anchor?.blockNumber === toBlock ? end : anchored;
+  if (anchor && !anchorHeader) {
+    throw new ReadStopped(`the node has no block ${anchor.blockNumber} any more`, 'node_behind');
+  }
+  if (anchor && anchorHeader && anchorHeader.hash !== anchor.blockHash.toLowerCase()) {
+    throw new ReadStopped(
+      `block ${anchor.blockNumber} changed before its next range was read`,
+      'reorg_in_flight',
+    );
+  }
+  return end;
+}
+
+/** A raw log as eth_getLogs answers it; `blockTimestamp` only from nodes that add it. */
+type RawLog = Parameters<typeof decodeTransferLog>[1] & { blockTimestamp?: Hex | null };

@@ -54,6 +54,11 @@ export async function startAnvil(options: { chainId?: number } = {}): Promise<Ep
     '--chain-id',
     String(chainId),
     '--silent',
+    // Without this anvil writes every old block's state under ~/.foundry/anvil/tmp and never
+    // deletes it: gigabytes per test run. 512 recent states in memory cover every historical read
+    // we make (balanceOf at the finalized block, at most 64 blocks back on anvil).
+    '--prune-history',
+    '512',
   ]);
   const rpcUrl = `http://127.0.0.1:${port}`;
   await waitUntilReady(proc, 'anvil', async () => (await rpcChainId(rpcUrl)) === chainId);

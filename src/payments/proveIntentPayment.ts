@@ -45,6 +45,11 @@ type IntentRow = {
  * A transfer booked to suspense before its intent was known (rule 9) is moved: that entry is
  * reversed and its finding resolved. Runs in the caller's transaction; the caller holds the
  * intent's row lock. Without a final transfer it does nothing: the money stays in in_transit.
+ *
+ * Locks: the chain matcher locks the transfer row, then the intent; the intent's side locks the
+ * intent, then the transfer with SKIP LOCKED. A transfer row another transaction holds is being
+ * matched right now, and that matcher is waiting for this intent: it proves the payment once this
+ * transaction commits. So the two sides never wait on each other in a cycle (no deadlock).
  */
 export async function proveIntentPayment(
   tx: DbExecutor,
@@ -66,7 +71,7 @@ export async function proveIntentPayment(
       select ${transferColumns} from chain_transfers
       where chain_id = ${intent.chain_id}::bigint and tx_hash = ${hash.toLowerCase()} and state = 'final'
       order by (to_address = ${intent.tx_to.toLowerCase()}) desc, log_index
-      for update`)
+      for update skip locked`)
   ).rows;
   const row = candidates[0];
   if (!row) return none;

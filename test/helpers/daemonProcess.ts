@@ -29,6 +29,8 @@ export interface DaemonChain {
   rpcUrl: string;
   tokens: { USDT: string; USDC: string };
   decimals: number;
+  /** Where the indexer starts (CHAINS_FILE start_block); default: 10,000 blocks below the head. */
+  startBlock?: number;
 }
 
 export interface DaemonEnvOptions {
@@ -81,6 +83,7 @@ export function daemonEnv(options: DaemonEnvOptions): Record<string, string> {
           USDT: { address: c.tokens.USDT, decimals: c.decimals },
           USDC: { address: c.tokens.USDC, decimals: c.decimals },
         },
+        ...(c.startBlock === undefined ? {} : { start_block: c.startBlock }),
       })),
       null,
       2,

@@ -137,3 +137,44 @@ describe('verifyPayments', () => {
     expect(proof.rows.map((r) => r.kind)).toEqual(['checkout.confirmed', 'chain.payment_proven']);
   });
 });
+
+describe('suspense is a waiting room', () => {
+  it('behavior: a transfer booked to suspense before its intent was confirmed moves to the intent when it is', async () => {
+    clock.set(new Date());
+    const hash = await pay(kit.merchant, 25_000_000n);
+    await kit.raw('anvil_mine', ['0x3']);
+    await indexChainPass(deps, CHAIN_ID);
+    const applyDeps = {
+      db: kit.db.db,
+      config: { stores: kit.stores, chains: kit.registry },
+      accounts,
+      clock,
+      unmatchedGraceMs: GRACE,
+    };
+    // Within the grace the transfer waits; after it, rule 9 books it to suspense.
+    await applyChainTransfers(applyDeps, CHAIN_ID);
+    const metadataOf = sql`metadata->>'tx_hash' = ${hash.toLowerCase()}`;
+    const before = await kit.db.db.execute(sql`select kind from ledger_entries where ${metadataOf}`);
+    expect(before.rows).toEqual([]);
+    clock.advance(2 * GRACE);
+    await applyChainTransfers(applyDeps, CHAIN_ID);
+    const suspense = await kit.db.db.execute<{ kind: string }>(
+      sql`select kind from ledger_entries where ${metadataOf} order by id`,
+    );
+    expect(suspense.rows.map((r) => r.kind)).toEqual(['chain.transfer_in_unmatched']);
+
+    const id = await confirmedIntent(hash);
+    const { rows } = await kit.db.db.execute<{ kind: string }>(sql`
+      select kind from ledger_entries where ref_id = ${id} or ${metadataOf} or reverses_entry_id in
+        (select id from ledger_entries where ${metadataOf}) order by id`);
+    expect(rows.map((r) => r.kind)).toEqual([
+      'chain.transfer_in_unmatched',
+      'checkout.confirmed',
+      'chain.transfer_in_unmatched.reversal',
+      'chain.payment_proven',
+    ]);
+    const open = await kit.db.db.execute(sql`
+      select 1 from findings where kind = 'unmatched_transfer_in' and resolved_at is null and details->>'tx_hash' = ${hash.toLowerCase()}`);
+    expect(open.rows).toEqual([]);
+  });
+});
