@@ -31,15 +31,30 @@ export function anvilBinaryPath(): string {
   return binary;
 }
 
-async function rpcChainId(rpcUrl: string): Promise<number | undefined> {
+/**
+ * One raw JSON-RPC call: for the node's own methods viem has no action for (anvil_reorg,
+ * anvil_mine with a count, evm_setAutomine, eth_getRawTransactionByHash). Throws the node's error.
+ */
+export async function rawRpc<T = unknown>(
+  rpcUrl: string,
+  method: string,
+  params: unknown[],
+  options: { timeoutMs?: number } = {},
+): Promise<T> {
   const res = await fetch(rpcUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
-    signal: AbortSignal.timeout(1000),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
   });
-  const body = (await res.json()) as { result?: string };
-  return body.result ? Number.parseInt(body.result, 16) : undefined;
+  const body = (await res.json()) as { result?: T; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result as T;
+}
+
+async function rpcChainId(rpcUrl: string): Promise<number | undefined> {
+  const id = await rawRpc<string | undefined>(rpcUrl, 'eth_chainId', [], { timeoutMs: 1000 });
+  return id ? Number.parseInt(id, 16) : undefined;
 }
 
 /** A local EVM node on a free port; blocks are mined on every transaction (no block time). */

@@ -3,6 +3,7 @@ import { createWalletClient, http, parseEventLogs } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { createChainRpcs } from '../../src/chain/rpcClients.ts';
+import { rawRpc } from '../../src/devservices/anvil.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { proveBalances } from '../../src/recon/balanceProofs.ts';
@@ -27,16 +28,7 @@ const chain = [...pipeline.sandbox.world.chains.values()][0]!;
 const merchant = (await chain.wallet('merchant:st_a')).toLowerCase();
 const rpcs = createChainRpcs(pipeline.config, createMetrics());
 
-async function rpc<T>(method: string, params: unknown[]): Promise<T> {
-  const res = await fetch(chain.rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: T; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result as T;
-}
+const rpc = <T = unknown>(method: string, params: unknown[]) => rawRpc<T>(chain.rpcUrl, method, params);
 
 const mine = (blocks: number) => rpc('anvil_mine', [`0x${blocks.toString(16)}`]);
 

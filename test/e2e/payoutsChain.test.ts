@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createChainRpcs } from '../../src/chain/rpcClients.ts';
+import { rawRpc } from '../../src/devservices/anvil.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { cancelPayout } from '../../src/payouts/cancelPayout.ts';
@@ -38,16 +39,7 @@ const deps: PayoutsDeps = {
 let seq = 0;
 const reference = (p: string) => `${p}-${Date.now().toString(36)}-${seq++}`;
 
-async function rpc(method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(chain.rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
+const rpc = <T = unknown>(method: string, params: unknown[]) => rawRpc<T>(chain.rpcUrl, method, params);
 const mine = (blocks: number) => rpc('anvil_mine', [`0x${blocks.toString(16)}`]);
 
 async function create(ref: string, amount: string) {

@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { QUEUE } from '../../jobs/queues.ts';
 import type { Db } from '../../src/db/database.ts';
+import { rawRpc } from '../../src/devservices/anvil.ts';
 import { freePort } from '../../src/devservices/freePort.ts';
 import { type EphemeralRedis, startEphemeralRedis } from '../../src/devservices/redis.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
@@ -81,12 +82,7 @@ interface Setup {
 }
 
 async function headBlock(): Promise<number> {
-  const res = await fetch(chain.rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }),
-  });
-  return Number.parseInt(((await res.json()) as { result: string }).result, 16) + 1;
+  return Number.parseInt(await rawRpc<string>(chain.rpcUrl, 'eth_blockNumber', []), 16) + 1;
 }
 
 /** A fresh database and queue prefix, and a way to start daemon processes on them. */

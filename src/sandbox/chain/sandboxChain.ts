@@ -11,6 +11,7 @@ import {
   toHex,
 } from 'viem';
 import { type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
+import { rawRpc } from '../../devservices/anvil.ts';
 import { sandboxTokenAbi, sandboxTokenBytecode } from './contracts/sandboxTokenArtifact.ts';
 import type { CoinSymbol, MinedTransfer, SandboxChain, SandboxToken } from './types.ts';
 
@@ -137,7 +138,7 @@ export async function createSandboxChain(options: {
         args: [owner],
       }),
     async reorg(depth) {
-      const head = await publicClient.getBlockNumber();
+      const head = await publicClient.getBlockNumber({ cacheTime: 0 });
       if (depth < 1 || BigInt(depth) > head)
         throw new RangeError(`reorg depth must be between 1 and the head block ${head}`);
       await rawRpc(rpcUrl, 'anvil_reorg', [depth, []]);
@@ -148,18 +149,6 @@ export async function createSandboxChain(options: {
     async mine(blocks) {
       await testClient.mine({ blocks });
     },
-    headBlock: () => publicClient.getBlockNumber(),
+    headBlock: () => publicClient.getBlockNumber({ cacheTime: 0 }),
   };
-}
-
-/** For anvil methods viem has no action for (anvil_reorg). */
-async function rawRpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
 }

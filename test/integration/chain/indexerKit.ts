@@ -6,7 +6,7 @@ import type { IndexerDeps } from '../../../src/chain/indexChain.ts';
 import { type ChainRegistry, createChainRegistry } from '../../../src/chain/registry.ts';
 import { type ChainRpcOptions, createChainRpc } from '../../../src/chain/rpcClients.ts';
 import type { StoreConfig } from '../../../src/config/stores.ts';
-import { type EphemeralAnvil, startAnvil } from '../../../src/devservices/anvil.ts';
+import { type EphemeralAnvil, rawRpc, startAnvil } from '../../../src/devservices/anvil.ts';
 import { createLogger } from '../../../src/logging/logger.ts';
 import { createMetrics, type Metrics } from '../../../src/metrics/metrics.ts';
 import { createSandboxChain } from '../../../src/sandbox/chain/sandboxChain.ts';
@@ -96,16 +96,7 @@ export async function createIndexerKit(
       wallets: new Map([[CHAIN_ID, { merchant: await chain.wallet('merchant:st_b'), custody }]]),
     },
   ];
-  const raw = async (method: string, params: unknown[]): Promise<unknown> => {
-    const res = await fetch(anvil.rpcUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    });
-    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-    if (body.error) throw new Error(`${method}: ${body.error.message}`);
-    return body.result;
-  };
+  const raw = (method: string, params: unknown[]) => rawRpc(anvil.rpcUrl, method, params);
   const logLines: string[] = [];
   const logger = createLogger({
     level: 'debug',
