@@ -13,13 +13,15 @@ import { z } from 'zod';
  * - chain: one indexer pass per chain on a scheduler `chain.index.<chain id>`, the single-hash
  *   verifications and the balance proofs (a PostgreSQL advisory lock per chain keeps one indexer
  *   pass at a time even when two processes run one);
- * - claim-links: the 14-day expiry and the overdue-refund check.
+ * - claim-links: the 14-day expiry and the overdue-refund check;
+ * - alerts: the alert evaluation (src/alerts/evaluateAlerts.ts), on one job scheduler.
  */
 export const QUEUE = {
   webhooks: 'webhooks',
   maintenance: 'maintenance',
   chain: 'chain',
   claimLinks: 'claim-links',
+  alerts: 'alerts',
   polls: (storeId: string) => `polls-${storeId}`,
 } as const;
 
@@ -78,4 +80,9 @@ export const claimLinkJobs = {
   expire: { name: 'claim_links.expire', everyMs: 60 * 60_000, data: z.object({}) },
   /** Cancelled or expired links whose refund has not arrived within the grace: a finding. */
   refundsOverdue: { name: 'claim_links.refunds_overdue', everyMs: 10 * 60_000, data: z.object({}) },
+} as const;
+
+export const alertJobs = {
+  /** Alert conditions from findings, balance proofs and chain lag; firing, reminder, resolved messages. */
+  evaluate: { name: 'alerts.evaluate', everyMs: 60_000, data: z.object({}) },
 } as const;

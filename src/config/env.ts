@@ -39,6 +39,20 @@ export const envFields = {
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Where alert notifications are POSTed (generic or Slack-compatible webhook). */
   ALERT_WEBHOOK_URL: httpUrl.optional(),
+  /** HMAC-SHA256 key signing every alert POSTed to ALERT_WEBHOOK_URL; required with it. A secret. */
+  ALERT_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** A Slack-compatible incoming webhook (`{"text": ...}`) for alerts; optional. Its URL is a secret. */
+  ALERT_SLACK_WEBHOOK_URL: httpUrl.optional(),
+  /** Optional JSON file: which notifiers each severity goes to (src/alerts/routes.ts); default all. */
+  ALERT_ROUTES_FILE: z.string().min(1).optional(),
+  /** Minutes between reminders while an alert keeps firing. */
+  ALERT_REMIND_MINUTES: z.coerce
+    .number()
+    .positive()
+    .max(7 * 24 * 60)
+    .default(60),
+  /** Blocks the transfer indexer may trail the chain head before the chain-lag alert fires. */
+  ALERT_CHAIN_LAG_BLOCKS: z.coerce.number().int().positive().default(50),
   /** Optional JSON file overriding the chain registry: token contracts, decimals, finality (src/chain/registry.ts). */
   CHAINS_FILE: z.string().min(1).optional(),
   /** Intent status polls per second allowed per API key, shared by every process (BullMQ limiter). */

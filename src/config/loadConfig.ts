@@ -1,3 +1,4 @@
+import { type AlertRoutes, loadAlertRoutes } from '../alerts/routes.ts';
 import { type ChainRegistry, createChainRegistry, loadChainsFile } from '../chain/registry.ts';
 import { type Env, envFields, envSchema, parseRpcUrls } from './env.ts';
 import { ConfigError } from './errors.ts';
@@ -19,6 +20,15 @@ export interface Config {
   encryptionKey: Buffer;
   adminToken: string | undefined;
   alertWebhookUrl: string | undefined;
+  /** Signs the alerts POSTed to alertWebhookUrl (set whenever it is); a secret. */
+  alertWebhookSecret: string | undefined;
+  /** Slack-compatible incoming webhook for alerts; a secret (the URL is the credential). */
+  alertSlackWebhookUrl: string | undefined;
+  /** ALERT_ROUTES_FILE parsed: notifiers per severity; undefined sends every alert everywhere. */
+  alertRoutes: AlertRoutes | undefined;
+  /** ALERT_REMIND_MINUTES in ms. */
+  alertRemindMs: number;
+  alertChainLagBlocks: number;
   reportsDir: string;
   reconCron: string;
   pollsPerSecond: number;
@@ -65,6 +75,13 @@ export function loadConfig(env: RawEnv): Config {
       }
     }
   }
+  const routesFile = env.ALERT_ROUTES_FILE ? loadAlertRoutes(env.ALERT_ROUTES_FILE) : undefined;
+  problems.push(...(routesFile?.problems ?? []));
+  if (env.ALERT_WEBHOOK_URL && !env.ALERT_WEBHOOK_SECRET) {
+    problems.push(
+      'ALERT_WEBHOOK_SECRET: is required because ALERT_WEBHOOK_URL is set (make one with: openssl rand -hex 32)',
+    );
+  }
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
   return {
@@ -79,6 +96,11 @@ export function loadConfig(env: RawEnv): Config {
     encryptionKey: Buffer.from(e.ENCRYPTION_KEY, 'base64'),
     adminToken: e.ADMIN_TOKEN,
     alertWebhookUrl: e.ALERT_WEBHOOK_URL,
+    alertWebhookSecret: e.ALERT_WEBHOOK_SECRET,
+    alertSlackWebhookUrl: e.ALERT_SLACK_WEBHOOK_URL,
+    alertRoutes: routesFile?.routes,
+    alertRemindMs: Math.round(e.ALERT_REMIND_MINUTES * 60_000),
+    alertChainLagBlocks: e.ALERT_CHAIN_LAG_BLOCKS,
     reportsDir: e.REPORTS_DIR,
     reconCron: e.RECON_CRON,
     pollsPerSecond: e.POLLS_PER_SECOND,
@@ -108,6 +130,8 @@ export function secretValues(config: Config): string[] {
     ...config.stores.map((s) => s.apiSecret),
     config.encryptionKey.toString('base64'),
     ...(config.adminToken ? [config.adminToken] : []),
+    ...(config.alertWebhookSecret ? [config.alertWebhookSecret] : []),
+    ...(config.alertSlackWebhookUrl ? [config.alertSlackWebhookUrl] : []),
   ];
 }
 

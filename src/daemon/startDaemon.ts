@@ -1,21 +1,32 @@
 import { Queue, Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
+import { alertProcessor } from '../../jobs/alerts.ts';
 import { type ChainJobDeps, chainProcessor } from '../../jobs/chain.ts';
 import { claimLinkProcessor } from '../../jobs/claimLinks.ts';
 import type { JobContext } from '../../jobs/jobContext.ts';
 import { maintenanceProcessor } from '../../jobs/maintenance.ts';
 import { pollProcessor } from '../../jobs/pollIntent.ts';
 import { webhookProcessor } from '../../jobs/processWebhook.ts';
-import { chainJobs, claimLinkJobs, maintenanceJobs, QUEUE, webhookJob } from '../../jobs/queues.ts';
+import {
+  alertJobs,
+  chainJobs,
+  claimLinkJobs,
+  maintenanceJobs,
+  QUEUE,
+  webhookJob,
+} from '../../jobs/queues.ts';
+import type { AlertDeps } from '../alerts/evaluateAlerts.ts';
+import { createNotifiers, DEFAULT_RETRY } from '../alerts/notifiers.ts';
 import { createChainRpcs } from '../chain/rpcClients.ts';
 import { type Clock, systemClock } from '../clock.ts';
-import type { Config } from '../config/loadConfig.ts';
+import { type Config, secretValues } from '../config/loadConfig.ts';
 import { createDatabase } from '../db/database.ts';
 import { createFollowedClock } from '../followedClock.ts';
 import { registerIntakeRoutes } from '../intake/intakeRoutes.ts';
 import { createAccountCache } from '../ledger/ensureAccounts.ts';
 import type { Logger } from '../logging/logger.ts';
+import { attachCollectors } from '../metrics/collectors.ts';
 import { createMetrics, type Metrics } from '../metrics/metrics.ts';
 import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
 import { createSvcClient, type SvcClient } from '../svc/client.ts';
@@ -95,7 +106,8 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   const maintenance = new Queue(QUEUE.maintenance, queueOptions);
   const chainQueue = new Queue(QUEUE.chain, queueOptions);
   const claimLinks = new Queue(QUEUE.claimLinks, queueOptions);
-  for (const q of [webhooks, maintenance, chainQueue, claimLinks]) quiet(q);
+  const alertsQueue = new Queue(QUEUE.alerts, queueOptions);
+  for (const q of [webhooks, maintenance, chainQueue, claimLinks, alertsQueue]) quiet(q);
   const pollQueues = new Map<string, Queue>();
   const pollsQueue = (storeId: string): Queue => {
     let q = pollQueues.get(storeId);
@@ -108,9 +120,16 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   };
   shutdown.add('queues', () =>
     Promise.all(
-      [webhooks, maintenance, chainQueue, claimLinks, ...pollQueues.values()].map((q) => q.close()),
+      [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, ...pollQueues.values()].map((q) =>
+        q.close(),
+      ),
     ),
   );
+  const polled = config.stores.map((s) => pollsQueue(s.storeId));
+  attachCollectors(metrics, {
+    db: database.db,
+    queues: [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, ...polled],
+  });
 
   const stores = new Map(config.stores.map((s) => [s.storeId, s]));
   const clients = new Map<string, SvcClient>();
@@ -163,6 +182,23 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     verify: { db: database.db, chains: config.chains, rpcs, clock, graceMs },
     prove: { db: database.db, config, rpcs },
     metrics,
+  };
+  const alerts: AlertDeps = {
+    db: database.db,
+    clock,
+    logger,
+    metrics,
+    notifiers: createNotifiers({
+      webhookUrl: config.alertWebhookUrl,
+      webhookSecret: config.alertWebhookSecret,
+      slackWebhookUrl: config.alertSlackWebhookUrl,
+      clock,
+    }),
+    routes: config.alertRoutes,
+    remindMs: config.alertRemindMs,
+    chainLagBlocks: config.alertChainLagBlocks,
+    secrets: secretValues(config),
+    retry: DEFAULT_RETRY,
   };
 
   if (roles.has('worker')) {
@@ -217,6 +253,14 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
       'claim-links',
     );
     observe(
+      new Worker(QUEUE.alerts, alertProcessor(alerts), {
+        connection: workerConnection,
+        prefix,
+        concurrency: 1,
+      }),
+      'alerts',
+    );
+    observe(
       new Worker(QUEUE.maintenance, maintenanceProcessor(ctx), {
         connection: workerConnection,
         prefix,
@@ -254,6 +298,13 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
       }
       for (const job of Object.values(claimLinkJobs)) {
         await claimLinks.upsertJobScheduler(
+          job.name,
+          { every: every(job.everyMs) },
+          { name: job.name, data: {} },
+        );
+      }
+      for (const job of Object.values(alertJobs)) {
+        await alertsQueue.upsertJobScheduler(
           job.name,
           { every: every(job.everyMs) },
           { name: job.name, data: {} },

@@ -7,8 +7,19 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // Values that live in PostgreSQL or Redis are read at scrape time, by the sources that
+  // src/metrics/collectors.ts plugs in here (cached for a few seconds there). Without them
+  // (a registry in a test or a CLI command) those metrics stay empty.
+  const sources: ScrapeSources = {};
+  const fromDatabase = async () => {
+    await sources.database?.();
+  };
+  const fromQueues = async () => {
+    await sources.queues?.();
+  };
   return {
     registry,
+    sources,
     webhooksReceived: new Counter({
       name: 'stablebooks_webhooks_received_total',
       help: 'Webhooks received, by endpoint and outcome (stored, duplicate)',
@@ -60,10 +71,60 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    // Counted in PostgreSQL at scrape time rather than by the writers: entries are append-only,
+    // so the count only grows (a counter), and every process reports the same books.
     ledgerEntries: new Counter({
       name: 'stablebooks_ledger_entries_total',
-      help: 'Ledger entries written by this process, by kind',
+      help: 'Ledger entries in the books, by kind (counted in PostgreSQL at scrape time; every process reports the same value)',
       labelNames: ['kind'] as const,
+      collect: fromDatabase,
+      registers: [registry],
+    }),
+    ledgerImbalance: new Gauge({
+      name: 'stablebooks_ledger_imbalance',
+      help: 'Assets whose postings do not sum to zero; must be 0 (PostgreSQL refuses unbalanced entries)',
+      collect: fromDatabase,
+      registers: [registry],
+    }),
+    ledgerBalance: new Gauge({
+      name: 'stablebooks_ledger_balance',
+      help: 'Balance of each account kind summed over stores, by chain and token, in token units (debit positive, credit negative; display only, exact figures in the ledger)',
+      labelNames: ['account', 'chain_id', 'token'] as const,
+      collect: fromDatabase,
+      registers: [registry],
+    }),
+    intents: new Gauge({
+      name: 'stablebooks_intents',
+      help: 'Checkout intents by status name (UNKNOWN before the first status)',
+      labelNames: ['status'] as const,
+      collect: fromDatabase,
+      registers: [registry],
+    }),
+    findingsOpen: new Gauge({
+      name: 'stablebooks_findings_open',
+      help: 'Open (unresolved) findings by kind and severity (info, warning, critical)',
+      labelNames: ['kind', 'severity'] as const,
+      collect: fromDatabase,
+      registers: [registry],
+    }),
+    payouts: new Gauge({
+      name: 'stablebooks_payouts',
+      help: 'Claim-link payouts by create outcome (pending, created, failed, unknown) and link status (none before a link exists)',
+      labelNames: ['create_outcome', 'link_status'] as const,
+      collect: fromDatabase,
+      registers: [registry],
+    }),
+    queueJobs: new Gauge({
+      name: 'stablebooks_queue_jobs',
+      help: 'Jobs in each BullMQ queue by state (waiting, active, delayed, prioritized, waiting-children, failed, completed); the per-store poll queues are summed as polls',
+      labelNames: ['queue', 'state'] as const,
+      collect: fromQueues,
+      registers: [registry],
+    }),
+    scrapeErrors: new Counter({
+      name: 'stablebooks_metrics_scrape_errors_total',
+      help: 'Scrape-time reads that failed, by source (database, queues); the metrics keep their last values',
+      labelNames: ['source'] as const,
       registers: [registry],
     }),
     rpcRequests: new Counter({
@@ -140,7 +201,19 @@ export function createMetrics() {
       labelNames: ['chain_id', 'token', 'role'] as const,
       registers: [registry],
     }),
+    alertNotifications: new Counter({
+      name: 'stablebooks_alert_notifications_total',
+      help: 'Alert messages per notifier (webhook, slack) and outcome: sent, retried (an attempt failed, another follows), failed (every attempt of a run failed; the message stays owed)',
+      labelNames: ['notifier', 'outcome'] as const,
+      registers: [registry],
+    }),
   };
+}
+
+/** The scrape-time readers of values kept in PostgreSQL and Redis (src/metrics/collectors.ts). */
+export interface ScrapeSources {
+  database?: () => Promise<void>;
+  queues?: () => Promise<void>;
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,147 @@
+/**
+ * Alert conditions: pure functions from rows to the conditions that hold now.
+ *
+ * Glossary:
+ * - condition: something an on-call person should know about while it lasts, named by a stable
+ *   key (the same cause gives the same key on every run);
+ * - alert: the life of one condition in `alert_states` (firing, reminders, resolved);
+ * - message: what a notifier receives for one alert event (src/alerts/notifiers.ts).
+ *
+ * No secret goes into a condition: finding details are reduced to short scalar values under keys
+ * that do not look secret, and the notifiers scrub known secret values once more before sending.
+ */
+export type AlertSeverity = 'info' | 'warning' | 'critical';
+
+export interface AlertCondition {
+  key: string;
+  severity: AlertSeverity;
+  title: string;
+  text: string;
+  labels: Record<string, string>;
+}
+
+export interface FindingRow {
+  kind: string;
+  severity: AlertSeverity;
+  storeId: string | null;
+  refType: string;
+  refId: string;
+  details: unknown;
+  firstSeenAt: Date;
+  resolvedAt: Date | null;
+  ackedAt: Date | null;
+}
+
+/** The latest balance proof of one (chain, token, wallet). */
+export interface ProofRow {
+  chainId: number;
+  token: string;
+  symbol: string;
+  wallet: string;
+  role: string;
+  ok: boolean | null;
+  error: string | null;
+  ledgerBalance: string;
+  chainBalance: string | null;
+  provedAt: Date;
+}
+
+export interface CursorRow {
+  chainId: number;
+  blockNumber: bigint;
+  headBlock: bigint | null;
+}
+
+/** Keys of finding details never copied into a message, whatever their value. */
+const SECRET_KEY =
+  /secret|signature|token|claim|url|encryption|password|authorization|cookie|key|nonce|private|mnemonic/i;
+const MAX_DETAILS = 8;
+const MAX_DETAIL_LENGTH = 80;
+
+/** (a) Every open, unacknowledged finding of severity warning or critical. */
+export function findingConditions(rows: FindingRow[]): AlertCondition[] {
+  return rows
+    .filter((f) => f.resolvedAt === null && f.ackedAt === null && f.severity !== 'info')
+    .map((f) => {
+      const details = safeDetails(f.details);
+      const store = f.storeId ? ` (store ${f.storeId})` : '';
+      return {
+        key: `finding:${f.kind}:${f.refType}:${f.refId}`,
+        severity: f.severity,
+        title: `Finding ${f.kind} on ${f.refType} ${f.refId}${store}`,
+        text: [
+          `Finding ${f.kind} (${f.severity}) on ${f.refType} ${f.refId}${store}, open since ${f.firstSeenAt.toISOString()}.`,
+          ...(details ? [`Details: ${details}.`] : []),
+        ].join(' '),
+        labels: {
+          source: 'finding',
+          kind: f.kind,
+          ref_type: f.refType,
+          ref_id: f.refId,
+          ...(f.storeId ? { store_id: f.storeId } : {}),
+        },
+      };
+    });
+}
+
+/**
+ * (b) Every (chain, token, wallet) whose latest balance proof is not ok: critical when the ledger
+ * and balanceOf differ, warning when the proof could not be made.
+ */
+export function balanceProofConditions(rows: ProofRow[]): AlertCondition[] {
+  return rows
+    .filter((p) => p.ok !== true)
+    .map((p) => {
+      const what = `${p.symbol} ${p.role} wallet ${p.wallet} on chain ${p.chainId}`;
+      const text =
+        p.ok === false
+          ? `Balance proof failed for ${what}: ledger ${p.ledgerBalance}, balanceOf ${p.chainBalance ?? '?'} (base units), proved at ${p.provedAt.toISOString()}.`
+          : `Balance proof could not be made for ${what} at ${p.provedAt.toISOString()}: ${withoutUrls(p.error ?? 'no reason recorded')}.`;
+      return {
+        key: `balance_proof:${p.chainId}:${p.token.toLowerCase()}:${p.wallet.toLowerCase()}`,
+        severity: p.ok === false ? 'critical' : 'warning',
+        title: p.ok === false ? `Balance proof failed: ${what}` : `Balance proof not made: ${what}`,
+        text,
+        labels: {
+          source: 'balance_proof',
+          chain_id: String(p.chainId),
+          token: p.symbol,
+          role: p.role,
+          wallet: p.wallet,
+        },
+      } satisfies AlertCondition;
+    });
+}
+
+/** (c) Every chain whose indexer cursor is more than `thresholdBlocks` behind the head. */
+export function chainLagConditions(rows: CursorRow[], thresholdBlocks: number): AlertCondition[] {
+  return rows
+    .filter((c) => c.headBlock !== null && c.headBlock - c.blockNumber > BigInt(thresholdBlocks))
+    .map((c) => {
+      const lag = (c.headBlock ?? c.blockNumber) - c.blockNumber;
+      return {
+        key: `chain_lag:${c.chainId}`,
+        severity: 'warning',
+        title: `Chain ${c.chainId} indexer is ${lag} blocks behind`,
+        text: `The indexer of chain ${c.chainId} is at block ${c.blockNumber}, ${lag} blocks behind the head ${c.headBlock} (threshold ${thresholdBlocks}).`,
+        labels: { source: 'chain_lag', chain_id: String(c.chainId) },
+      } satisfies AlertCondition;
+    });
+}
+
+/** `key=value` pairs of the scalar details under keys that do not look secret, bounded. */
+export function safeDetails(details: unknown): string {
+  if (details === null || typeof details !== 'object' || Array.isArray(details)) return '';
+  return Object.entries(details as Record<string, unknown>)
+    .filter(([k, v]) => !SECRET_KEY.test(k) && ['string', 'number', 'boolean'].includes(typeof v))
+    .map(([k, v]) => [k, withoutUrls(String(v))] as const)
+    .filter(([, v]) => v.length <= MAX_DETAIL_LENGTH)
+    .slice(0, MAX_DETAILS)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
+}
+
+/** RPC and claim URLs can carry credentials or bearer tokens: never copied into a message. */
+function withoutUrls(text: string): string {
+  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, '[url]');
+}

@@ -1,0 +1,272 @@
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { type AlertDeps, evaluateAlerts } from '../../../src/alerts/evaluateAlerts.ts';
+import { createSlackNotifier, createWebhookNotifier } from '../../../src/alerts/notifiers.ts';
+import { createManualClock } from '../../../src/clock.ts';
+import { createLogger } from '../../../src/logging/logger.ts';
+import { createMetrics } from '../../../src/metrics/metrics.ts';
+import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
+
+/**
+ * Alert runs against local receivers (the outside world): edge-triggered firing, reminder and
+ * resolved messages, exactly once across concurrent runs, retries and the metric of a receiver
+ * that is down, the signature, the Slack format, and no secret in any message.
+ */
+const ALERT_SECRET = 'alert-secret-0123456789abcdef';
+const API_SECRET = 'svc-api-secret-zyxwvutsrqponm';
+const MINUTE = 60_000;
+
+interface Captured {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+async function startReceiver() {
+  const received: Captured[] = [];
+  const state = { status: 200, attempts: 0 };
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => {
+      body += c.toString('utf8');
+    });
+    req.on('end', () => {
+      state.attempts++;
+      if (state.status === 200) received.push({ headers: req.headers, body });
+      res.statusCode = state.status;
+      res.end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+  return { url, received, state };
+}
+
+const database = await createMigratedDatabase('alerts');
+const { db } = database;
+const webhook = await startReceiver();
+const slack = await startReceiver();
+const clock = createManualClock(new Date('2026-03-01T10:00:00Z'));
+const logs: string[] = [];
+const logger = createLogger({
+  level: 'debug',
+  destination: { write: (line: string) => logs.push(line) },
+});
+let metrics = createMetrics();
+
+function deps(over: Partial<AlertDeps> = {}): AlertDeps {
+  return {
+    db,
+    clock,
+    logger,
+    metrics,
+    notifiers: [createWebhookNotifier({ url: webhook.url, secret: ALERT_SECRET, clock })],
+    routes: undefined,
+    remindMs: 60 * MINUTE,
+    chainLagBlocks: 50,
+    secrets: [API_SECRET, ALERT_SECRET],
+    retry: { attempts: 3, baseDelayMs: 1 },
+    ...over,
+  };
+}
+
+async function seedFinding(refId: string, details: Record<string, unknown> = { expected: '10.00' }) {
+  await db.execute(sql`
+    insert into findings (kind, severity, store_id, ref_type, ref_id, details)
+    values ('amount_mismatch', 'critical', 'st_a', 'intent', ${refId}, ${JSON.stringify(details)}::jsonb)`);
+}
+
+async function resolveFinding(refId: string) {
+  await db.execute(
+    sql`update findings set resolved_at = now() where ref_id = ${refId} and resolved_at is null`,
+  );
+}
+
+function events(receiver = webhook) {
+  return receiver.received.map((r) => {
+    const m = JSON.parse(r.body) as { event: string; key: string };
+    return `${m.event} ${m.key}`;
+  });
+}
+
+async function counter(notifier: string, outcome: string): Promise<number> {
+  const { values } = await metrics.alertNotifications.get();
+  return values.find((v) => v.labels.notifier === notifier && v.labels.outcome === outcome)?.value ?? 0;
+}
+
+beforeEach(async () => {
+  await db.execute(sql`truncate findings, alert_states, balance_proofs, chain_cursors`);
+  for (const r of [webhook, slack]) {
+    r.received.length = 0;
+    r.state.status = 200;
+    r.state.attempts = 0;
+  }
+  metrics = createMetrics();
+  logs.length = 0;
+});
+
+describe('evaluateAlerts', () => {
+  it('behavior: fires once over two runs, reminds after the interval, resolves once', async () => {
+    await seedFinding('pi_fire');
+    await evaluateAlerts(deps());
+    await evaluateAlerts(deps());
+    expect(events()).toEqual(['firing finding:amount_mismatch:intent:pi_fire']);
+
+    clock.advance(59 * MINUTE);
+    await evaluateAlerts(deps());
+    expect(events()).toHaveLength(1);
+    clock.advance(2 * MINUTE);
+    await evaluateAlerts(deps());
+    await evaluateAlerts(deps());
+    expect(events()).toEqual([
+      'firing finding:amount_mismatch:intent:pi_fire',
+      'reminder finding:amount_mismatch:intent:pi_fire',
+    ]);
+
+    await resolveFinding('pi_fire');
+    await evaluateAlerts(deps());
+    await evaluateAlerts(deps());
+    expect(events().slice(2)).toEqual(['resolved finding:amount_mismatch:intent:pi_fire']);
+    const ids = webhook.received.map((r) => (JSON.parse(r.body) as { id: string }).id);
+    expect(new Set(ids).size).toBe(3);
+    const { rows } = await db.execute<{ status: string; pending: string | null; notify_count: number }>(
+      sql`select status, pending, notify_count from alert_states`,
+    );
+    expect(rows).toEqual([{ status: 'resolved', pending: null, notify_count: 3 }]);
+  });
+
+  it('behavior: concurrent runs send one message per event', async () => {
+    await seedFinding('pi_concurrent_1');
+    await seedFinding('pi_concurrent_2');
+    await Promise.all([1, 2, 3, 4].map(() => evaluateAlerts(deps())));
+    expect(events().sort()).toEqual([
+      'firing finding:amount_mismatch:intent:pi_concurrent_1',
+      'firing finding:amount_mismatch:intent:pi_concurrent_2',
+    ]);
+  });
+
+  it('behavior: a condition that clears before its firing went out sends nothing', async () => {
+    webhook.state.status = 503;
+    await seedFinding('pi_flap');
+    await evaluateAlerts(deps());
+    await resolveFinding('pi_flap');
+    webhook.state.status = 200;
+    await evaluateAlerts(deps());
+    expect(events()).toEqual([]);
+  });
+
+  it('error: a receiver answering 500 is retried and counted; the message goes out on a later run', async () => {
+    webhook.state.status = 500;
+    await seedFinding('pi_down');
+    const first = await evaluateAlerts(deps());
+    expect(first).toMatchObject({ delivered: 0, failed: 1 });
+    expect(webhook.state.attempts).toBe(3);
+    expect(await counter('webhook', 'retried')).toBe(2);
+    expect(await counter('webhook', 'failed')).toBe(1);
+    expect(logs.some((l) => l.includes('"level":40') && l.includes('alert notifier is down'))).toBe(true);
+    const { rows } = await db.execute<{ pending: string; last_error: string }>(
+      sql`select pending, last_error from alert_states`,
+    );
+    expect(rows[0]).toMatchObject({ pending: 'firing', last_error: expect.stringContaining('answered 500') });
+
+    webhook.state.status = 200;
+    const second = await evaluateAlerts(deps());
+    expect(second).toMatchObject({ delivered: 1, failed: 0 });
+    await evaluateAlerts(deps());
+    expect(events()).toEqual(['firing finding:amount_mismatch:intent:pi_down']);
+    expect(await counter('webhook', 'sent')).toBe(1);
+    const after = await db.execute<{ pending: string | null; last_error: string | null }>(
+      sql`select pending, last_error from alert_states`,
+    );
+    expect(after.rows[0]).toEqual({ pending: null, last_error: null });
+  });
+
+  it('behavior: the signature verifies with an independent HMAC over "<timestamp>.<body>"', async () => {
+    await seedFinding('pi_signed');
+    await evaluateAlerts(deps());
+    const [msg] = webhook.received;
+    if (!msg) throw new Error('no message received');
+    const ts = String(msg.headers['x-stablebooks-timestamp']);
+    expect(Number(ts)).toBe(Math.floor(clock.now().getTime() / 1000));
+    const expected = createHmac('sha256', ALERT_SECRET).update(`${ts}.${msg.body}`).digest('hex');
+    expect(msg.headers['x-stablebooks-signature']).toBe(`sha256=${expected}`);
+    const wrong = createHmac('sha256', 'another-secret-0123456789').update(`${ts}.${msg.body}`).digest('hex');
+    expect(msg.headers['x-stablebooks-signature']).not.toBe(`sha256=${wrong}`);
+  });
+
+  it('behavior: Slack gets {"text"}; routes send warnings to the webhook only', async () => {
+    await db.execute(sql`
+      insert into chain_cursors (chain_id, block_number, block_hash, head_block) values (11155111, 100, '0xh', 500)`);
+    await db.execute(sql`
+      insert into balance_proofs (chain_id, token, symbol, wallet, role, ledger_balance, chain_balance, ok)
+      values (11155111, '0xToken', 'USDC', '0xWallet', 'merchant', 1000, 900, true),
+             (11155111, '0xToken', 'USDC', '0xWallet', 'merchant', 1000, 900, false)`);
+    const routed = deps({
+      notifiers: [
+        createWebhookNotifier({ url: webhook.url, secret: ALERT_SECRET, clock }),
+        createSlackNotifier({ url: slack.url }),
+      ],
+      routes: { critical: ['webhook', 'slack'], warning: ['webhook'] },
+    });
+    await evaluateAlerts(routed);
+    expect(events().sort()).toEqual([
+      'firing balance_proof:11155111:0xtoken:0xwallet',
+      'firing chain_lag:11155111',
+    ]);
+    expect(slack.received).toHaveLength(1);
+    const body = JSON.parse(slack.received[0]?.body ?? '{}') as Record<string, unknown>;
+    expect(Object.keys(body)).toEqual(['text']);
+    expect(body.text).toMatch(/^\*FIRING \[critical\]\* Balance proof failed: USDC merchant wallet 0xWallet/);
+    expect(body.text).toContain('ledger 1000, balanceOf 900');
+  });
+
+  it('behavior: a notifier down does not resend to the one that took the message', async () => {
+    slack.state.status = 500;
+    await seedFinding('pi_partial');
+    const both = deps({
+      notifiers: [
+        createWebhookNotifier({ url: webhook.url, secret: ALERT_SECRET, clock }),
+        createSlackNotifier({ url: slack.url }),
+      ],
+    });
+    await evaluateAlerts(both);
+    slack.state.status = 200;
+    await evaluateAlerts(both);
+    await evaluateAlerts(both);
+    expect(events()).toHaveLength(1);
+    expect(slack.received).toHaveLength(1);
+    expect(await counter('slack', 'failed')).toBe(1);
+    expect(await counter('slack', 'sent')).toBe(1);
+  });
+
+  it('behavior: no secret in any message', async () => {
+    await seedFinding('pi_secret', {
+      api_secret: API_SECRET,
+      note: `copied ${API_SECRET} and ${ALERT_SECRET}`,
+      claim_url: 'https://pay.example/claim/abcdefghijklmnopqrstuvwxyz012345',
+      hint: 'see /claim/abcdefghijklmnopqrstuvwxyz012345',
+      amount: '12.34',
+    });
+    const both = deps({
+      notifiers: [
+        createWebhookNotifier({ url: webhook.url, secret: ALERT_SECRET, clock }),
+        createSlackNotifier({ url: slack.url }),
+      ],
+    });
+    await evaluateAlerts(both);
+    await resolveFinding('pi_secret');
+    await evaluateAlerts(both);
+    const captured = [...webhook.received, ...slack.received];
+    expect(captured).toHaveLength(4);
+    for (const c of captured) {
+      const all = c.body + JSON.stringify(c.headers);
+      expect(all).not.toContain(API_SECRET);
+      expect(all).not.toContain(ALERT_SECRET);
+      expect(all).not.toContain('abcdefghijklmnopqrstuvwxyz012345');
+    }
+    expect(webhook.received[0]?.body).toContain('amount=12.34');
+  });
+});
