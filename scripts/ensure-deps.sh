@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what stablebooks needs to run on this machine, and nothing it already has:
 #   - npm dependencies (npm ci when node_modules is missing or older than package-lock.json);
-#   - the PostgreSQL and Redis server binaries, unless DATABASE_URL / REDIS_URL point at servers.
+#   - the PostgreSQL and Redis server binaries, unless DATABASE_URL / REDIS_URL point at servers;
+#   - the Prometheus server (test/e2e/prometheusAlerts.test.ts runs it against the daemon).
 # As root on Debian/Ubuntu it uses apt-get; on macOS brew; otherwise it prints the exact command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,11 +24,13 @@ have_postgres() {
   ls /opt/homebrew/opt/postgresql@*/bin/initdb /usr/local/opt/postgresql@*/bin/initdb >/dev/null 2>&1
 }
 have_redis() { command -v redis-server >/dev/null 2>&1; }
+have_prometheus() { command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ]; }
 
 debs=()
 brews=()
 if [ -z "${DATABASE_URL:-}" ] && ! have_postgres; then debs+=(postgresql); brews+=(postgresql@15); fi
 if [ -z "${REDIS_URL:-}" ] && ! have_redis; then debs+=(redis-server); brews+=(redis); fi
+if ! have_prometheus; then debs+=(prometheus); brews+=(prometheus); fi
 [ ${#debs[@]} -eq 0 ] && exit 0
 
 if [ "$(uname -s)" = Darwin ] && command -v brew >/dev/null 2>&1; then
@@ -36,8 +39,18 @@ if [ "$(uname -s)" = Darwin ] && command -v brew >/dev/null 2>&1; then
 elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   say "installing ${debs[*]} with apt-get"
   export DEBIAN_FRONTEND=noninteractive
+  # The packages' own services are not wanted: tests and the demo start private servers (and a
+  # service cannot start in a container). A policy-rc.d that refuses every service start, for the
+  # length of the install only (as scripts/check-rules.sh does).
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod +x "$policy"
+    own_policy=1
+  fi
+  trap 'if [ "$own_policy" = 1 ]; then rm -f "$policy"; fi' EXIT
   apt-get update -qq
-  # The packages' own services are not wanted: tests and the demo start private servers.
   apt-get install -y -qq --no-install-recommends "${debs[@]}" >/dev/null
 else
   if command -v apt-get >/dev/null 2>&1; then

@@ -30,6 +30,7 @@ import { attachCollectors } from '../metrics/collectors.ts';
 import { createMetrics, type Metrics } from '../metrics/metrics.ts';
 import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
 import { createSvcClient, type SvcClient } from '../svc/client.ts';
+import { registerAdminQueues } from './adminQueues.ts';
 import { createHttpServer } from './httpServer.ts';
 import type { Role } from './roles.ts';
 import { createShutdown } from './shutdown.ts';
@@ -335,6 +336,10 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
         .catch(() => false);
       return { postgres: pg, redis: r };
     },
+  });
+  await registerAdminQueues(app, {
+    token: config.adminToken,
+    queues: [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, ...polled],
   });
   if (roles.has('intake')) {
     registerIntakeRoutes(app, {

@@ -1,0 +1,171 @@
+import { Writable } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ALL_ROLES } from '../../src/daemon/roles.ts';
+import { startDaemon } from '../../src/daemon/startDaemon.ts';
+import { createLogger } from '../../src/logging/logger.ts';
+import { startPipeline } from '../helpers/pipelineHarness.ts';
+
+/**
+ * The queue dashboard (bull-board) at /admin/queues on the daemon's port, through a daemon
+ * in-process on real PostgreSQL and Redis: behind ADMIN_TOKEN (bearer or a cookie set by
+ * `?token=`), listing every queue of the daemon with its counts, and absent when the token is unset.
+ */
+const pipeline = await startPipeline();
+// The harness's config has no admin token: that daemon has no dashboard.
+const plain = await pipeline.startDaemon(['intake']);
+
+const token = 'admin-token-0123456789-abcdef';
+const logs: string[] = [];
+// No secrets given to the logger: a token in a line would show up unscrubbed here.
+const logger = createLogger({
+  level: 'debug',
+  destination: new Writable({
+    write(chunk, _enc, done) {
+      logs.push(chunk.toString());
+      done();
+    },
+  }),
+});
+const admin = await startDaemon({
+  config: { ...pipeline.config, adminToken: token },
+  roles: ALL_ROLES,
+  logger,
+  port: 0,
+  host: '127.0.0.1',
+  drainTimeoutMs: 10_000,
+  clock: pipeline.sandbox.world.clock,
+});
+afterAll(() => admin.stop(), 60_000);
+
+const at = (path: string) => `${admin.url}${path}`;
+const bearer = { authorization: `Bearer ${token}` };
+
+describe('admin: the queue dashboard behind ADMIN_TOKEN', () => {
+  it('behavior: without the token, or with a wrong one, every dashboard path is 401', async () => {
+    for (const path of ['/admin/queues', '/admin/queues/api/queues', '/admin/queues/static/x.js']) {
+      const none = await fetch(at(path), { redirect: 'manual' });
+      expect(none.status, path).toBe(401);
+      expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      const wrong = await fetch(at(path), {
+        headers: { authorization: `Bearer ${token}x` },
+        redirect: 'manual',
+      });
+      expect(wrong.status, path).toBe(401);
+    }
+    const shortToken = await fetch(at('/admin/queues'), { headers: { authorization: 'Bearer admin' } });
+    expect(shortToken.status).toBe(401);
+    const wrongQuery = await fetch(at('/admin/queues?token=nope'), { redirect: 'manual' });
+    expect(wrongQuery.status).toBe(401);
+    expect(wrongQuery.headers.get('set-cookie')).toBeNull();
+    const forgedCookie = await fetch(at('/admin/queues/api/queues'), {
+      headers: { cookie: `stablebooks_admin=${token}` },
+    });
+    expect(forgedCookie.status).toBe(401);
+  });
+
+  it('behavior: with the bearer token the dashboard is 200 HTML', async () => {
+    const res = await fetch(at('/admin/queues'), { headers: bearer });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/text\/html/);
+    const html = await res.text();
+    expect(html).toContain('/admin/queues');
+    expect(html).not.toContain(token);
+  });
+
+  it('behavior: ?token= sets an HttpOnly cookie that lets the UI fetch its assets and API', async () => {
+    const res = await fetch(at(`/admin/queues?token=${token}`), { redirect: 'manual' });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/admin/queues');
+    const setCookie = res.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(/HttpOnly/);
+    expect(setCookie).toMatch(/SameSite=Strict/);
+    expect(setCookie).toMatch(/Path=\/admin\/queues/);
+    expect(setCookie).not.toContain(token);
+    const cookie = setCookie.split(';')[0]!;
+
+    const page = await fetch(at('/admin/queues'), { headers: { cookie } });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    // The UI's own assets load with the cookie alone.
+    // Asset paths are relative to <base href="/admin/queues/">.
+    expect(html).toContain('<base href="/admin/queues/"');
+    const assets = [...html.matchAll(/(?:src|href)="(static\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
+    expect(assets.length, html).toBeGreaterThan(0);
+    for (const asset of assets) {
+      const res = await fetch(at(`/admin/queues/${asset}`), { headers: { cookie } });
+      expect(res.status, asset).toBe(200);
+      expect((await fetch(at(`/admin/queues/${asset}`))).status, asset).toBe(401);
+    }
+    const api = await fetch(at('/admin/queues/api/queues'), { headers: { cookie } });
+    expect(api.status).toBe(200);
+  });
+
+  it('behavior: the API lists every queue of the daemon with its counts', async () => {
+    const names = ['webhooks', 'maintenance', 'chain', 'claim-links', 'alerts', 'polls-st_a'];
+    // The scheduler role has put the sweepers' next runs on their queues.
+    const body = await pipeline.waitFor(async () => {
+      const res = await fetch(at('/admin/queues/api/queues'), { headers: bearer });
+      expect(res.status).toBe(200);
+      const json = (await res.json()) as {
+        queues: { name: string; counts: Record<string, number> }[];
+      };
+      const maintenance = json.queues.find((q) => q.name === 'maintenance');
+      const scheduled = Object.values(maintenance?.counts ?? {}).reduce((a, b) => a + b, 0);
+      return scheduled > 0 && json;
+    });
+    expect(body.queues.map((q) => q.name).sort()).toEqual([...names].sort());
+    for (const q of body.queues) {
+      for (const state of ['active', 'completed', 'delayed', 'failed', 'waiting'])
+        expect(typeof q.counts[state], `${q.name} ${state}`).toBe('number');
+    }
+  });
+
+  it('behavior: the write API takes JSON bodies (pause and resume a queue)', async () => {
+    const json = { ...bearer, 'content-type': 'application/json' };
+    const isPaused = async () => {
+      const res = await fetch(at('/admin/queues/api/queues'), { headers: bearer });
+      const body = (await res.json()) as { queues: { name: string; isPaused: boolean }[] };
+      return body.queues.find((q) => q.name === 'alerts')?.isPaused;
+    };
+    const unauth = await fetch(at('/admin/queues/api/queues/alerts/pause'), { method: 'PUT', body: '{}' });
+    expect(unauth.status).toBe(401);
+    expect(await isPaused()).toBe(false);
+    const pause = await fetch(at('/admin/queues/api/queues/alerts/pause'), {
+      method: 'PUT',
+      headers: json,
+      body: '{}',
+    });
+    expect(pause.status, await pause.text()).toBe(200);
+    expect(await isPaused()).toBe(true);
+    const resume = await fetch(at('/admin/queues/api/queues/alerts/resume'), {
+      method: 'PUT',
+      headers: json,
+    });
+    expect(resume.status, await resume.text()).toBe(200);
+    expect(await isPaused()).toBe(false);
+    const bad = await fetch(at('/admin/queues/api/queues/alerts/resume'), {
+      method: 'PUT',
+      headers: json,
+      body: '{',
+    });
+    expect(bad.status).toBe(400);
+  });
+
+  it('behavior: unknown paths under the dashboard need the token too', async () => {
+    expect((await fetch(at('/admin/queues/nope/nope'))).status).toBe(401);
+    expect((await fetch(at('/admin/queues/nope/nope'), { headers: bearer })).status).toBe(404);
+  });
+
+  it('behavior: without ADMIN_TOKEN the dashboard routes do not exist', async () => {
+    for (const path of ['/admin/queues', '/admin/queues/api/queues']) {
+      expect((await fetch(`${plain.url}${path}`)).status, path).toBe(404);
+      expect((await fetch(`${plain.url}${path}`, { headers: bearer })).status, path).toBe(404);
+    }
+    expect((await fetch(`${plain.url}/healthz`)).status).toBe(200);
+  });
+
+  it('invariant: the token is never logged', () => {
+    expect(logs.length).toBeGreaterThan(0);
+    expect(logs.join('')).not.toContain(token);
+  });
+});
