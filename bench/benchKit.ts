@@ -22,3 +22,26 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** What a bench started (servers, folders), undone in reverse order. */
+export type Cleanups = Array<() => Promise<unknown>>;
+
+/**
+ * Runs a bench: everything it registers in `cleanups` is undone in reverse order when it ends,
+ * fails, or is interrupted (Ctrl-C).
+ */
+export async function runBench(run: (cleanups: Cleanups) => Promise<void>): Promise<void> {
+  const cleanups: Cleanups = [];
+  const cleanup = async () => {
+    for (const c of cleanups.reverse()) await c().catch((err) => console.error('clean-up:', err));
+    cleanups.length = 0;
+  };
+  process.once('SIGINT', () => {
+    void cleanup().then(() => process.exit(130));
+  });
+  try {
+    await run(cleanups);
+  } finally {
+    await cleanup();
+  }
+}

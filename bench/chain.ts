@@ -55,7 +55,7 @@ import {
   sandboxTokenBytecode,
 } from '../src/sandbox/chain/contracts/sandboxTokenArtifact.ts';
 import type { CheckoutIntent } from '../src/svc/models/checkoutIntent.ts';
-import { fmt, log, positiveNumber, sleep } from './benchKit.ts';
+import { type Cleanups, fmt, log, positiveNumber, runBench, sleep } from './benchKit.ts';
 
 const TRANSFERS = Math.round(positiveNumber('BENCH_TRANSFERS', 10_000));
 const PER_BLOCK = Math.round(positiveNumber('BENCH_BACKFILL_PER_BLOCK', 5));
@@ -509,23 +509,7 @@ function versionOf(binary: string, args: string[]): string {
   }
 }
 
-async function main(): Promise<void> {
-  const cleanups: Array<() => Promise<unknown>> = [];
-  const cleanup = async () => {
-    for (const c of cleanups.reverse()) await c().catch((err) => console.error('clean-up:', err));
-    cleanups.length = 0;
-  };
-  process.once('SIGINT', () => {
-    void cleanup().then(() => process.exit(130));
-  });
-  try {
-    await run(cleanups);
-  } finally {
-    await cleanup();
-  }
-}
-
-async function run(cleanups: Array<() => Promise<unknown>>): Promise<void> {
+async function run(cleanups: Cleanups): Promise<void> {
   log('starting PostgreSQL (durable) and anvil');
   const pg = await startEphemeralPostgres({ durable: true });
   cleanups.push(() => pg.stop());
@@ -673,7 +657,7 @@ async function run(cleanups: Array<() => Promise<unknown>>): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
+runBench(run).catch((err: unknown) => {
   console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
   // drizzle wraps the driver's error: its message says what PostgreSQL refused.
   for (let cause = (err as Error)?.cause; cause instanceof Error; cause = cause.cause) {

@@ -44,7 +44,7 @@ import { sandboxConfigSchema } from '../src/sandbox/sandboxConfig.ts';
 import { createSvcClient } from '../src/svc/client.ts';
 import { signWebhook } from '../src/svc/signing/webhookSignature.ts';
 import { type DaemonProcess, daemonEnv, startDaemonProcess } from '../test/helpers/daemonProcess.ts';
-import { fmt, log, positiveNumber, sleep } from './benchKit.ts';
+import { type Cleanups, fmt, log, positiveNumber, runBench, sleep } from './benchKit.ts';
 
 const SECONDS = positiveNumber('BENCH_SECONDS', 10);
 const PAYMENTS = Math.round(positiveNumber('BENCH_PAYMENTS', 2000));
@@ -403,23 +403,7 @@ async function createDb(adminUrl: string, name: string): Promise<string> {
   return url.toString();
 }
 
-async function main(): Promise<void> {
-  const cleanups: Array<() => Promise<unknown>> = [];
-  const cleanup = async () => {
-    for (const c of cleanups.reverse()) await c().catch((err) => console.error('clean-up:', err));
-    cleanups.length = 0;
-  };
-  process.once('SIGINT', () => {
-    void cleanup().then(() => process.exit(130));
-  });
-  try {
-    await run(cleanups);
-  } finally {
-    await cleanup();
-  }
-}
-
-async function run(cleanups: Array<() => Promise<unknown>>): Promise<void> {
+async function run(cleanups: Cleanups): Promise<void> {
   const dir = mkdtempSync(join(os.tmpdir(), 'stablebooks-bench-intake-'));
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
   log(
@@ -802,4 +786,4 @@ async function redisKeys(url: string): Promise<number> {
   return Number(/^:(\d+)/.exec(await redisCommand(url, ['DBSIZE']))?.[1] ?? 0);
 }
 
-await main();
+await runBench(run);

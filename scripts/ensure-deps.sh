@@ -41,7 +41,7 @@ elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   # The packages' own services are not wanted: tests and the demo start private servers (and a
   # service cannot start in a container). A policy-rc.d that refuses every service start, for the
-  # length of the install only (as scripts/check-rules.sh does).
+  # length of the install only.
   policy=/usr/sbin/policy-rc.d
   own_policy=0
   if [ ! -e "$policy" ]; then

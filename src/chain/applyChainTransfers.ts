@@ -35,7 +35,7 @@ import { type WatchedWallet, watchedWallets } from './watchedWallets.ts';
 export interface ChainApplyDeps {
   db: Db;
   config: Pick<Config, 'stores' | 'chains'>;
-  accounts?: AccountCache;
+  accounts: AccountCache;
   clock: Clock;
   /** How long a final transfer may wait for the fact that explains it before rule 9 books it. */
   unmatchedGraceMs: number;

@@ -3,19 +3,18 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { DbExecutor } from '../db/database.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
-import type { RuleFinding, RuleOutcome } from '../ledger/entryDraft.ts';
+import type { RuleOutcome } from '../ledger/entryDraft.ts';
 import { postEntry } from '../ledger/postEntry.ts';
 import {
   type ClaimLinkFactBase,
-  claimLinkCancelled,
   claimLinkClaimed,
-  claimLinkExpired,
-  claimLinkExpiresAt,
   claimLinkFundingProven,
   claimLinkRefunded,
   isExpired,
 } from '../ledger/rules/claimLinkRules.ts';
 import { parseDecimalAmount } from '../money/decimalAmount.ts';
+import { markCancelled } from '../payouts/closeLink.ts';
+import { markExpired } from '../payouts/expireClaimLinks.ts';
 import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import { type MatchDecision, markApplied, type TransferRow, transferFact } from './transferRow.ts';
 import type { WatchedWallet } from './watchedWallets.ts';
@@ -28,7 +27,7 @@ import type { WatchedWallet } from './watchedWallets.ts';
  */
 interface Deps {
   config: Pick<Config, 'stores' | 'chains'>;
-  accounts?: AccountCache;
+  accounts: AccountCache;
   clock: Clock;
 }
 
@@ -196,8 +195,8 @@ export async function applyClaimLinkTransfer(
 
 /**
  * A refund arrived for a link our books still hold open: it expired (14 days after funding) or it
- * was cancelled outside stablebooks (the service's dashboard). Rule 7 first, so rule 8 clears a
- * receivable that exists.
+ * was cancelled outside stablebooks (the service's dashboard). Rule 7 first, through the same
+ * functions as the expiry job and the cancel, so rule 8 clears a receivable that exists.
  */
 async function closeLink(
   tx: DbExecutor,
@@ -206,26 +205,23 @@ async function closeLink(
   base: ClaimLinkFactBase,
   row: TransferRow,
 ): Promise<void> {
+  const payoutDeps = { chains: deps.config.chains, accounts: deps.accounts, clock: deps.clock };
   const now = deps.clock.now();
   if (payout.funded_at && isExpired(new Date(payout.funded_at), now)) {
-    const fundedAt = new Date(payout.funded_at);
-    await post(tx, deps, claimLinkExpired({ ...base, fundedAt, now }), base.storeId);
-    await tx.execute(sql`
-      update payouts set expired_at = ${claimLinkExpiresAt(fundedAt).toISOString()}::timestamptz,
-        link_status = 'expired', updated_at = now()
-      where id = ${payout.id}`);
-    return;
+    if (await markExpired(tx, payoutDeps, payout.id, now)) return;
   }
-  const finding: RuleFinding = {
-    kind: 'cancelled_outside_stablebooks',
-    severity: 'info',
-    ref: { type: 'claim_link', id: base.claimLinkId },
-    details: { refund_tx_hash: row.tx_hash, what: 'a refund arrived for a link stablebooks did not cancel' },
-  };
-  await post(tx, deps, claimLinkCancelled({ ...base, occurredAt: new Date(row.block_time) }), base.storeId);
-  await recordFinding(tx, finding, base.storeId);
-  await tx.execute(sql`
-    update payouts set cancelled_at = ${new Date(row.block_time).toISOString()}::timestamptz,
-      link_status = 'cancelled', updated_at = now()
-    where id = ${payout.id}`);
+  await markCancelled(tx, payoutDeps, payout.id, 'chain');
+  await recordFinding(
+    tx,
+    {
+      kind: 'cancelled_outside_stablebooks',
+      severity: 'info',
+      ref: { type: 'claim_link', id: base.claimLinkId },
+      details: {
+        refund_tx_hash: row.tx_hash,
+        what: 'a refund arrived for a link stablebooks did not cancel',
+      },
+    },
+    base.storeId,
+  );
 }

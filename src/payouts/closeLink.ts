@@ -24,7 +24,7 @@ export async function markCancelled(
   tx: DbExecutor,
   deps: Pick<PayoutsDeps, 'chains' | 'accounts' | 'clock'>,
   payoutId: string,
-  source: 'api' | 'webhook',
+  source: 'api' | 'webhook' | 'chain',
 ): Promise<CloseResult> {
   const payout = await findPayout(tx, { id: payoutId }, { forUpdate: true });
   if (!payout?.claimLinkId) throw new Error(`payout ${payoutId} has no claim link to cancel`);

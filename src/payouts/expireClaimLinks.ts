@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import type { DbExecutor } from '../db/database.ts';
 import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { postEntry } from '../ledger/postEntry.ts';
 import { CLAIM_LINK_EXPIRY_MS, claimLinkExpired } from '../ledger/rules/claimLinkRules.ts';
@@ -27,43 +28,56 @@ export async function expireClaimLinks(
     order by funded_at`);
   let expired = 0;
   for (const { id } of due.rows) {
-    const done = await deps.db.transaction(async (tx) => {
-      const payout = await findPayout(tx, { id }, { forUpdate: true });
-      if (
-        !payout?.fundedAt ||
-        payout.claimedAt ||
-        payout.cancelledAt ||
-        payout.expiredAt ||
-        ['claiming', 'claimed', 'cancelled'].includes(payout.linkStatus ?? '')
-      )
-        return false;
-      const outcome = claimLinkExpired({ ...linkFactOf(deps, payout), fundedAt: payout.fundedAt, now });
-      if (!outcome.entry) return false;
-      await tx.execute(sql`
-        update payouts set expired_at = ${outcome.entry.occurredAt.toISOString()}::timestamptz,
-               link_status = 'expired', updated_at = now()
-        where id = ${id}`);
-      try {
-        await postEntry(tx, outcome.entry, { accounts: deps.accounts });
-      } catch (err) {
-        if (!(err instanceof IdempotencyConflictError)) throw err;
-        await recordFinding(
-          tx,
-          {
-            kind: 'claim_link_close_conflict',
-            severity: 'warning',
-            ref: { type: 'claim_link', id: payout.claimLinkId ?? id },
-            details: { payout_id: id, what: 'expiry found the link already closed otherwise' },
-          },
-          payout.storeId,
-        );
-      }
-      return true;
-    });
+    const done = await deps.db.transaction((tx) => markExpired(tx, deps, id, now));
     if (done) {
       expired += 1;
       deps.logger.info({ payoutId: id }, 'claim link expired (14 days after funding)');
     }
   }
   return expired;
+}
+
+/**
+ * Rule 7 (`claim_link.expired`) for one link whose 14 days have passed, inside the caller's
+ * transaction and under the payout's row lock: false when the link is not due or already closed
+ * (claimed, being claimed, cancelled, expired). The expiry job and the chain matcher (a refund
+ * that arrives before the job ran) both close links through here.
+ */
+export async function markExpired(
+  tx: DbExecutor,
+  deps: Pick<ClaimLinkJobDeps, 'chains' | 'accounts'>,
+  id: string,
+  now: Date,
+): Promise<boolean> {
+  const payout = await findPayout(tx, { id }, { forUpdate: true });
+  if (
+    !payout?.fundedAt ||
+    payout.claimedAt ||
+    payout.cancelledAt ||
+    payout.expiredAt ||
+    ['claiming', 'claimed', 'cancelled'].includes(payout.linkStatus ?? '')
+  )
+    return false;
+  const outcome = claimLinkExpired({ ...linkFactOf(deps, payout), fundedAt: payout.fundedAt, now });
+  if (!outcome.entry) return false;
+  await tx.execute(sql`
+      update payouts set expired_at = ${outcome.entry.occurredAt.toISOString()}::timestamptz,
+             link_status = 'expired', updated_at = now()
+      where id = ${id}`);
+  try {
+    await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+  } catch (err) {
+    if (!(err instanceof IdempotencyConflictError)) throw err;
+    await recordFinding(
+      tx,
+      {
+        kind: 'claim_link_close_conflict',
+        severity: 'warning',
+        ref: { type: 'claim_link', id: payout.claimLinkId ?? id },
+        details: { payout_id: id, what: 'expiry found the link already closed otherwise' },
+      },
+      payout.storeId,
+    );
+  }
+  return true;
 }

@@ -178,3 +178,29 @@ describe('stablebooks payouts', () => {
     );
   }, 60_000);
 });
+
+describe('stablebooks payouts create when the outcome cannot be known', () => {
+  it('error: a service that fails after receiving the call exits 75 and says to run the same command again', async () => {
+    const { createServer } = await import('node:http');
+    let calls = 0;
+    const broken = createServer((req, res) => {
+      calls++;
+      req.resume();
+      res.writeHead(500, { 'content-type': 'text/plain' }).end('upstream exploded');
+    });
+    await new Promise<void>((r) => broken.listen(0, '127.0.0.1', r));
+    try {
+      const port = (broken.address() as { port: number }).port;
+      const run = await runCli([...createArgs('1').slice(0, -4), '--reference-id', `${reference}-unknown`], {
+        ...env,
+        SVC_BASE_URL: `http://127.0.0.1:${port}`,
+      });
+      expect(run.code).toBe(75);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+      expect(run.stderr).toMatch(/again/i);
+      expect(calls).toBeGreaterThan(1);
+    } finally {
+      await new Promise<void>((r) => broken.close(() => r()));
+    }
+  });
+});
