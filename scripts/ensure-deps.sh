@@ -2,7 +2,9 @@
 # Installs what stablebooks needs to run on this machine, and nothing it already has:
 #   - npm dependencies (npm ci when node_modules is missing or older than package-lock.json);
 #   - the PostgreSQL and Redis server binaries, unless DATABASE_URL / REDIS_URL point at servers;
-#   - the Prometheus server (test/e2e/prometheusAlerts.test.ts runs it against the daemon).
+#   - the Prometheus server (test/e2e/prometheusAlerts.test.ts runs it against the daemon);
+#   - Chromium (test/e2e/reportHtml.test.ts opens the HTML report in it through playwright-core,
+#     which never downloads a browser of its own).
 # As root on Debian/Ubuntu it uses apt-get; on macOS brew; otherwise it prints the exact command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,17 +27,24 @@ have_postgres() {
 }
 have_redis() { command -v redis-server >/dev/null 2>&1; }
 have_prometheus() { command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ]; }
+have_chromium() { command -v chromium >/dev/null 2>&1; }
 
 debs=()
 brews=()
 if [ -z "${DATABASE_URL:-}" ] && ! have_postgres; then debs+=(postgresql); brews+=(postgresql@15); fi
 if [ -z "${REDIS_URL:-}" ] && ! have_redis; then debs+=(redis-server); brews+=(redis); fi
 if ! have_prometheus; then debs+=(prometheus); brews+=(prometheus); fi
+# No brew formula: on macOS install Chromium yourself (brew install --cask chromium) if you run
+# the browser test; the test fails and says so when /usr/bin/chromium is missing.
+if ! have_chromium; then debs+=(chromium chromium-driver); fi
 [ ${#debs[@]} -eq 0 ] && exit 0
 
 if [ "$(uname -s)" = Darwin ] && command -v brew >/dev/null 2>&1; then
-  say "installing ${brews[*]} with brew"
-  brew install "${brews[@]}"
+  # Chromium alone has no brew entry here, so brews can be empty when debs is not.
+  if [ ${#brews[@]} -gt 0 ]; then
+    say "installing ${brews[*]} with brew"
+    brew install "${brews[@]}"
+  fi
 elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   say "installing ${debs[*]} with apt-get"
   export DEBIAN_FRONTEND=noninteractive

@@ -67,14 +67,14 @@ export const envFields = {
     .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only')
     .default('stablebooks'),
   /**
-   * Hours a cancelled or expired claim link may wait for its refund before it becomes a
-   * refund_overdue / expiry_refund_overdue finding.
-   */
-  /**
    * Follow this clock (an URL answering {"now": ISO time}, the sandbox's /_sandbox/clock) instead
    * of the system clock: for the demo and end-to-end tests, never in production.
    */
   CLOCK_URL: httpUrl.optional(),
+  /**
+   * Hours a cancelled or expired claim link may wait for its refund before it becomes a
+   * refund_overdue / expiry_refund_overdue finding.
+   */
   REFUND_GRACE_HOURS: z.coerce
     .number()
     .positive()
@@ -89,6 +89,29 @@ export const envFields = {
       message: 'must be a cron expression of 5 or 6 fields, e.g. "15 0 * * *"',
     })
     .default('15 0 * * *'),
+  /** Minutes a confirmed payment may wait in assets:in_transit for its chain proof (clearing check). */
+  RECON_IN_TRANSIT_MINUTES: z.coerce
+    .number()
+    .positive()
+    .max(60 * 24 * 30)
+    .default(60),
+  /** Minutes after confirmation by which its checkout webhook must have arrived (missing_webhook). */
+  RECON_WEBHOOK_MINUTES: z.coerce
+    .number()
+    .positive()
+    .max(60 * 24 * 30)
+    .default(60),
+  /** Hours an intent may stay non-terminal (CREATED … MANUAL_OPERATION) before it is stuck_intent. */
+  RECON_STUCK_HOURS: z.coerce
+    .number()
+    .positive()
+    .max(24 * 365)
+    .default(24),
+  /** Base units two sources may differ by and still match (0: exact). */
+  RECON_AMOUNT_TOLERANCE: z
+    .string()
+    .regex(/^\d{1,30}$/, 'must be a whole number of base units, e.g. 0')
+    .default('0'),
 } as const;
 
 export const envSchema = z.object(envFields);

@@ -31,6 +31,8 @@ export interface Config {
   alertChainLagBlocks: number;
   reportsDir: string;
   reconCron: string;
+  /** Windows and tolerance of the reconciliation checks (RECON_*). */
+  recon: ReconSettings;
   pollsPerSecond: number;
   pollIntervalScale: number;
   queuePrefix: string;
@@ -38,6 +40,14 @@ export interface Config {
   refundGraceMs: number;
   /** Follow this clock instead of the system's (the sandbox's, for the demo and tests). */
   clockUrl?: string;
+}
+
+export interface ReconSettings {
+  inTransitWindowMs: number;
+  webhookWindowMs: number;
+  stuckMs: number;
+  /** Base units. */
+  amountTolerance: bigint;
 }
 
 type RawEnv = Record<string, string | undefined>;
@@ -103,6 +113,12 @@ export function loadConfig(env: RawEnv): Config {
     alertChainLagBlocks: e.ALERT_CHAIN_LAG_BLOCKS,
     reportsDir: e.REPORTS_DIR,
     reconCron: e.RECON_CRON,
+    recon: {
+      inTransitWindowMs: Math.round(e.RECON_IN_TRANSIT_MINUTES * 60_000),
+      webhookWindowMs: Math.round(e.RECON_WEBHOOK_MINUTES * 60_000),
+      stuckMs: Math.round(e.RECON_STUCK_HOURS * 3_600_000),
+      amountTolerance: BigInt(e.RECON_AMOUNT_TOLERANCE),
+    },
     pollsPerSecond: e.POLLS_PER_SECOND,
     pollIntervalScale: e.POLL_INTERVAL_SCALE,
     queuePrefix: e.QUEUE_PREFIX,

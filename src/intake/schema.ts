@@ -22,9 +22,14 @@ export const webhookInbox = pgTable(
     processedAt: timestamp('processed_at', { withTimezone: true }),
     attempts: integer('attempts').notNull().default(0),
     error: text('error'),
+    /** What it is about, set when processed: the checkout intent id (reconciliation matches by it). */
+    refId: text('ref_id'),
   },
   // The sweeper's scan: rows still waiting for their job (it re-adds jobs; job ids dedupe).
-  (t) => [index('webhook_inbox_waiting_idx').on(t.receivedAt).where(sql`status = 'received'`)],
+  (t) => [
+    index('webhook_inbox_waiting_idx').on(t.receivedAt).where(sql`status = 'received'`),
+    index('webhook_inbox_ref_idx').on(t.refId),
+  ],
 );
 
 /** Webhook nonces already used; kept past their TTL only until the sweeper deletes them. */

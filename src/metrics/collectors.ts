@@ -88,9 +88,13 @@ async function readDatabase(metrics: Metrics, db: Db, statementTimeoutMs: number
       select kind, severity, count(*)::text as n from findings where resolved_at is null group by 1, 2`);
     const payouts = await tx.execute<{ create_outcome: string; link_status: string | null; n: string }>(sql`
       select create_outcome, link_status, count(*)::text as n from payouts group by 1, 2`);
+    const recon = await tx.execute<{ store_key: string; finished: string; passed: boolean | null }>(sql`
+      select distinct on (store_key) store_key, extract(epoch from finished_at)::text as finished, passed
+      from recon_runs where status = 'completed' order by store_key, finished_at desc`);
     // Balances from the checkpoints plus their tails (src/ledger/balances.ts), not a full scan.
     const accounts = await balances(tx);
     return {
+      recon: recon.rows,
       intents: intents.rows,
       entries: entries.rows,
       findings: findings.rows,
@@ -115,6 +119,15 @@ async function readDatabase(metrics: Metrics, db: Db, statementTimeoutMs: number
       { create_outcome: name(r.create_outcome), link_status: name(r.link_status) },
       Number(r.n),
     );
+
+  metrics.reconLastSuccess.reset();
+  metrics.reconLastPassed.reset();
+  for (const r of read.recon) {
+    // Store ids come from STORES_FILE (a closed set the operator chose), `*` is every store.
+    const scope = r.store_key === '*' ? 'all' : name(r.store_key);
+    metrics.reconLastSuccess.set({ scope }, Number(r.finished));
+    metrics.reconLastPassed.set({ scope }, r.passed ? 1 : 0);
+  }
 
   const net = new Map<string, bigint>();
   const byKind = new Map<

@@ -201,6 +201,33 @@ export function createMetrics() {
       labelNames: ['chain_id', 'token', 'role'] as const,
       registers: [registry],
     }),
+    reconLastSuccess: new Gauge({
+      name: 'stablebooks_recon_last_success_timestamp_seconds',
+      help: 'When the last reconciliation run that completed finished (Unix seconds), by scope (all or store); read from recon_runs at scrape time',
+      labelNames: ['scope'] as const,
+      registers: [registry],
+      collect: fromDatabase,
+    }),
+    reconLastPassed: new Gauge({
+      name: 'stablebooks_recon_last_passed',
+      help: 'Whether the last completed reconciliation run proved the books (1) or not (0), by scope (all or store)',
+      labelNames: ['scope'] as const,
+      registers: [registry],
+      collect: fromDatabase,
+    }),
+    reconProgress: new Gauge({
+      name: 'stablebooks_recon_run_progress_ratio',
+      help: 'Progress of the reconciliation run in this process (0..1) by phase; 1 with phase done when finished',
+      labelNames: ['phase'] as const,
+      registers: [registry],
+    }),
+    reconRunSeconds: new Histogram({
+      name: 'stablebooks_recon_run_duration_seconds',
+      help: 'Duration of reconciliation runs in this process, by outcome (completed, failed)',
+      labelNames: ['outcome'] as const,
+      buckets: [0.5, 1, 5, 15, 30, 60, 300, 900],
+      registers: [registry],
+    }),
     alertNotifications: new Counter({
       name: 'stablebooks_alert_notifications_total',
       help: 'Alert messages per notifier (webhook, slack) and outcome: sent, retried (an attempt failed, another follows), failed (every attempt of a run failed; the message stays owed)',

@@ -68,7 +68,8 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
         const failed = outcome.kind === 'unusable';
         await tx.execute(sql`
           update webhook_inbox set status = ${failed ? 'failed' : 'processed'}, processed_at = now(),
-                 attempts = attempts + 1, error = ${failed ? outcome.reason : null}
+                 attempts = attempts + 1, error = ${failed ? outcome.reason : null},
+                 ref_id = ${outcome.kind === 'applied' ? outcome.claimLinkId : null}
           where webhook_id = ${webhookId}`);
         return outcome.kind === 'applied'
           ? { kind: 'claim_link_applied', claimLinkId: outcome.claimLinkId, storeId: row.store_id }
@@ -115,7 +116,8 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
       webhook: payload,
     });
     await tx.execute(sql`
-      update webhook_inbox set status = 'processed', processed_at = now(), attempts = attempts + 1, error = null
+      update webhook_inbox set status = 'processed', processed_at = now(), attempts = attempts + 1, error = null,
+             ref_id = ${payload.all_svc_checkout_intent_id}
       where webhook_id = ${webhookId}`);
     return applied;
   });

@@ -1,5 +1,16 @@
 import { sql } from 'drizzle-orm';
-import { bigserial, index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  unique,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 
 /**
  * Findings: every disagreement any part of the daemon notices (DESIGN.md section 9), at most one
@@ -25,5 +36,39 @@ export const findings = pgTable(
   (t) => [
     uniqueIndex('findings_open_key').on(t.kind, t.refType, t.refId).where(sql`resolved_at is null`),
     index('findings_kind_idx').on(t.kind),
+  ],
+);
+
+/**
+ * Reconciliation runs: one row per (period, store), replaced by a rerun of the same period (the
+ * run is idempotent; its files are overwritten and their checksums recorded here).
+ * - store_key: the store id, or `*` for a run over every store (a unique key cannot hold null);
+ * - status: running, completed (the run finished; `passed` says whether the books are right),
+ *   failed (the run itself broke; see error);
+ * - counts: findings new / open / resolved in the period and checks by status;
+ * - files: [{ name, path, sha256, bytes }] of the written reports.
+ */
+export const reconRuns = pgTable(
+  'recon_runs',
+  {
+    id: bigserial('id', { mode: 'bigint' }).primaryKey(),
+    periodFrom: timestamp('period_from', { withTimezone: true }).notNull(),
+    periodTo: timestamp('period_to', { withTimezone: true }).notNull(),
+    storeKey: text('store_key').notNull(),
+    storeId: text('store_id'),
+    trigger: text('trigger', { enum: ['schedule', 'cli'] }).notNull(),
+    status: text('status', { enum: ['running', 'completed', 'failed'] }).notNull(),
+    passed: boolean('passed'),
+    phase: text('phase'),
+    startedAt: timestamp('started_at', { withTimezone: true }).notNull(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+    durationMs: integer('duration_ms'),
+    counts: jsonb('counts').notNull().default({}),
+    files: jsonb('files').notNull().default([]),
+    error: text('error'),
+  },
+  (t) => [
+    unique('recon_runs_period_store').on(t.periodFrom, t.periodTo, t.storeKey),
+    index('recon_runs_finished_idx').on(t.finishedAt),
   ],
 );

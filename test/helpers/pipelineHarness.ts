@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { afterAll, inject } from 'vitest';
@@ -102,8 +105,14 @@ export async function startPipeline(
     alertRoutes: undefined,
     alertRemindMs: 60 * 60_000,
     alertChainLagBlocks: 50,
-    reportsDir: '/tmp',
+    reportsDir: mkdtempSync(join(tmpdir(), 'sb-reports-')),
     reconCron: '15 0 * * *',
+    recon: {
+      inTransitWindowMs: 60 * 60_000,
+      webhookWindowMs: 60 * 60_000,
+      stuckMs: 24 * 3_600_000,
+      amountTolerance: 0n,
+    },
     pollsPerSecond: 50,
     pollIntervalScale: options.pollIntervalScale ?? 0.02,
     queuePrefix: `sbtest-${randomBytes(4).toString('hex')}`,

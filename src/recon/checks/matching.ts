@@ -1,0 +1,168 @@
+import { sql } from 'drizzle-orm';
+import { insertFound } from '../foundFindings.ts';
+import {
+  baseUnits,
+  type CheckContext,
+  type CheckOutcome,
+  check,
+  decimalText,
+  storeFilter,
+  tokensTable,
+} from './checkContext.ts';
+
+const NON_TERMINAL = [1, 2, 3, 4, 5, 10];
+
+/**
+ * Matching, per confirmed intent: the API's view (checkout_intents), the webhooks (webhook_inbox
+ * by ref_id) and the chain (final transfers the matcher attributed to the intent, summed, so a
+ * payment split over two transfers matches one-to-many), side by side, in one pass:
+ * - missing_webhook: confirmed longer than RECON_WEBHOOK_MINUTES ago and no checkout webhook;
+ * - amount_mismatch: a webhook's actual_paid_amount differs from the API's, or the chain's sum
+ *   differs from the API's net_income_amount, by more than RECON_AMOUNT_TOLERANCE base units;
+ * - fee_arithmetic_mismatch: actual_paid_amount − service_fee_amount ≠ net_income_amount;
+ * - underpaid / overpaid: actual_paid_amount below / above amount_coins (information).
+ * The last three repeat what rule 1 and rule 2 report when they book, so a finding written there
+ * is refreshed, not duplicated, and it resolves only if the facts changed.
+ */
+export async function matchIntents(ctx: CheckContext): Promise<CheckOutcome> {
+  const webhookCutoff = new Date(ctx.now.getTime() - ctx.settings.webhookWindowMs).toISOString();
+  const tol = ctx.settings.amountTolerance.toString();
+  const d = sql`f.decimals`;
+  const n = await insertFound(
+    ctx.tx,
+    sql`
+    with m as (
+      select ci.id, ci.store_id, ci.chain_id, tk.symbol, tk.decimals, ci.confirmed_at,
+             ${baseUnits(sql`ci.amount_coins`, sql`tk.decimals`)} as r,
+             ${baseUnits(sql`ci.actual_paid_amount`, sql`tk.decimals`)} as p,
+             ${baseUnits(sql`ci.service_fee_amount`, sql`tk.decimals`)} as f,
+             ${baseUnits(sql`ci.net_income_amount`, sql`tk.decimals`)} as net,
+             wh.n as webhooks, wh.paid_min, wh.paid_max, ch.n as transfers, ch.value as chain_value
+      from checkout_intents ci
+      join ${tokensTable(ctx.chains)} on tk.chain_id = ci.chain_id and tk.token = lower(ci.coin_contract)
+      left join (
+        select w.ref_id, count(*) as n,
+               min((convert_from(w.body, 'UTF8')::jsonb ->> 'actual_paid_amount')::numeric) as paid_min,
+               max((convert_from(w.body, 'UTF8')::jsonb ->> 'actual_paid_amount')::numeric) as paid_max
+        from webhook_inbox w
+        where w.endpoint = 'checkout' and w.status = 'processed' and w.ref_id is not null
+        group by w.ref_id
+      ) wh on wh.ref_id = ci.id
+      left join (
+        select t.matched_ref, count(*) as n, sum(t.value) as value
+        from chain_transfers t
+        where t.state = 'final' and t.matched_ref is not null
+          and (t.matched_as like '%payment_proof%' or t.matched_as like '%payment_mismatch%')
+        group by t.matched_ref
+      ) ch on ch.matched_ref = ci.id
+      where ci.status = 20 and ci.actual_paid_amount is not null and ${storeFilter(sql`ci.store_id`, ctx.storeId)}
+    ), flagged as (
+      select m.*,
+             m.webhooks is null and m.confirmed_at < ${webhookCutoff}::timestamptz as missing_webhook,
+             m.p - m.f <> m.net as fee_mismatch,
+             (m.webhooks is not null and (abs(m.paid_min * power(10::numeric, m.decimals) - m.p) > ${tol}::numeric
+                                       or abs(m.paid_max * power(10::numeric, m.decimals) - m.p) > ${tol}::numeric))
+               or (m.chain_value is not null and m.p - m.f = m.net and abs(m.chain_value - m.net) > ${tol}::numeric)
+               as amount_mismatch
+      from m
+    )
+    select k.kind, k.severity, f.store_id, 'checkout_intent', f.id, k.details
+    from flagged f
+    cross join lateral (values
+      ('missing_webhook', 'warning', f.missing_webhook,
+       jsonb_build_object('confirmed_at', f.confirmed_at, 'token', f.symbol, 'chain_id', f.chain_id,
+                          'actual_paid_amount', ${decimalText(sql`f.p`, d)})),
+      ('amount_mismatch', 'warning', f.amount_mismatch,
+       jsonb_build_object('token', f.symbol, 'chain_id', f.chain_id,
+                          'api_actual_paid_amount', ${decimalText(sql`f.p`, d)},
+                          'api_net_income_amount', ${decimalText(sql`f.net`, d)},
+                          'webhook_actual_paid_amount_min', f.paid_min::text,
+                          'webhook_actual_paid_amount_max', f.paid_max::text,
+                          'chain_transfers', f.transfers,
+                          'chain_amount', case when f.chain_value is null then null else ${decimalText(sql`f.chain_value`, d)} end)),
+      ('fee_arithmetic_mismatch', 'warning', f.fee_mismatch,
+       jsonb_build_object('token', f.symbol, 'chain_id', f.chain_id,
+                          'actual_paid_amount', ${decimalText(sql`f.p`, d)},
+                          'service_fee_amount', ${decimalText(sql`f.f`, d)},
+                          'net_income_amount', ${decimalText(sql`f.net`, d)},
+                          'expected_net_income_amount', ${decimalText(sql`f.p - f.f`, d)})),
+      ('underpaid', 'info', f.p < f.r,
+       jsonb_build_object('token', f.symbol, 'chain_id', f.chain_id,
+                          'amount_coins', ${decimalText(sql`f.r`, d)},
+                          'actual_paid_amount', ${decimalText(sql`f.p`, d)},
+                          'difference', ${decimalText(sql`f.r - f.p`, d)})),
+      ('overpaid', 'info', f.p > f.r,
+       jsonb_build_object('token', f.symbol, 'chain_id', f.chain_id,
+                          'amount_coins', ${decimalText(sql`f.r`, d)},
+                          'actual_paid_amount', ${decimalText(sql`f.p`, d)},
+                          'difference', ${decimalText(sql`f.p - f.r`, d)}))
+    ) as k(kind, severity, hit, details)
+    where (f.missing_webhook or f.amount_mismatch or f.fee_mismatch or f.p <> f.r) and k.hit`,
+  );
+  return check(
+    'matching.intents',
+    'matching',
+    n,
+    'confirmed intents: API, webhooks and chain transfers side by side',
+    ['missing_webhook', 'amount_mismatch', 'fee_arithmetic_mismatch', 'underpaid', 'overpaid'].map(
+      (kind) => ({
+        kind,
+        refType: 'checkout_intent',
+      }),
+    ),
+  );
+}
+
+/** stuck_intent: non-terminal longer than RECON_STUCK_HOURS (MANUAL_OPERATION and SEND_BACK included). */
+export async function matchStuckIntents(ctx: CheckContext): Promise<CheckOutcome> {
+  const cutoff = new Date(ctx.now.getTime() - ctx.settings.stuckMs).toISOString();
+  const statuses = sql.join(
+    NON_TERMINAL.map((s) => sql`${s}`),
+    sql`, `,
+  );
+  const n = await insertFound(
+    ctx.tx,
+    sql`
+    select 'stuck_intent', case when ci.status in (4, 5) then 'warning' else 'info' end, ci.store_id,
+           'checkout_intent', ci.id,
+           jsonb_build_object('status', ci.status, 'since', coalesce(ci.status_changed_at, ci.tracked_at),
+                              'hours', round(extract(epoch from (${ctx.now.toISOString()}::timestamptz
+                                             - coalesce(ci.status_changed_at, ci.tracked_at))) / 3600, 1))
+    from checkout_intents ci
+    where ci.status in (${statuses}) and coalesce(ci.status_changed_at, ci.tracked_at) < ${cutoff}::timestamptz
+      and ${storeFilter(sql`ci.store_id`, ctx.storeId)}`,
+  );
+  return check(
+    'matching.stuck_intents',
+    'matching',
+    n,
+    `intents not terminal after ${Math.round(ctx.settings.stuckMs / 3_600_000)} h`,
+    [{ kind: 'stuck_intent', refType: 'checkout_intent' }],
+  );
+}
+
+/**
+ * Per claim link: the service's view (payouts), the webhook and the chain. A link whose refund
+ * the chain proved (refunded_at) longer than RECON_WEBHOOK_MINUTES ago but whose `cancelled`
+ * webhook never came: missing_webhook. (Funding, claim and refund amounts are compared with the
+ * chain when the matcher books them: funding_mismatch, amount_mismatch on the claim link.)
+ */
+export async function matchClaimLinks(ctx: CheckContext): Promise<CheckOutcome> {
+  const cutoff = new Date(ctx.now.getTime() - ctx.settings.webhookWindowMs).toISOString();
+  const n = await insertFound(
+    ctx.tx,
+    sql`
+    select 'missing_webhook', 'warning', p.store_id, 'claim_link', p.claim_link_id,
+           jsonb_build_object('payout_id', p.id, 'reference_id', p.reference_id, 'cancelled_at', p.cancelled_at,
+                              'refunded_at', p.refunded_at, 'refund_tx_hash', p.refund_tx_hash)
+    from payouts p
+    where p.claim_link_id is not null and p.cancelled_at is not null and p.refunded_at is not null
+      and p.refunded_at < ${cutoff}::timestamptz and ${storeFilter(sql`p.store_id`, ctx.storeId)}
+      and not exists (
+        select 1 from webhook_inbox w
+        where w.endpoint = 'claim-links' and w.status = 'processed' and w.ref_id = p.claim_link_id)`,
+  );
+  return check('matching.claim_links', 'matching', n, 'cancelled links: refund on chain and webhook', [
+    { kind: 'missing_webhook', refType: 'claim_link' },
+  ]);
+}

@@ -1,0 +1,84 @@
+import { type SQL, sql } from 'drizzle-orm';
+import type { DbExecutor } from '../db/database.ts';
+
+/**
+ * What one reconciliation run found, before it becomes findings. Each check inserts its findings
+ * set-based into a temporary table (dropped at commit); `syncFindings` then writes them all in
+ * two statements: open or refresh every finding found, and resolve every open finding of the
+ * kinds the run checked that was not found again (its cause has cleared).
+ *
+ * A check owns the (kind, ref type) pairs it can decide alone; a check that could not read its
+ * source owns nothing, so an unreadable source never resolves a finding.
+ */
+export interface OwnedKind {
+  kind: string;
+  refType: string;
+}
+
+export async function createFoundTable(tx: DbExecutor): Promise<void> {
+  await tx.execute(sql`
+    create temp table recon_found (
+      kind text not null, severity text not null, store_id text,
+      ref_type text not null, ref_id text not null, details jsonb not null
+    ) on commit drop`);
+}
+
+/** Inserts the rows of a select returning (kind, severity, store_id, ref_type, ref_id, details). */
+export async function insertFound(tx: DbExecutor, select: SQL): Promise<number> {
+  const { rows } = await tx.execute<{ n: string }>(sql`
+    with found as (
+      insert into recon_found (kind, severity, store_id, ref_type, ref_id, details) ${select}
+      returning 1
+    )
+    select count(*)::text as n from found`);
+  return Number(rows[0]?.n ?? 0);
+}
+
+export interface FindingsSync {
+  opened: number;
+  refreshed: number;
+  resolved: number;
+}
+
+export async function syncFindings(
+  tx: DbExecutor,
+  owned: OwnedKind[],
+  storeId: string | null,
+): Promise<FindingsSync> {
+  const written = await tx.execute<{ opened: string; refreshed: string }>(sql`
+    with written as (
+      insert into findings (kind, severity, store_id, ref_type, ref_id, details)
+      select distinct on (kind, ref_type, ref_id) kind, severity, store_id, ref_type, ref_id, details
+      from recon_found order by kind, ref_type, ref_id
+      on conflict (kind, ref_type, ref_id) where resolved_at is null
+      do update set last_seen_at = now(), severity = excluded.severity, details = excluded.details
+      returning (xmax = 0) as inserted
+    )
+    select count(*) filter (where inserted)::text as opened, count(*) filter (where not inserted)::text as refreshed
+    from written`);
+  let resolved = 0;
+  if (owned.length > 0) {
+    const pairs = sql.join(
+      owned.map((o) => sql`(${o.kind}, ${o.refType})`),
+      sql`, `,
+    );
+    const res = await tx.execute<{ n: string }>(sql`
+      with done as (
+        update findings f set resolved_at = now()
+        where f.resolved_at is null
+          and (f.kind, f.ref_type) in (${pairs})
+          and (${storeId}::text is null or f.store_id = ${storeId}::text)
+          and not exists (
+            select 1 from recon_found r
+            where r.kind = f.kind and r.ref_type = f.ref_type and r.ref_id = f.ref_id)
+        returning 1
+      )
+      select count(*)::text as n from done`);
+    resolved = Number(res.rows[0]?.n ?? 0);
+  }
+  return {
+    opened: Number(written.rows[0]?.opened ?? 0),
+    refreshed: Number(written.rows[0]?.refreshed ?? 0),
+    resolved,
+  };
+}

@@ -1,0 +1,385 @@
+import { sql } from 'drizzle-orm';
+import type { ChainRegistry } from '../../chain/registry.ts';
+import type { DbExecutor } from '../../db/database.ts';
+import { trialBalance } from '../../ledger/balances.ts';
+import { formatDecimalAmount } from '../../money/decimalAmount.ts';
+import { checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
+import type { BalanceProof } from '../balanceProofs.ts';
+import { storeFilter, tokensTable } from '../checks/checkContext.ts';
+import type { Period } from '../period.ts';
+import {
+  type AccountStatement,
+  type CheckResult,
+  type FindingRow,
+  type FindingsSection,
+  type PaymentDifference,
+  type PaymentTotals,
+  type PayoutTotal,
+  type ProofRow,
+  REPORT_SCHEMA,
+  REPORT_VERSION,
+  type ReconReport,
+  type TrialBalanceRow,
+} from './reportModel.ts';
+
+export interface ReportInput {
+  period: Period;
+  storeId: string | null;
+  chains: ChainRegistry;
+  generatedAt: Date;
+  checks: CheckResult[];
+  proofs: BalanceProof[];
+}
+
+/**
+ * Reads the report of a period from the database, in the caller's (read-only, repeatable read)
+ * transaction: every figure is an aggregate computed by PostgreSQL over exact numerics; the
+ * process only formats base units as decimals. The period is by when things happened: postings
+ * by occurred_at, intents by confirmation (or, unconfirmed, by when first tracked), payouts by the
+ * time of each outcome. Findings are the run's view "as of now": new since the period began, open
+ * from before it, resolved since it began (docs/decisions.md).
+ */
+export async function buildReport(tx: DbExecutor, input: ReportInput): Promise<ReconReport> {
+  const [accounts, payments, payouts, findings, trial] = [
+    await accountStatements(tx, input),
+    await paymentTotals(tx, input),
+    await payoutTotals(tx, input),
+    await findingsSection(tx, input),
+    await trialBalanceRows(tx),
+  ];
+  const passed = input.checks.every(
+    (c) => c.status !== 'error' && (c.layer !== 'assertions' || c.status === 'pass'),
+  );
+  return {
+    schema: REPORT_SCHEMA,
+    version: REPORT_VERSION,
+    generatedAt: input.generatedAt.toISOString(),
+    period: { from: input.period.from.toISOString(), to: input.period.to.toISOString() },
+    storeId: input.storeId,
+    passed,
+    checks: input.checks,
+    accounts,
+    payments,
+    payouts,
+    findings,
+    balanceProofs: input.proofs.map((p) => proofRow(p, input.generatedAt)),
+    trialBalance: trial,
+  };
+}
+
+const fmt = (units: string | null, decimals: number) => formatDecimalAmount(BigInt(units ?? '0'), decimals);
+const iso = (t: Date | string | null) => (t === null ? null : new Date(t).toISOString());
+
+async function accountStatements(tx: DbExecutor, input: ReportInput): Promise<AccountStatement[]> {
+  const { from, to } = input.period;
+  const { rows } = await tx.execute<{
+    code: string;
+    type: AccountStatement['type'];
+    store_id: string;
+    chain_id: string;
+    symbol: string;
+    token: string;
+    decimals: number;
+    opening: string;
+    debits: string;
+    credits: string;
+  }>(sql`
+    with moved as (
+      select p.account_id,
+             sum(p.amount) filter (where p.occurred_at < ${from.toISOString()}::timestamptz) as opening,
+             sum(p.amount) filter (where p.occurred_at >= ${from.toISOString()}::timestamptz and p.amount > 0) as debits,
+             sum(p.amount) filter (where p.occurred_at >= ${from.toISOString()}::timestamptz and p.amount < 0) as credits
+      from ledger_postings p
+      where p.occurred_at < ${to.toISOString()}::timestamptz
+      group by p.account_id
+    )
+    select a.code, a.type, a.store_id, a.chain_id::text, a.symbol, a.token, a.decimals,
+           coalesce(m.opening, 0)::text as opening, coalesce(m.debits, 0)::text as debits,
+           coalesce(m.credits, 0)::text as credits
+    from ledger_accounts a left join moved m on m.account_id = a.id
+    where ${storeFilter(sql`a.store_id`, input.storeId)}
+    order by a.code`);
+  return rows.map((r) => {
+    const closing = (BigInt(r.opening) + BigInt(r.debits) + BigInt(r.credits)).toString();
+    return {
+      code: r.code,
+      kind: r.code.split(':').slice(0, 2).join(':'),
+      type: r.type,
+      storeId: r.store_id,
+      chainId: Number(r.chain_id),
+      symbol: r.symbol,
+      token: r.token,
+      decimals: r.decimals,
+      opening: fmt(r.opening, r.decimals),
+      debits: fmt(r.debits, r.decimals),
+      credits: fmt(r.credits, r.decimals),
+      closing: fmt(closing, r.decimals),
+    };
+  });
+}
+
+async function paymentTotals(tx: DbExecutor, input: ReportInput): Promise<PaymentTotals> {
+  const from = input.period.from.toISOString();
+  const to = input.period.to.toISOString();
+  const inPeriod = sql`coalesce(ci.confirmed_at, ci.tracked_at) >= ${from}::timestamptz
+    and coalesce(ci.confirmed_at, ci.tracked_at) < ${to}::timestamptz and ${storeFilter(sql`ci.store_id`, input.storeId)}`;
+  const units = (column: string) =>
+    sql`coalesce(trunc(sum(${sql.raw(`ci.${column}`)}::numeric * power(10::numeric, tk.decimals))), 0)::text`;
+  const tokens = tokensTable(input.chains);
+
+  const byStatus = await tx.execute<{
+    store_id: string;
+    chain_id: string;
+    symbol: string;
+    decimals: number;
+    status: number | null;
+    n: string;
+    requested: string;
+    paid: string;
+    fees: string;
+    net: string;
+  }>(sql`
+    select ci.store_id, ci.chain_id::text, tk.symbol, tk.decimals, ci.status, count(*)::text as n,
+           ${units('amount_coins')} as requested, ${units('actual_paid_amount')} as paid,
+           ${units('service_fee_amount')} as fees, ${units('net_income_amount')} as net
+    from checkout_intents ci
+    join ${tokens} on tk.chain_id = ci.chain_id and tk.token = lower(ci.coin_contract)
+    where ${inPeriod}
+    group by ci.store_id, ci.chain_id, tk.symbol, tk.decimals, ci.status
+    order by ci.store_id, ci.chain_id, tk.symbol, ci.status`);
+
+  const fiat = await tx.execute<{ currency: string; status: number | null; n: string; cents: string }>(sql`
+    select coalesce(ci.currency_symbol, ci.currency::text) as currency, ci.status, count(*)::text as n,
+           sum(ci.amount_cents)::text as cents
+    from checkout_intents ci
+    where ${inPeriod} and ci.amount_cents is not null
+    group by 1, 2 order by 1, 2`);
+
+  const perDay = await tx.execute<{
+    day: string;
+    chain_id: string;
+    symbol: string;
+    decimals: number;
+    n: string;
+    paid: string;
+    fees: string;
+    net: string;
+  }>(sql`
+    select to_char(date_trunc('day', ci.confirmed_at at time zone 'UTC'), 'YYYY-MM-DD') as day,
+           ci.chain_id::text, tk.symbol, tk.decimals, count(*)::text as n,
+           ${units('actual_paid_amount')} as paid, ${units('service_fee_amount')} as fees,
+           ${units('net_income_amount')} as net
+    from checkout_intents ci
+    join ${tokens} on tk.chain_id = ci.chain_id and tk.token = lower(ci.coin_contract)
+    where ${inPeriod} and ci.status = 20
+    group by 1, 2, 3, 4 order by 1, 2, 3`);
+
+  const diffs = await tx.execute<{
+    id: string;
+    store_id: string;
+    chain_id: string;
+    symbol: string;
+    decimals: number;
+    r: string;
+    p: string;
+    confirmed_at: Date | string | null;
+  }>(sql`
+    select ci.id, ci.store_id, ci.chain_id::text, tk.symbol, tk.decimals, ci.confirmed_at,
+           trunc(ci.amount_coins::numeric * power(10::numeric, tk.decimals))::text as r,
+           trunc(ci.actual_paid_amount::numeric * power(10::numeric, tk.decimals))::text as p
+    from checkout_intents ci
+    join ${tokens} on tk.chain_id = ci.chain_id and tk.token = lower(ci.coin_contract)
+    where ${inPeriod} and ci.status = 20 and ci.actual_paid_amount::numeric <> ci.amount_coins::numeric
+    order by ci.confirmed_at, ci.id`);
+  const difference = (r: (typeof diffs.rows)[number]): PaymentDifference => ({
+    intentId: r.id,
+    storeId: r.store_id,
+    chainId: Number(r.chain_id),
+    symbol: r.symbol,
+    requested: fmt(r.r, r.decimals),
+    paid: fmt(r.p, r.decimals),
+    difference: fmt((BigInt(r.p) - BigInt(r.r)).toString(), r.decimals),
+    confirmedAt: iso(r.confirmed_at),
+  });
+
+  return {
+    byStatus: byStatus.rows.map((r) => ({
+      storeId: r.store_id,
+      chainId: Number(r.chain_id),
+      symbol: r.symbol,
+      status:
+        r.status === null
+          ? 'UNKNOWN'
+          : checkoutStatusName(r.status as Parameters<typeof checkoutStatusName>[0]),
+      count: Number(r.n),
+      requested: fmt(r.requested, r.decimals),
+      paid: fmt(r.paid, r.decimals),
+      fees: fmt(r.fees, r.decimals),
+      net: fmt(r.net, r.decimals),
+    })),
+    fiat: fiat.rows.map((r) => ({
+      currency: r.currency,
+      status:
+        r.status === null
+          ? 'UNKNOWN'
+          : checkoutStatusName(r.status as Parameters<typeof checkoutStatusName>[0]),
+      count: Number(r.n),
+      amount: fmt(r.cents, 2),
+    })),
+    perDay: perDay.rows.map((r) => ({
+      day: r.day,
+      chainId: Number(r.chain_id),
+      symbol: r.symbol,
+      count: Number(r.n),
+      paid: fmt(r.paid, r.decimals),
+      fees: fmt(r.fees, r.decimals),
+      net: fmt(r.net, r.decimals),
+    })),
+    underpaid: diffs.rows.filter((r) => BigInt(r.p) < BigInt(r.r)).map(difference),
+    overpaid: diffs.rows.filter((r) => BigInt(r.p) > BigInt(r.r)).map(difference),
+  };
+}
+
+async function payoutTotals(tx: DbExecutor, input: ReportInput): Promise<PayoutTotal[]> {
+  const from = input.period.from.toISOString();
+  const to = input.period.to.toISOString();
+  const tokens = tokensTable(input.chains);
+  const { rows } = await tx.execute<{
+    store_id: string;
+    chain_id: string;
+    symbol: string;
+    decimals: number;
+    outcome: PayoutTotal['outcome'];
+    n: string;
+    amount: string;
+  }>(sql`
+    with events as (
+      select p.store_id, p.chain_id, p.token_address, o.outcome, o.at,
+             case when o.outcome = 'funded' then coalesce(p.funded_amount, p.amount) else p.amount end as amount
+      from payouts p
+      cross join lateral (values ('funded', p.funded_at), ('claimed', p.claimed_at), ('cancelled', p.cancelled_at),
+                                 ('expired', p.expired_at), ('refunded', p.refunded_at)) as o(outcome, at)
+      where p.claim_link_id is not null and o.at >= ${from}::timestamptz and o.at < ${to}::timestamptz
+        and ${storeFilter(sql`p.store_id`, input.storeId)}
+    )
+    select e.store_id, e.chain_id::text, tk.symbol, tk.decimals, e.outcome, count(*)::text as n,
+           trunc(sum(e.amount::numeric * power(10::numeric, tk.decimals)))::text as amount
+    from events e join ${tokens} on tk.chain_id = e.chain_id and tk.token = lower(e.token_address)
+    group by 1, 2, 3, 4, 5 order by 1, 2, 3, 5`);
+  const fees = await tx.execute<{ store_id: string; chain_id: string; symbol: string; fees: string }>(sql`
+    select a.store_id, a.chain_id::text, a.symbol, sum(p.amount)::text as fees
+    from ledger_accounts a join ledger_postings p on p.account_id = a.id
+    where a.code like 'expense:payout\\_fees:%' and ${storeFilter(sql`a.store_id`, input.storeId)}
+      and p.occurred_at >= ${from}::timestamptz and p.occurred_at < ${to}::timestamptz
+    group by 1, 2, 3`);
+  const feeOf = new Map(fees.rows.map((f) => [`${f.store_id}:${f.chain_id}:${f.symbol}`, f.fees]));
+  return rows.map((r) => ({
+    storeId: r.store_id,
+    chainId: Number(r.chain_id),
+    symbol: r.symbol,
+    outcome: r.outcome,
+    count: Number(r.n),
+    amount: fmt(r.amount, r.decimals),
+    fees:
+      r.outcome === 'funded'
+        ? fmt(feeOf.get(`${r.store_id}:${r.chain_id}:${r.symbol}`) ?? '0', r.decimals)
+        : '0',
+  }));
+}
+
+async function findingsSection(tx: DbExecutor, input: ReportInput): Promise<FindingsSection> {
+  const from = input.period.from.toISOString();
+  const { rows } = await tx.execute<{
+    id: string;
+    kind: string;
+    severity: FindingRow['severity'];
+    store_id: string | null;
+    ref_type: string;
+    ref_id: string;
+    details: Record<string, unknown>;
+    first_seen_at: Date | string;
+    last_seen_at: Date | string;
+    resolved_at: Date | string | null;
+    acked_at: Date | string | null;
+    ack_note: string | null;
+    is_new: boolean;
+    is_open: boolean;
+    is_resolved: boolean;
+  }>(sql`
+    select id::text, kind, severity, store_id, ref_type, ref_id, details, first_seen_at, last_seen_at,
+           resolved_at, acked_at, ack_note,
+           first_seen_at >= ${from}::timestamptz as is_new,
+           first_seen_at < ${from}::timestamptz and resolved_at is null as is_open,
+           resolved_at >= ${from}::timestamptz as is_resolved
+    from findings
+    where (${input.storeId}::text is null or store_id = ${input.storeId}::text or store_id is null)
+      and (first_seen_at >= ${from}::timestamptz or resolved_at is null or resolved_at >= ${from}::timestamptz)
+    order by first_seen_at, id`);
+  const section: FindingsSection = { new: [], open: [], resolved: [], byKind: [] };
+  const byKind = new Map<string, FindingsSection['byKind'][number]>();
+  for (const r of rows) {
+    const row: FindingRow = {
+      id: r.id,
+      kind: r.kind,
+      severity: r.severity,
+      storeId: r.store_id,
+      refType: r.ref_type,
+      refId: r.ref_id,
+      details: r.details,
+      firstSeenAt: iso(r.first_seen_at) as string,
+      lastSeenAt: iso(r.last_seen_at) as string,
+      resolvedAt: iso(r.resolved_at),
+      ackedAt: iso(r.acked_at),
+      ackNote: r.ack_note,
+    };
+    const key = `${r.kind}\u0000${r.severity}`;
+    const counts = byKind.get(key) ?? { kind: r.kind, severity: r.severity, new: 0, open: 0, resolved: 0 };
+    if (r.is_new) {
+      section.new.push(row);
+      counts.new += 1;
+    }
+    if (r.is_open) {
+      section.open.push(row);
+      counts.open += 1;
+    }
+    if (r.is_resolved) {
+      section.resolved.push(row);
+      counts.resolved += 1;
+    }
+    byKind.set(key, counts);
+  }
+  section.byKind = [...byKind.values()].sort(
+    (a, b) => a.kind.localeCompare(b.kind) || a.severity.localeCompare(b.severity),
+  );
+  return section;
+}
+
+async function trialBalanceRows(tx: DbExecutor): Promise<TrialBalanceRow[]> {
+  return (await trialBalance(tx)).map((l) => {
+    const [chainId = '0', token = ''] = l.asset.split(':');
+    return {
+      chainId: Number(chainId),
+      symbol: l.symbol,
+      token,
+      debits: formatDecimalAmount(l.debits, l.decimals),
+      credits: formatDecimalAmount(l.credits, l.decimals),
+      net: formatDecimalAmount(l.net, l.decimals),
+    };
+  });
+}
+
+function proofRow(p: BalanceProof, at: Date): ProofRow {
+  return {
+    chainId: p.chainId,
+    symbol: p.symbol,
+    token: p.token.toLowerCase(),
+    wallet: p.wallet,
+    role: p.role,
+    blockNumber: p.blockNumber?.toString() ?? null,
+    ledgerBalance: formatDecimalAmount(p.ledgerBalance, p.decimals),
+    chainBalance: p.chainBalance === null ? null : formatDecimalAmount(p.chainBalance, p.decimals),
+    result: p.ok === true ? 'pass' : p.ok === false ? 'fail' : 'error',
+    error: p.error,
+    provedAt: at.toISOString(),
+  };
+}

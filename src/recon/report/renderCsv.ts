@@ -1,0 +1,209 @@
+/**
+ * The report as CSV files, one per table (docs/report-schema.md lists them with their columns),
+ * for spreadsheets and accounting imports.
+ *
+ * RFC 4180 quoting, LF line endings (every importer we target accepts them, and they diff cleanly),
+ * a header row even when a table is empty, amounts exactly as the model's decimal strings.
+ *
+ * Text that comes from outside (finding details, reference ids, RPC errors) could start with `=`,
+ * `+`, `-`, `@`, tab or CR, which a spreadsheet runs as a formula (CSV injection). Such a field gets
+ * a leading apostrophe. Numbers are left alone: "-1.5" is a negative amount, not a formula.
+ */
+import type { FindingRow, ReconReport } from './reportModel.ts';
+
+export interface CsvFile {
+  name: string;
+  content: string;
+}
+
+type Cell = string | number | boolean | null;
+
+const NUMERIC_RE = /^-?\d+(?:\.\d+)?$/;
+const FORMULA_START_RE = /^[=+\-@\t\r]/;
+
+function guardFormula(text: string): string {
+  return FORMULA_START_RE.test(text) && !NUMERIC_RE.test(text) ? `'${text}` : text;
+}
+
+function csvField(cell: Cell): string {
+  const text = cell === null ? '' : guardFormula(String(cell));
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+function csv(name: string, header: string[], rows: Cell[][]): CsvFile {
+  const lines = [header, ...rows].map((row) => row.map(csvField).join(','));
+  return { name, content: `${lines.join('\n')}\n` };
+}
+
+const DIFFERENCE_HEADER = [
+  'intent_id',
+  'store_id',
+  'chain_id',
+  'symbol',
+  'requested',
+  'paid',
+  'difference',
+  'confirmed_at',
+];
+
+function differenceRows(rows: ReconReport['payments']['underpaid']): Cell[][] {
+  return rows.map((r) => [
+    r.intentId,
+    r.storeId,
+    r.chainId,
+    r.symbol,
+    r.requested,
+    r.paid,
+    r.difference,
+    r.confirmedAt,
+  ]);
+}
+
+function findingRows(list: 'new' | 'open' | 'resolved', rows: FindingRow[]): Cell[][] {
+  return rows.map((f) => [
+    list,
+    f.id,
+    f.kind,
+    f.severity,
+    f.storeId,
+    f.refType,
+    f.refId,
+    f.firstSeenAt,
+    f.lastSeenAt,
+    f.resolvedAt,
+    f.ackedAt,
+    f.ackNote,
+    JSON.stringify(f.details),
+  ]);
+}
+
+export function renderCsv(report: ReconReport): CsvFile[] {
+  const { payments, findings } = report;
+  return [
+    csv(
+      'accounts.csv',
+      [
+        'store_id',
+        'code',
+        'kind',
+        'type',
+        'chain_id',
+        'symbol',
+        'token',
+        'decimals',
+        'opening',
+        'debits',
+        'credits',
+        'closing',
+      ],
+      report.accounts.map((a) => [
+        a.storeId,
+        a.code,
+        a.kind,
+        a.type,
+        a.chainId,
+        a.symbol,
+        a.token,
+        a.decimals,
+        a.opening,
+        a.debits,
+        a.credits,
+        a.closing,
+      ]),
+    ),
+    csv(
+      'payments_by_status.csv',
+      ['store_id', 'chain_id', 'symbol', 'status', 'count', 'requested', 'paid', 'fees', 'net'],
+      payments.byStatus.map((p) => [
+        p.storeId,
+        p.chainId,
+        p.symbol,
+        p.status,
+        p.count,
+        p.requested,
+        p.paid,
+        p.fees,
+        p.net,
+      ]),
+    ),
+    csv(
+      'payments_fiat.csv',
+      ['currency', 'status', 'count', 'amount'],
+      payments.fiat.map((f) => [f.currency, f.status, f.count, f.amount]),
+    ),
+    csv(
+      'payments_per_day.csv',
+      ['day', 'chain_id', 'symbol', 'count', 'paid', 'fees', 'net'],
+      payments.perDay.map((d) => [d.day, d.chainId, d.symbol, d.count, d.paid, d.fees, d.net]),
+    ),
+    csv('underpaid.csv', DIFFERENCE_HEADER, differenceRows(payments.underpaid)),
+    csv('overpaid.csv', DIFFERENCE_HEADER, differenceRows(payments.overpaid)),
+    csv(
+      'payouts.csv',
+      ['store_id', 'chain_id', 'symbol', 'outcome', 'count', 'amount', 'fees'],
+      report.payouts.map((p) => [p.storeId, p.chainId, p.symbol, p.outcome, p.count, p.amount, p.fees]),
+    ),
+    csv(
+      'findings.csv',
+      [
+        'list',
+        'id',
+        'kind',
+        'severity',
+        'store_id',
+        'ref_type',
+        'ref_id',
+        'first_seen_at',
+        'last_seen_at',
+        'resolved_at',
+        'acked_at',
+        'ack_note',
+        'details',
+      ],
+      [
+        ...findingRows('new', findings.new),
+        ...findingRows('open', findings.open),
+        ...findingRows('resolved', findings.resolved),
+      ],
+    ),
+    csv(
+      'balance_proofs.csv',
+      [
+        'chain_id',
+        'symbol',
+        'token',
+        'wallet',
+        'role',
+        'block_number',
+        'ledger_balance',
+        'chain_balance',
+        'result',
+        'error',
+        'proved_at',
+      ],
+      report.balanceProofs.map((p) => [
+        p.chainId,
+        p.symbol,
+        p.token,
+        p.wallet,
+        p.role,
+        p.blockNumber,
+        p.ledgerBalance,
+        p.chainBalance,
+        p.result,
+        p.error,
+        p.provedAt,
+      ]),
+    ),
+    csv(
+      'trial_balance.csv',
+      ['chain_id', 'symbol', 'token', 'debits', 'credits', 'net'],
+      report.trialBalance.map((t) => [t.chainId, t.symbol, t.token, t.debits, t.credits, t.net]),
+    ),
+    csv(
+      'checks.csv',
+      ['name', 'layer', 'status', 'count', 'detail'],
+      report.checks.map((c) => [c.name, c.layer, c.status, c.count, c.detail]),
+    ),
+  ];
+}

@@ -1,0 +1,97 @@
+/**
+ * The report as a short Markdown summary for a chat message or a ticket: the headline and the
+ * totals, not every row (the CSV and HTML formats have those). GitHub-flavoured tables.
+ */
+import type { ReconReport } from './reportModel.ts';
+import { confirmedTotalsByToken, payoutTotalsByOutcome } from './reportTotals.ts';
+
+/** A `|` would end the cell and a newline the row; check details and RPC errors may hold either. */
+function cell(value: string | number | null): string {
+  if (value === null) return '—';
+  return String(value)
+    .replaceAll('|', '\\|')
+    .replace(/\r?\n|\r/g, ' ');
+}
+
+function table(header: string[], rows: (string | number | null)[][], numeric: number[] = []): string {
+  const align = header.map((_, i) => (numeric.includes(i) ? '---:' : '---'));
+  const line = (cells: (string | number | null)[]) => `| ${cells.map(cell).join(' | ')} |`;
+  return [line(header), `| ${align.join(' | ')} |`, ...rows.map(line)].join('\n');
+}
+
+function section(title: string, rows: unknown[], body: () => string): string {
+  return `### ${title}\n\n${rows.length === 0 ? '_none_' : body()}`;
+}
+
+export function renderMarkdown(report: ReconReport): string {
+  const store = report.storeId === null ? 'all stores' : `store ${cell(report.storeId)}`;
+  const failedChecks = report.checks.filter((c) => c.status !== 'pass').length;
+  const failedProofs = report.balanceProofs.filter((p) => p.result !== 'pass').length;
+  const headline = report.passed
+    ? `## ✅ PASS: reconciliation ${report.period.from} → ${report.period.to}, ${store}`
+    : `## ❌ FAIL: reconciliation ${report.period.from} → ${report.period.to}, ${store}`;
+  const summary =
+    `${report.checks.length} checks, ${failedChecks} not passed; ` +
+    `${report.balanceProofs.length} balance proofs, ${failedProofs} not passed. ` +
+    `Generated ${report.generatedAt}.`;
+
+  const totals = confirmedTotalsByToken(report);
+  const payouts = payoutTotalsByOutcome(report);
+  const { byKind } = report.findings;
+
+  return `${[
+    headline,
+    summary,
+    section('Checks', report.checks, () =>
+      table(
+        ['check', 'layer', 'status', 'count', 'detail'],
+        report.checks.map((c) => [c.name, c.layer, c.status.toUpperCase(), c.count, c.detail]),
+        [3],
+      ),
+    ),
+    section('Confirmed payments per token', totals, () =>
+      table(
+        ['chain', 'token', 'count', 'requested', 'paid', 'fees', 'net'],
+        totals.map((t) => [t.chainId, t.symbol, t.count, t.requested, t.paid, t.fees, t.net]),
+        [2, 3, 4, 5, 6],
+      ),
+    ),
+    section('Payouts by outcome', payouts, () =>
+      table(
+        ['chain', 'token', 'outcome', 'count', 'amount', 'fees'],
+        payouts.map((p) => [p.chainId, p.symbol, p.outcome, p.count, p.amount, p.fees]),
+        [3, 4, 5],
+      ),
+    ),
+    section('Findings by kind', byKind, () =>
+      table(
+        ['kind', 'severity', 'new', 'open', 'resolved'],
+        byKind.map((k) => [k.kind, k.severity, k.new, k.open, k.resolved]),
+        [2, 3, 4],
+      ),
+    ),
+    section('Balance proofs', report.balanceProofs, () =>
+      table(
+        ['chain', 'token', 'wallet', 'role', 'block', 'ledger', 'on chain', 'result'],
+        report.balanceProofs.map((p) => [
+          p.chainId,
+          p.symbol,
+          p.wallet,
+          p.role,
+          p.blockNumber,
+          p.ledgerBalance,
+          p.chainBalance ?? (p.error === null ? null : `error: ${p.error}`),
+          p.result.toUpperCase(),
+        ]),
+        [4, 5, 6],
+      ),
+    ),
+    section('Trial balance', report.trialBalance, () =>
+      table(
+        ['chain', 'token', 'debits', 'credits', 'net'],
+        report.trialBalance.map((t) => [t.chainId, t.symbol, t.debits, t.credits, t.net]),
+        [2, 3, 4],
+      ),
+    ),
+  ].join('\n\n')}\n`;
+}

@@ -1,0 +1,179 @@
+/**
+ * The reconciliation report for one period and store (docs/report-schema.md): what every format
+ * (JSON, CSV, Markdown, HTML) renders. Plain data only, so a renderer is a pure function of it.
+ *
+ * Amounts are exact decimal strings in token units, canonical (no trailing zeros: "12.5" for
+ * 12.5 USDC, "-3" for a credit of 3), never numbers; fiat amounts are decimal strings in the
+ * currency's units ("19.99"). Times are ISO 8601 UTC strings. Token symbol and chain id are always their own
+ * fields, so a CSV row can be imported without parsing an account code.
+ */
+export const REPORT_SCHEMA = 'stablebooks.reconciliation-report';
+export const REPORT_VERSION = 1;
+
+export interface ReconReport {
+  schema: typeof REPORT_SCHEMA;
+  version: typeof REPORT_VERSION;
+  generatedAt: string;
+  /** Half-open: from <= t < to. */
+  period: { from: string; to: string };
+  /** null: every store. */
+  storeId: string | null;
+  /**
+   * true when the books are proven: every assertion (balance proofs, trial balance) passed and no
+   * check failed to read its source. Clearing and matching findings do not fail a run; they are
+   * listed for a person.
+   */
+  passed: boolean;
+  checks: CheckResult[];
+  accounts: AccountStatement[];
+  payments: PaymentTotals;
+  payouts: PayoutTotal[];
+  findings: FindingsSection;
+  balanceProofs: ProofRow[];
+  trialBalance: TrialBalanceRow[];
+}
+
+export interface CheckResult {
+  /** e.g. `clearing.in_transit`, `matching.intents`, `assertions.balance_proofs`. */
+  name: string;
+  layer: 'clearing' | 'matching' | 'assertions';
+  /** pass: nothing wrong; fail: findings or a failed assertion; error: a source could not be read. */
+  status: 'pass' | 'fail' | 'error';
+  /** How many findings (or failed rows) this check produced. */
+  count: number;
+  detail: string;
+}
+
+/** One account over the period, like a bank statement line. */
+export interface AccountStatement {
+  code: string;
+  kind: string;
+  type: 'asset' | 'liability' | 'income' | 'expense' | 'equity';
+  storeId: string;
+  chainId: number;
+  symbol: string;
+  token: string;
+  decimals: number;
+  /** Balances are debit-positive (a credit balance is negative), as in the ledger. */
+  opening: string;
+  debits: string;
+  credits: string;
+  closing: string;
+}
+
+export interface PaymentTotals {
+  /** Intents created in the period, by store, chain, token and status. */
+  byStatus: PaymentStatusTotal[];
+  /** Fiat-priced intents by currency and status (amount_cents as a decimal in the currency). */
+  fiat: FiatTotal[];
+  /** Confirmed payments per UTC day (by confirmation time) and token. */
+  perDay: PaymentDayTotal[];
+  underpaid: PaymentDifference[];
+  overpaid: PaymentDifference[];
+}
+
+export interface PaymentStatusTotal {
+  storeId: string;
+  chainId: number;
+  symbol: string;
+  /** The service's status name: CREATED, VIEWED, ON_CHAIN, CONFIRMED, … or UNKNOWN (not yet fetched). */
+  status: string;
+  count: number;
+  requested: string;
+  paid: string;
+  fees: string;
+  net: string;
+}
+
+export interface FiatTotal {
+  currency: string;
+  status: string;
+  count: number;
+  amount: string;
+}
+
+export interface PaymentDayTotal {
+  /** YYYY-MM-DD (UTC). */
+  day: string;
+  chainId: number;
+  symbol: string;
+  count: number;
+  paid: string;
+  fees: string;
+  net: string;
+}
+
+export interface PaymentDifference {
+  intentId: string;
+  storeId: string;
+  chainId: number;
+  symbol: string;
+  requested: string;
+  paid: string;
+  /** paid − requested (negative when underpaid). */
+  difference: string;
+  confirmedAt: string | null;
+}
+
+export interface PayoutTotal {
+  storeId: string;
+  chainId: number;
+  symbol: string;
+  /** What happened to the links in the period: funded, claimed, cancelled, expired, refunded. */
+  outcome: 'funded' | 'claimed' | 'cancelled' | 'expired' | 'refunded';
+  count: number;
+  amount: string;
+  /** Funding fees (expense:payout_fees) of these links; "0" for outcomes other than funded. */
+  fees: string;
+}
+
+export interface FindingRow {
+  id: string;
+  kind: string;
+  severity: 'info' | 'warning' | 'critical';
+  storeId: string | null;
+  refType: string;
+  refId: string;
+  details: Record<string, unknown>;
+  firstSeenAt: string;
+  lastSeenAt: string;
+  resolvedAt: string | null;
+  ackedAt: string | null;
+  ackNote: string | null;
+}
+
+export interface FindingsSection {
+  /** First seen in the period. */
+  new: FindingRow[];
+  /** First seen before the period and still open at its end. */
+  open: FindingRow[];
+  /** Resolved in the period. */
+  resolved: FindingRow[];
+  /** Per kind and severity: how many of each list. */
+  byKind: { kind: string; severity: string; new: number; open: number; resolved: number }[];
+}
+
+export interface ProofRow {
+  chainId: number;
+  symbol: string;
+  token: string;
+  wallet: string;
+  role: 'merchant' | 'custody';
+  blockNumber: string | null;
+  ledgerBalance: string;
+  chainBalance: string | null;
+  /** pass: equal; fail: they differ; error: could not be proven (see error). */
+  result: 'pass' | 'fail' | 'error';
+  error: string | null;
+  provedAt: string;
+}
+
+export interface TrialBalanceRow {
+  chainId: number;
+  symbol: string;
+  token: string;
+  debits: string;
+  credits: string;
+  /** Must be "0". */
+  net: string;
+}

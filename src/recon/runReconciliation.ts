@@ -1,0 +1,251 @@
+import { join } from 'node:path';
+import { sql } from 'drizzle-orm';
+import type { PublicClient } from 'viem';
+import { type Clock, systemClock } from '../clock.ts';
+import type { Config } from '../config/loadConfig.ts';
+import type { Db } from '../db/database.ts';
+import type { Logger } from '../logging/logger.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import { refundsOverdue } from '../payouts/refundsOverdue.ts';
+import { type BalanceProof, proveBalances } from './balanceProofs.ts';
+import { assertProofs, assertTrialBalance } from './checks/assertions.ts';
+import type { CheckContext, CheckOutcome } from './checks/checkContext.ts';
+import { clearInTransit, clearRefunds, clearSuspense } from './checks/clearing.ts';
+import { matchClaimLinks, matchIntents, matchStuckIntents } from './checks/matching.ts';
+import { createFoundTable, type FindingsSync, syncFindings } from './foundFindings.ts';
+import type { Period } from './period.ts';
+import { buildReport } from './report/buildReport.ts';
+import type { ReconReport } from './report/reportModel.ts';
+import {
+  REPORT_FORMATS,
+  type ReportFormat,
+  type WrittenFile,
+  writeReportFiles,
+} from './report/writeReportFiles.ts';
+
+export interface ReconDeps {
+  db: Db;
+  config: Pick<Config, 'stores' | 'chains' | 'recon' | 'reportsDir' | 'refundGraceMs'>;
+  rpcs: Map<number, { client: PublicClient }>;
+  logger: Logger;
+  clock?: Clock;
+  metrics?: Pick<Metrics, 'reconProgress' | 'reconRunSeconds'>;
+}
+
+export interface ReconOptions {
+  period: Period;
+  /** null or absent: every store. */
+  storeId?: string | null;
+  formats?: readonly ReportFormat[];
+  /** Where the files go; default REPORTS_DIR/<store or all>/<from>_<to>. */
+  outDir?: string;
+  trigger?: 'cli' | 'schedule';
+  onProgress?: (progress: ReconProgress) => void;
+}
+
+export interface ReconProgress {
+  phase: (typeof PHASES)[number];
+  /** Phases finished so far, of `total`. */
+  done: number;
+  total: number;
+}
+
+export interface ReconResult {
+  runId: string;
+  status: 'completed';
+  passed: boolean;
+  report: ReconReport;
+  findings: FindingsSync;
+  files: WrittenFile[];
+  dir: string;
+  durationMs: number;
+}
+
+/** A mistake in what was asked (unknown store): retrying cannot help; fix the command. */
+export class ReconInputError extends Error {}
+
+const PHASES = [
+  'proofs',
+  'refunds',
+  'clearing',
+  'matching',
+  'assertions',
+  'findings',
+  'report',
+  'files',
+] as const;
+
+/**
+ * One reconciliation run for a period and store (DESIGN.md section 9): balance proofs at each
+ * chain's finalized block, then the three layers of set-based checks in one repeatable-read
+ * transaction with the findings they produce (opened, refreshed, resolved), then the report read
+ * in one snapshot and written in every asked format. The run's row in recon_runs (one per period
+ * and store) is replaced by a rerun, as are its files. A run that breaks is recorded `failed`
+ * with its reason, and the error is thrown to the caller (the job retries; the CLI prints it).
+ */
+export async function runReconciliation(deps: ReconDeps, options: ReconOptions): Promise<ReconResult> {
+  const clock = deps.clock ?? systemClock;
+  const storeId = options.storeId ?? null;
+  if (storeId !== null && !deps.config.stores.some((s) => s.storeId === storeId))
+    throw new ReconInputError(`store ${storeId} is not in STORES_FILE`);
+  const formats = options.formats ?? REPORT_FORMATS;
+  const storeKey = storeId ?? '*';
+  const { from, to } = options.period;
+  const dir = options.outDir ?? join(deps.config.reportsDir, storeId ?? 'all', `${stamp(from)}_${stamp(to)}`);
+  const startedAt = performance.now();
+  const runId = await startRun(deps.db, options, storeKey, storeId);
+
+  let phaseIndex = 0;
+  const phase = async <T>(name: (typeof PHASES)[number], work: () => Promise<T>): Promise<T> => {
+    const progress = { phase: name, done: phaseIndex, total: PHASES.length };
+    options.onProgress?.(progress);
+    deps.metrics?.reconProgress.reset();
+    deps.metrics?.reconProgress.set({ phase: name }, phaseIndex / PHASES.length);
+    await deps.db.execute(sql`update recon_runs set phase = ${name} where id = ${runId}::bigint`);
+    const result = await work();
+    phaseIndex += 1;
+    return result;
+  };
+
+  try {
+    const now = clock.now();
+    const proofs: BalanceProof[] = await phase('proofs', () =>
+      proveBalances({ db: deps.db, config: deps.config, rpcs: deps.rpcs }),
+    );
+    await phase('refunds', () =>
+      refundsOverdue({ db: deps.db, refundGraceMs: deps.config.refundGraceMs, logger: deps.logger }, now),
+    );
+
+    const { outcomes, sync } = await deps.db.transaction(
+      async (tx) => {
+        const ctx: CheckContext = {
+          tx,
+          storeId,
+          now,
+          settings: deps.config.recon,
+          chains: deps.config.chains,
+        };
+        await createFoundTable(tx);
+        const outcomes: CheckOutcome[] = [];
+        await phase('clearing', async () => {
+          outcomes.push(await clearInTransit(ctx), await clearRefunds(ctx), await clearSuspense(ctx));
+        });
+        await phase('matching', async () => {
+          outcomes.push(await matchIntents(ctx), await matchStuckIntents(ctx), await matchClaimLinks(ctx));
+        });
+        await phase('assertions', async () => {
+          outcomes.push(await assertProofs(ctx, proofs), await assertTrialBalance(ctx));
+        });
+        const sync = await phase('findings', () =>
+          syncFindings(
+            tx,
+            outcomes.flatMap((o) => (o.result.status === 'error' ? [] : o.owned)),
+            storeId,
+          ),
+        );
+        return { outcomes, sync };
+      },
+      { isolationLevel: 'repeatable read' },
+    );
+
+    const report = await phase('report', () =>
+      deps.db.transaction(
+        (tx) =>
+          buildReport(tx, {
+            period: options.period,
+            storeId,
+            chains: deps.config.chains,
+            generatedAt: now,
+            checks: outcomes.map((o) => o.result),
+            proofs,
+          }),
+        { isolationLevel: 'repeatable read', accessMode: 'read only' },
+      ),
+    );
+    const files = await phase('files', () => writeReportFiles(report, dir, formats));
+
+    const durationMs = Math.round(performance.now() - startedAt);
+    const counts = {
+      findings: {
+        new: report.findings.new.length,
+        open: report.findings.open.length,
+        resolved: report.findings.resolved.length,
+      },
+      sync,
+      checks: Object.fromEntries(
+        (['pass', 'fail', 'error'] as const).map((s) => [
+          s,
+          report.checks.filter((c) => c.status === s).length,
+        ]),
+      ),
+    };
+    await deps.db.execute(sql`
+      update recon_runs set status = 'completed', passed = ${report.passed}, phase = 'done',
+             finished_at = now(), duration_ms = ${durationMs}, counts = ${JSON.stringify(counts)}::jsonb,
+             files = ${JSON.stringify(files.map((f) => ({ name: f.name, path: f.path, sha256: f.sha256, bytes: f.bytes })))}::jsonb
+      where id = ${runId}::bigint`);
+    deps.metrics?.reconProgress.reset();
+    deps.metrics?.reconProgress.set({ phase: 'done' }, 1);
+    deps.metrics?.reconRunSeconds.observe({ outcome: 'completed' }, durationMs / 1000);
+    options.onProgress?.({ phase: 'files', done: PHASES.length, total: PHASES.length });
+    deps.logger.info(
+      {
+        runId,
+        storeId,
+        from: from.toISOString(),
+        to: to.toISOString(),
+        passed: report.passed,
+        durationMs,
+        ...counts.findings,
+      },
+      'reconciliation run completed',
+    );
+    return {
+      runId,
+      status: 'completed',
+      passed: report.passed,
+      report,
+      findings: sync,
+      files,
+      dir,
+      durationMs,
+    };
+  } catch (err) {
+    const message = (err instanceof Error ? err.message : String(err)).split('\n')[0] ?? 'unknown error';
+    const durationMs = Math.round(performance.now() - startedAt);
+    await deps.db
+      .execute(sql`
+        update recon_runs set status = 'failed', finished_at = now(), duration_ms = ${durationMs}, error = ${message}
+        where id = ${runId}::bigint`)
+      .catch(() => undefined);
+    deps.metrics?.reconRunSeconds.observe({ outcome: 'failed' }, durationMs / 1000);
+    throw err;
+  }
+}
+
+/** 2026-11-21T00:00:00.000Z → 20261121T000000Z: a file name every system accepts. */
+function stamp(t: Date): string {
+  return t
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
+}
+
+async function startRun(
+  db: Db,
+  options: ReconOptions,
+  storeKey: string,
+  storeId: string | null,
+): Promise<string> {
+  const { rows } = await db.execute<{ id: string }>(sql`
+    insert into recon_runs (period_from, period_to, store_key, store_id, trigger, status, phase, started_at)
+    values (${options.period.from.toISOString()}::timestamptz, ${options.period.to.toISOString()}::timestamptz,
+            ${storeKey}, ${storeId}, ${options.trigger ?? 'cli'}, 'running', 'start', now())
+    on conflict (period_from, period_to, store_key) do update set
+      trigger = excluded.trigger, status = 'running', passed = null, phase = 'start', started_at = now(),
+      finished_at = null, duration_ms = null, counts = '{}'::jsonb, files = '[]'::jsonb, error = null
+    returning id::text`);
+  const id = rows[0]?.id;
+  if (!id) throw new Error('recon_runs: the run row was not written');
+  return id;
+}
