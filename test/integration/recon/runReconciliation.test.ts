@@ -183,4 +183,134 @@ describe('runReconciliation', () => {
       select count(*)::text as n from recon_runs where period_from = ${p.from.toISOString()}::timestamptz`);
     expect(rows[0]!.n).toBe('1');
   });
+
+  it('behavior: missing webhook is found after its window and resolves when the webhook arrives', async () => {
+    const id = `nowebhook-${seq++}`;
+    const hash = await pay(kit.merchant, 25_000_000n);
+    await observe(intent(id, { tx_hash: hash }));
+    await settleChain();
+    await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(id)).toEqual([]); // within the window: not yet
+    clock.advance(HOUR + 1);
+    const run = await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(id)).toEqual(['missing_webhook']);
+    expect(run.report.findings.new.map((f) => `${f.kind} ${f.refId}`)).toContain(`missing_webhook ${id}`);
+    await webhookArrived(id, '25');
+    const after = await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(id)).toEqual([]);
+    expect(after.report.findings.resolved.map((f) => `${f.kind} ${f.refId}`)).toContain(
+      `missing_webhook ${id}`,
+    );
+  });
+
+  it('behavior: a confirmation without chain proof is found in in_transit, and clears when the chain proves it', async () => {
+    const id = `noproof-${seq++}`;
+    const hash = await pay(kit.merchant, 25_000_000n);
+    await observe(intent(id, { tx_hash: hash }));
+    await webhookArrived(id, '25');
+    clock.advance(HOUR + 1);
+    const run = await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(id)).toEqual(['webhook_without_chain_proof']);
+    expect(run.report.checks.find((c) => c.name === 'clearing.in_transit')?.status).toBe('fail');
+    await settleChain();
+    await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(id)).toEqual([]);
+  });
+
+  it('behavior: webhook and API disagreeing on the amount is amount_mismatch; an underpayment is reported', async () => {
+    const id = `mismatch-${seq++}`;
+    const hash = await pay(kit.merchant, 24_000_000n);
+    await observe(
+      intent(id, { tx_hash: hash, actual_paid_amount: '24', net_income_amount: '24', amount_coins: '25' }),
+    );
+    await webhookArrived(id, '23');
+    await settleChain();
+    const run = await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(id)).toEqual(['amount_mismatch', 'underpaid']);
+    const finding = run.report.findings.new.find((f) => f.refId === id && f.kind === 'amount_mismatch');
+    expect(finding?.details).toMatchObject({
+      api_actual_paid_amount: '24',
+      webhook_actual_paid_amount_min: '23',
+    });
+    expect(run.report.payments.underpaid.map((u) => [u.intentId, u.difference])).toContainEqual([id, '-1']);
+  });
+
+  it('behavior: an intent stuck in VIEWED is found after the stuck window and resolves when it ends', async () => {
+    const id = `stuck-${seq++}`;
+    await observe(
+      intent(id, { status: 2, actual_paid_amount: null, service_fee_amount: null, net_income_amount: null }),
+    );
+    clock.advance(24 * HOUR + 1);
+    await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(id)).toEqual(['stuck_intent']);
+    await observe(
+      intent(id, { status: -5, actual_paid_amount: null, service_fee_amount: null, net_income_amount: null }),
+    );
+    await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(id)).toEqual([]);
+  });
+
+  it('behavior: a transfer not yet matched fails the balance proof with a reason, resolved once it is booked', async () => {
+    const stranger = await kit.chain.wallet(`stranger-${seq++}`);
+    await kit.chain.mint('USDT', stranger, 7_000_000n);
+    await kit.chain.transfer('USDT', `stranger-${seq - 1}`, kit.merchant, 7_000_000n);
+    await kit.raw('anvil_mine', ['0x3']);
+    await indexChainPass(chainDeps, CHAIN_ID);
+    // Final, but inside the matcher's grace: the ledger cannot be compared yet.
+    const run = await runReconciliation(deps, { period: period() });
+    expect(run.passed).toBe(false);
+    const proofs = run.report.checks.find((c) => c.name === 'assertions.balance_proofs');
+    expect(proofs?.status).toBe('error');
+    expect(proofs?.detail).toMatch(/not matched yet/);
+    expect((await openFindings()).some((f) => f.startsWith('balance_proof_failed '))).toBe(true);
+    clock.advance(11 * 60_000);
+    await settleChain();
+    const after = await runReconciliation(deps, { period: period() });
+    expect(after.report.balanceProofs.every((p) => p.result === 'pass')).toBe(true);
+    expect((await openFindings()).some((f) => f.startsWith('balance_proof_failed '))).toBe(false);
+    // The stranger's money sits in suspense with its finding, and the suspense check says so.
+    expect((await openFindings()).some((f) => f.startsWith('unmatched_transfer_in '))).toBe(true);
+    expect(after.report.checks.find((c) => c.name === 'clearing.suspense')?.status).toBe('fail');
+    expect(after.passed).toBe(true);
+  });
+
+  it('behavior: a cancelled link without refund is refund_overdue, and a refund without webhook is missing_webhook', async () => {
+    const link = `cl-${seq++}`;
+    const cancelledAt = new Date(clock.now().getTime() - 25 * HOUR).toISOString();
+    await kit.db.db.execute(sql`
+      insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address, create_outcome,
+                           claim_link_id, link_status, funded_at, cancelled_at)
+      values (${`po-${link}`}, 'st_a', ${`ref-${link}`}, '5', 1, ${CHAIN_ID}, ${kit.chain.tokens.USDT.address.toLowerCase()},
+              'created', ${link}, 'cancelled', ${cancelledAt}::timestamptz, ${cancelledAt}::timestamptz)`);
+    await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(link)).toEqual(['refund_overdue']);
+    // The refund is proven on chain (the matcher sets refunded_at), but its webhook never came.
+    await kit.db.db.execute(sql`
+      update payouts set refunded_at = ${new Date(clock.now().getTime() - 2 * HOUR).toISOString()}::timestamptz
+      where claim_link_id = ${link}`);
+    await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(link)).toEqual(['missing_webhook']);
+    await kit.db.db.execute(sql`
+      insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body, processed_at, ref_id)
+      values (${`wh-${link}`}, 'st_a', 'claim-links', 'processed', '{}'::jsonb, ${Buffer.from('{}')}, now(), ${link})`);
+    await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(link)).toEqual([]);
+  });
+
+  it('behavior: a store-scoped run resolves only its own store findings and an unknown store is refused', async () => {
+    await expect(runReconciliation(deps, { period: period(), storeId: 'st_nope' })).rejects.toThrow(
+      /st_nope is not in STORES_FILE/,
+    );
+    const run = await runReconciliation(deps, { period: period(), storeId: 'st_b' });
+    expect(run.dir).toContain(join('st_b'));
+    expect(run.report.storeId).toBe('st_b');
+    expect(run.report.payments.byStatus).toEqual([]);
+  });
 });
+
+async function findingsOf(refId: string): Promise<string[]> {
+  const { rows } = await kit.db.db.execute<{ kind: string }>(
+    sql`select kind from findings where ref_id = ${refId} and resolved_at is null order by kind`,
+  );
+  return rows.map((r) => r.kind);
+}
