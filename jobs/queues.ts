@@ -14,7 +14,9 @@ import { z } from 'zod';
  *   verifications and the balance proofs (a PostgreSQL advisory lock per chain keeps one indexer
  *   pass at a time even when two processes run one);
  * - claim-links: the 14-day expiry and the overdue-refund check;
- * - alerts: the alert evaluation (src/alerts/evaluateAlerts.ts), on one job scheduler.
+ * - alerts: the alert evaluation (src/alerts/evaluateAlerts.ts), on one job scheduler;
+ * - recon: the reconciliation run (src/recon/runReconciliation.ts), on one cron job scheduler
+ *   (RECON_CRON, UTC) for the previous UTC day.
  */
 export const QUEUE = {
   webhooks: 'webhooks',
@@ -22,6 +24,7 @@ export const QUEUE = {
   chain: 'chain',
   claimLinks: 'claim-links',
   alerts: 'alerts',
+  recon: 'recon',
   polls: (storeId: string) => `polls-${storeId}`,
 } as const;
 
@@ -85,4 +88,26 @@ export const claimLinkJobs = {
 export const alertJobs = {
   /** Alert conditions from findings, balance proofs and chain lag; firing, reminder, resolved messages. */
   evaluate: { name: 'alerts.evaluate', everyMs: 60_000, data: z.object({}) },
+} as const;
+
+export const reconJobs = {
+  /**
+   * One reconciliation run. The scheduled job carries no period (it covers the UTC day before the
+   * time it runs); a job added by hand may name one. Rerunning a period replaces its report.
+   */
+  run: {
+    name: 'recon.run',
+    schedulerId: 'recon.daily',
+    data: z.object({
+      from: z.iso.datetime().optional(),
+      to: z.iso.datetime().optional(),
+      storeId: z.string().min(1).optional(),
+    }),
+    options: {
+      attempts: 3,
+      backoff: { type: 'exponential', delay: 60_000 },
+      removeOnComplete: 100,
+      removeOnFail: 1000,
+    },
+  },
 } as const;

@@ -2,10 +2,12 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/errors.ts';
 import { CliError } from './CliError.ts';
 import { registerDoctor } from './commands/doctor.ts';
+import { registerFindings } from './commands/findings.ts';
 import { registerIntents } from './commands/intents.ts';
 import { registerLedger } from './commands/ledger.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerPayouts } from './commands/payouts.ts';
+import { registerReport } from './commands/report.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerStart } from './commands/start.ts';
 
@@ -21,6 +23,8 @@ export function buildProgram(): Command {
   registerIntents(program);
   registerPayouts(program);
   registerLedger(program);
+  registerReport(program);
+  registerFindings(program);
   registerSandbox(program);
   return program;
 }

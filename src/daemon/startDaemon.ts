@@ -14,8 +14,10 @@ import {
   claimLinkJobs,
   maintenanceJobs,
   QUEUE,
+  reconJobs,
   webhookJob,
 } from '../../jobs/queues.ts';
+import { reconProcessor } from '../../jobs/recon.ts';
 import type { AlertDeps } from '../alerts/evaluateAlerts.ts';
 import { createNotifiers, DEFAULT_RETRY } from '../alerts/notifiers.ts';
 import { createChainRpcs } from '../chain/rpcClients.ts';
@@ -108,7 +110,8 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   const chainQueue = new Queue(QUEUE.chain, queueOptions);
   const claimLinks = new Queue(QUEUE.claimLinks, queueOptions);
   const alertsQueue = new Queue(QUEUE.alerts, queueOptions);
-  for (const q of [webhooks, maintenance, chainQueue, claimLinks, alertsQueue]) quiet(q);
+  const reconQueue = new Queue(QUEUE.recon, queueOptions);
+  for (const q of [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, reconQueue]) quiet(q);
   const pollQueues = new Map<string, Queue>();
   const pollsQueue = (storeId: string): Queue => {
     let q = pollQueues.get(storeId);
@@ -121,15 +124,15 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   };
   shutdown.add('queues', () =>
     Promise.all(
-      [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, ...pollQueues.values()].map((q) =>
-        q.close(),
+      [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, reconQueue, ...pollQueues.values()].map(
+        (q) => q.close(),
       ),
     ),
   );
   const polled = config.stores.map((s) => pollsQueue(s.storeId));
   attachCollectors(metrics, {
     db: database.db,
-    queues: [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, ...polled],
+    queues: [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, reconQueue, ...polled],
   });
 
   const stores = new Map(config.stores.map((s) => [s.storeId, s]));
@@ -262,6 +265,14 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
       'alerts',
     );
     observe(
+      new Worker(QUEUE.recon, reconProcessor({ db: database.db, config, rpcs, logger, clock, metrics }), {
+        connection: workerConnection,
+        prefix,
+        concurrency: 1,
+      }),
+      'recon',
+    );
+    observe(
       new Worker(QUEUE.maintenance, maintenanceProcessor(ctx), {
         connection: workerConnection,
         prefix,
@@ -304,6 +315,12 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
           { name: job.name, data: {} },
         );
       }
+      // A cron, not an interval: the run belongs to a calendar day (never scaled by POLL_INTERVAL_SCALE).
+      await reconQueue.upsertJobScheduler(
+        reconJobs.run.schedulerId,
+        { pattern: config.reconCron, tz: 'UTC' },
+        { name: reconJobs.run.name, data: {}, opts: reconJobs.run.options },
+      );
       for (const job of Object.values(alertJobs)) {
         await alertsQueue.upsertJobScheduler(
           job.name,
@@ -339,7 +356,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   });
   await registerAdminQueues(app, {
     token: config.adminToken,
-    queues: [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, ...polled],
+    queues: [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, reconQueue, ...polled],
   });
   if (roles.has('intake')) {
     registerIntakeRoutes(app, {

@@ -1,0 +1,67 @@
+import { sql } from 'drizzle-orm';
+import type { Db } from '../db/database.ts';
+import type { FindingRow } from './report/reportModel.ts';
+
+export interface FindingsFilter {
+  openOnly?: boolean;
+  kind?: string;
+  storeId?: string;
+  id?: bigint;
+  limit?: number;
+}
+
+/** Findings, newest first (by last seen): what `stablebooks findings list` prints. */
+export async function listFindings(db: Db, filter: FindingsFilter = {}): Promise<FindingRow[]> {
+  const { rows } = await db.execute<{
+    id: string;
+    kind: string;
+    severity: FindingRow['severity'];
+    store_id: string | null;
+    ref_type: string;
+    ref_id: string;
+    details: Record<string, unknown>;
+    first_seen_at: Date | string;
+    last_seen_at: Date | string;
+    resolved_at: Date | string | null;
+    acked_at: Date | string | null;
+    ack_note: string | null;
+  }>(sql`
+    select id::text, kind, severity, store_id, ref_type, ref_id, details, first_seen_at, last_seen_at,
+           resolved_at, acked_at, ack_note
+    from findings
+    where (${filter.openOnly ?? false}::boolean = false or resolved_at is null)
+      and (${filter.kind ?? null}::text is null or kind = ${filter.kind ?? null}::text)
+      and (${filter.storeId ?? null}::text is null or store_id = ${filter.storeId ?? null}::text)
+      and (${filter.id?.toString() ?? null}::bigint is null or id = ${filter.id?.toString() ?? null}::bigint)
+    order by last_seen_at desc, id desc
+    limit ${filter.limit ?? 1000}`);
+  const iso = (t: Date | string | null) => (t === null ? null : new Date(t).toISOString());
+  return rows.map((r) => ({
+    id: r.id,
+    kind: r.kind,
+    severity: r.severity,
+    storeId: r.store_id,
+    refType: r.ref_type,
+    refId: r.ref_id,
+    details: r.details,
+    firstSeenAt: iso(r.first_seen_at) as string,
+    lastSeenAt: iso(r.last_seen_at) as string,
+    resolvedAt: iso(r.resolved_at),
+    ackedAt: iso(r.acked_at),
+    ackNote: r.ack_note,
+  }));
+}
+
+export type AckOutcome = { kind: 'acked'; finding: FindingRow } | { kind: 'not_found' };
+
+/**
+ * A person has looked at a finding: acked_at and their note. The finding stays open until its
+ * cause clears (an ack silences nothing in the books); acking again replaces the note.
+ */
+export async function ackFinding(db: Db, id: bigint, note: string): Promise<AckOutcome> {
+  const { rows } = await db.execute<{ id: string }>(sql`
+    update findings set acked_at = now(), ack_note = ${note} where id = ${id.toString()}::bigint returning id::text`);
+  if (!rows[0]) return { kind: 'not_found' };
+  const [finding] = await listFindings(db, { id });
+  return finding ? { kind: 'acked', finding } : { kind: 'not_found' };
+}
