@@ -5,6 +5,7 @@ import type { FindingRow } from './report/reportModel.ts';
 export interface FindingsFilter {
   openOnly?: boolean;
   kind?: string;
+  severity?: FindingRow['severity'];
   storeId?: string;
   id?: bigint;
   limit?: number;
@@ -31,6 +32,7 @@ export async function listFindings(db: Db, filter: FindingsFilter = {}): Promise
     from findings
     where (${filter.openOnly ?? false}::boolean = false or resolved_at is null)
       and (${filter.kind ?? null}::text is null or kind = ${filter.kind ?? null}::text)
+      and (${filter.severity ?? null}::text is null or severity = ${filter.severity ?? null}::text)
       and (${filter.storeId ?? null}::text is null or store_id = ${filter.storeId ?? null}::text)
       and (${filter.id?.toString() ?? null}::bigint is null or id = ${filter.id?.toString() ?? null}::bigint)
     order by last_seen_at desc, id desc

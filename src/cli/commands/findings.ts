@@ -9,6 +9,16 @@ import { renderTable } from '../table.ts';
 
 const KIND_RE = /^[a-z][a-z0-9_]{0,63}$/;
 const NOTE_MAX = 2000;
+const SEVERITIES: readonly FindingRow['severity'][] = ['info', 'warning', 'critical'];
+
+interface ListOptions {
+  open?: boolean;
+  kind?: string;
+  severity?: string;
+  store?: string;
+  limit?: string;
+  json?: boolean;
+}
 
 /** `stablebooks findings list|ack`: the disagreements the daemon and the reconciliation runs found. */
 export function registerFindings(program: Command): void {
@@ -19,48 +29,49 @@ export function registerFindings(program: Command): void {
     .description('findings, most recently seen first')
     .option('--open', 'only findings whose cause has not cleared')
     .option('--kind <kind>', 'only this kind, e.g. missing_webhook')
+    .option('--severity <level>', 'only this severity: info, warning or critical')
     .option('--store <id>', 'only this store')
     .option('--limit <n>', 'at most this many (default 1000)')
     .option('--json', 'machine-readable output')
-    .action(
-      async (opts: { open?: boolean; kind?: string; store?: string; limit?: string; json?: boolean }) => {
-        if (opts.kind !== undefined && !KIND_RE.test(opts.kind))
-          throw new CliError(
-            `--kind: ${JSON.stringify(opts.kind)} is not a finding kind (lowercase, e.g. missing_webhook)`,
-          );
-        const limit = opts.limit === undefined ? 1000 : Number(opts.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 100_000)
-          throw new CliError(`--limit: ${opts.limit} is not a whole number from 1 to 100000`);
-        const database = createDatabase(loadDatabaseUrl(process.env), { max: 1 });
-        try {
-          const rows = await listFindings(database.db, {
-            openOnly: opts.open,
-            kind: opts.kind,
-            storeId: opts.store,
-            limit,
-          });
-          printResult(opts.json, rows, () =>
-            rows.length === 0
-              ? 'no findings'
-              : renderTable(
-                  ['id', 'kind', 'severity', 'store', 'ref', 'first seen', 'last seen', 'state'],
-                  rows.map((f) => [
-                    f.id,
-                    f.kind,
-                    f.severity,
-                    f.storeId ?? '-',
-                    `${f.refType} ${f.refId}`,
-                    f.firstSeenAt,
-                    f.lastSeenAt,
-                    state(f),
-                  ]),
-                ),
-          );
-        } finally {
-          await database.close();
-        }
-      },
-    );
+    .action(async (opts: ListOptions) => {
+      if (opts.kind !== undefined && !KIND_RE.test(opts.kind))
+        throw new CliError(
+          `--kind: ${JSON.stringify(opts.kind)} is not a finding kind (lowercase, e.g. missing_webhook)`,
+        );
+      if (opts.severity !== undefined && !SEVERITIES.includes(opts.severity as FindingRow['severity']))
+        throw new CliError(`--severity: ${JSON.stringify(opts.severity)} is not info, warning or critical`);
+      const limit = opts.limit === undefined ? 1000 : Number(opts.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100_000)
+        throw new CliError(`--limit: ${opts.limit} is not a whole number from 1 to 100000`);
+      const database = createDatabase(loadDatabaseUrl(process.env), { max: 1 });
+      try {
+        const rows = await listFindings(database.db, {
+          openOnly: opts.open,
+          kind: opts.kind,
+          storeId: opts.store,
+          limit,
+        });
+        printResult(opts.json, rows, () =>
+          rows.length === 0
+            ? 'no findings'
+            : renderTable(
+                ['id', 'kind', 'severity', 'store', 'ref', 'first seen', 'last seen', 'state'],
+                rows.map((f) => [
+                  f.id,
+                  f.kind,
+                  f.severity,
+                  f.storeId ?? '-',
+                  `${f.refType} ${f.refId}`,
+                  f.firstSeenAt,
+                  f.lastSeenAt,
+                  state(f),
+                ]),
+              ),
+        );
+      } finally {
+        await database.close();
+      }
+    });
 
   findings
     .command('ack')
