@@ -22,8 +22,8 @@ function parseTime(flag: string, text: string): Date {
   const ok = dateOnly || /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(text);
   const date = new Date(dateOnly ? `${text}T00:00:00Z` : text);
   // Date rolls 2026-02-30 over to March 2nd; a calendar date must read back as written.
-  const realDay =
-    ok && new Date(`${text.slice(0, 10)}T00:00:00Z`).toISOString().startsWith(text.slice(0, 10));
+  const day = new Date(`${text.slice(0, 10)}T00:00:00Z`);
+  const realDay = ok && !Number.isNaN(day.getTime()) && day.toISOString().startsWith(text.slice(0, 10));
   if (!ok || !realDay || Number.isNaN(date.getTime()))
     throw new PeriodError(`${flag}: ${text} is not a date (2026-11-21) or an ISO 8601 time with a zone`);
   return date;
