@@ -41,11 +41,12 @@ export async function matchIntents(ctx: CheckContext): Promise<CheckOutcome> {
       from checkout_intents ci
       join ${tokensTable(ctx.chains)} on tk.chain_id = ci.chain_id and tk.token = lower(ci.coin_contract)
       left join (
-        select w.ref_id, count(*) as n,
-               min((convert_from(w.body, 'UTF8')::jsonb ->> 'actual_paid_amount')::numeric) as paid_min,
-               max((convert_from(w.body, 'UTF8')::jsonb ->> 'actual_paid_amount')::numeric) as paid_max
-        from webhook_inbox w
-        where w.endpoint = 'checkout' and w.status = 'processed' and w.ref_id is not null
+        select w.ref_id, count(*) as n, min(w.paid) as paid_min, max(w.paid) as paid_max
+        from (
+          select ref_id, (convert_from(body, 'UTF8')::jsonb ->> 'actual_paid_amount')::numeric as paid
+          from webhook_inbox
+          where endpoint = 'checkout' and status = 'processed' and ref_id is not null
+        ) w
         group by w.ref_id
       ) wh on wh.ref_id = ci.id
       left join (
