@@ -155,7 +155,7 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
             period: options.period,
             storeId,
             chains: deps.config.chains,
-            generatedAt: now,
+            generatedAt: clock.now(),
             checks: outcomes.map((o) => o.result),
             proofs,
           }),

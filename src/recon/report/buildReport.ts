@@ -288,7 +288,12 @@ async function payoutTotals(tx: DbExecutor, input: ReportInput): Promise<PayoutT
 }
 
 async function findingsSection(tx: DbExecutor, input: ReportInput): Promise<FindingsSection> {
-  const from = input.period.from.toISOString();
+  // Findings are stamped with PostgreSQL's now(); the period is on the run's clock, which in the
+  // demo and the tests follows the sandbox's, days ahead. Move the period's start onto the
+  // database's time line (the offset is ~0 in production, where both are the system clock).
+  const dbNow = await tx.execute<{ now: Date | string }>(sql`select now() as now`);
+  const offsetMs = new Date(dbNow.rows[0]?.now ?? input.generatedAt).getTime() - input.generatedAt.getTime();
+  const from = new Date(input.period.from.getTime() + offsetMs).toISOString();
   const { rows } = await tx.execute<{
     id: string;
     kind: string;
