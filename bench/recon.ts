@@ -734,6 +734,9 @@ async function fill(db: Db, pool: pg.Pool, from: Date, to: Date): Promise<FillRe
   if (!seq) throw new Error('ledger_entries.id has no sequence');
 
   const client = await pool.connect();
+  // A server stopped under the fill (Ctrl-C) fails the COPY in progress; without a listener the
+  // connection's 'error' event would crash the process before the clean-ups finish.
+  client.on('error', () => {});
   let rows = 0;
   try {
     for (let lo = 0; lo < INTENTS; lo += BATCH) {
@@ -1073,6 +1076,18 @@ async function runInChild(
 
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * A clean-up that runs once even when called twice: on Ctrl-C, runBench's signal handler and the
+ * interrupted fill's `finally` both run the clean-ups.
+ */
+function once(fn: () => Promise<unknown>): () => Promise<unknown> {
+  let done: Promise<unknown> | undefined;
+  return () => {
+    done ??= fn();
+    return done;
+  };
+}
+
 const loadAverage = () =>
   os
     .loadavg()
@@ -1090,14 +1105,14 @@ async function run(cleanups: Cleanups): Promise<void> {
   } else {
     log('starting a durable ephemeral PostgreSQL (fsync, synchronous_commit, full_page_writes on)');
     const server = await startEphemeralPostgres({ durable: true });
-    cleanups.push(() => server.stop());
+    cleanups.push(once(() => server.stop()));
     url = server.url;
   }
   await runMigrations(url);
   const database = createDatabase(url, { max: 2, applicationName: 'stablebooks-bench-fill' });
   // A fill interrupted by Ctrl-C still holds a connection, which pool.end() would wait for: the
   // server's stop (next clean-up) ends that connection instead.
-  cleanups.push(() => Promise.race([database.close(), sleep(1000)]));
+  cleanups.push(once(() => Promise.race([database.close(), sleep(1000)])));
   const { db } = database;
   const { rows: existing } = await db.execute<{ n: number }>(
     sql`select count(*)::int as n from checkout_intents where store_id = ${STORE_ID}`,
