@@ -11,34 +11,30 @@ export interface FindingsFilter {
   limit?: number;
 }
 
-/** Findings, newest first (by last seen): what `stablebooks findings list` prints. */
-export async function listFindings(db: Db, filter: FindingsFilter = {}): Promise<FindingRow[]> {
-  const { rows } = await db.execute<{
-    id: string;
-    kind: string;
-    severity: FindingRow['severity'];
-    store_id: string | null;
-    ref_type: string;
-    ref_id: string;
-    details: Record<string, unknown>;
-    first_seen_at: Date | string;
-    last_seen_at: Date | string;
-    resolved_at: Date | string | null;
-    acked_at: Date | string | null;
-    ack_note: string | null;
-  }>(sql`
-    select id::text, kind, severity, store_id, ref_type, ref_id, details, first_seen_at, last_seen_at,
-           resolved_at, acked_at, ack_note
-    from findings
-    where (${filter.openOnly ?? false}::boolean = false or resolved_at is null)
-      and (${filter.kind ?? null}::text is null or kind = ${filter.kind ?? null}::text)
-      and (${filter.severity ?? null}::text is null or severity = ${filter.severity ?? null}::text)
-      and (${filter.storeId ?? null}::text is null or store_id = ${filter.storeId ?? null}::text)
-      and (${filter.id?.toString() ?? null}::bigint is null or id = ${filter.id?.toString() ?? null}::bigint)
-    order by last_seen_at desc, id desc
-    limit ${filter.limit ?? 1000}`);
-  const iso = (t: Date | string | null) => (t === null ? null : new Date(t).toISOString());
-  return rows.map((r) => ({
+/** A findings row as PostgreSQL returns it (select FINDING_COLUMNS). */
+export interface FindingDbRow {
+  id: string;
+  kind: string;
+  severity: FindingRow['severity'];
+  store_id: string | null;
+  ref_type: string;
+  ref_id: string;
+  details: Record<string, unknown>;
+  first_seen_at: Date | string;
+  last_seen_at: Date | string;
+  resolved_at: Date | string | null;
+  acked_at: Date | string | null;
+  ack_note: string | null;
+}
+
+export const FINDING_COLUMNS = sql.raw(
+  'id::text, kind, severity, store_id, ref_type, ref_id, details, first_seen_at, last_seen_at, resolved_at, acked_at, ack_note',
+);
+
+const iso = (t: Date | string | null) => (t === null ? null : new Date(t).toISOString());
+
+export function toFindingRow(r: FindingDbRow): FindingRow {
+  return {
     id: r.id,
     kind: r.kind,
     severity: r.severity,
@@ -51,7 +47,22 @@ export async function listFindings(db: Db, filter: FindingsFilter = {}): Promise
     resolvedAt: iso(r.resolved_at),
     ackedAt: iso(r.acked_at),
     ackNote: r.ack_note,
-  }));
+  };
+}
+
+/** Findings, newest first (by last seen): what `stablebooks findings list` prints. */
+export async function listFindings(db: Db, filter: FindingsFilter = {}): Promise<FindingRow[]> {
+  const { rows } = await db.execute<FindingDbRow & Record<string, unknown>>(sql`
+    select ${FINDING_COLUMNS}
+    from findings
+    where (${filter.openOnly ?? false}::boolean = false or resolved_at is null)
+      and (${filter.kind ?? null}::text is null or kind = ${filter.kind ?? null}::text)
+      and (${filter.severity ?? null}::text is null or severity = ${filter.severity ?? null}::text)
+      and (${filter.storeId ?? null}::text is null or store_id = ${filter.storeId ?? null}::text)
+      and (${filter.id?.toString() ?? null}::bigint is null or id = ${filter.id?.toString() ?? null}::bigint)
+    order by last_seen_at desc, id desc
+    limit ${filter.limit ?? 1000}`);
+  return rows.map(toFindingRow);
 }
 
 export type AckOutcome = { kind: 'acked'; finding: FindingRow } | { kind: 'not_found' };

@@ -38,20 +38,36 @@ export async function clearInTransit(ctx: CheckContext): Promise<CheckOutcome> {
   );
 }
 
-export async function clearRefunds(ctx: CheckContext): Promise<CheckOutcome> {
-  const { rows } = await ctx.tx.execute<{ n: string }>(sql`
-    select count(*)::text as n from findings
-    where kind in (${REFUND_OVERDUE}, ${EXPIRY_REFUND_OVERDUE}) and resolved_at is null
-      and ${storeFilter(sql`store_id`, ctx.storeId)}`);
-  const n = Number(rows[0]?.n ?? 0);
-  return check('clearing.refund_receivable', 'clearing', n, 'claim-link refunds later than the grace', []);
+export function clearRefunds(ctx: CheckContext): Promise<CheckOutcome> {
+  return openFindingsCheck(
+    ctx,
+    'clearing.refund_receivable',
+    [REFUND_OVERDUE, EXPIRY_REFUND_OVERDUE],
+    'claim-link refunds later than the grace',
+  );
 }
 
-export async function clearSuspense(ctx: CheckContext): Promise<CheckOutcome> {
+export function clearSuspense(ctx: CheckContext): Promise<CheckOutcome> {
+  return openFindingsCheck(
+    ctx,
+    'clearing.suspense',
+    ['unmatched_transfer_in'],
+    'transfers into a watched wallet that match nothing',
+  );
+}
+
+/** A clearing check whose findings another part keeps (their lifecycle is theirs): count the open ones. */
+async function openFindingsCheck(
+  ctx: CheckContext,
+  name: string,
+  kinds: string[],
+  detail: string,
+): Promise<CheckOutcome> {
   const { rows } = await ctx.tx.execute<{ n: string }>(sql`
     select count(*)::text as n from findings
-    where kind = 'unmatched_transfer_in' and resolved_at is null
-      and ${storeFilter(sql`store_id`, ctx.storeId)}`);
-  const n = Number(rows[0]?.n ?? 0);
-  return check('clearing.suspense', 'clearing', n, 'transfers into a watched wallet that match nothing', []);
+    where kind in (${sql.join(
+      kinds.map((k) => sql`${k}`),
+      sql`, `,
+    )}) and resolved_at is null and ${storeFilter(sql`store_id`, ctx.storeId)}`);
+  return check(name, 'clearing', Number(rows[0]?.n ?? 0), detail, []);
 }

@@ -6,11 +6,11 @@ import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import { checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
 import type { BalanceProof } from '../balanceProofs.ts';
 import { storeFilter, tokensTable } from '../checks/checkContext.ts';
+import { FINDING_COLUMNS, type FindingDbRow, toFindingRow } from '../findingsList.ts';
 import type { Period } from '../period.ts';
 import {
   type AccountStatement,
   type CheckResult,
-  type FindingRow,
   type FindingsSection,
   type PaymentDifference,
   type PaymentTotals,
@@ -294,25 +294,10 @@ async function findingsSection(tx: DbExecutor, input: ReportInput): Promise<Find
   const dbNow = await tx.execute<{ now: Date | string }>(sql`select now() as now`);
   const offsetMs = new Date(dbNow.rows[0]?.now ?? input.generatedAt).getTime() - input.generatedAt.getTime();
   const from = new Date(input.period.from.getTime() + offsetMs).toISOString();
-  const { rows } = await tx.execute<{
-    id: string;
-    kind: string;
-    severity: FindingRow['severity'];
-    store_id: string | null;
-    ref_type: string;
-    ref_id: string;
-    details: Record<string, unknown>;
-    first_seen_at: Date | string;
-    last_seen_at: Date | string;
-    resolved_at: Date | string | null;
-    acked_at: Date | string | null;
-    ack_note: string | null;
-    is_new: boolean;
-    is_open: boolean;
-    is_resolved: boolean;
-  }>(sql`
-    select id::text, kind, severity, store_id, ref_type, ref_id, details, first_seen_at, last_seen_at,
-           resolved_at, acked_at, ack_note,
+  const { rows } = await tx.execute<
+    FindingDbRow & { is_new: boolean; is_open: boolean; is_resolved: boolean; [column: string]: unknown }
+  >(sql`
+    select ${FINDING_COLUMNS},
            first_seen_at >= ${from}::timestamptz as is_new,
            first_seen_at < ${from}::timestamptz and resolved_at is null as is_open,
            resolved_at >= ${from}::timestamptz as is_resolved
@@ -323,20 +308,7 @@ async function findingsSection(tx: DbExecutor, input: ReportInput): Promise<Find
   const section: FindingsSection = { new: [], open: [], resolved: [], byKind: [] };
   const byKind = new Map<string, FindingsSection['byKind'][number]>();
   for (const r of rows) {
-    const row: FindingRow = {
-      id: r.id,
-      kind: r.kind,
-      severity: r.severity,
-      storeId: r.store_id,
-      refType: r.ref_type,
-      refId: r.ref_id,
-      details: r.details,
-      firstSeenAt: iso(r.first_seen_at) as string,
-      lastSeenAt: iso(r.last_seen_at) as string,
-      resolvedAt: iso(r.resolved_at),
-      ackedAt: iso(r.acked_at),
-      ackNote: r.ack_note,
-    };
+    const row = toFindingRow(r);
     const key = `${r.kind}\u0000${r.severity}`;
     const counts = byKind.get(key) ?? { kind: r.kind, severity: r.severity, new: 0, open: 0, resolved: 0 };
     if (r.is_new) {
