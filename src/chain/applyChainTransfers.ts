@@ -20,7 +20,7 @@ import {
   transferColumns,
   transferFact,
 } from './transferRow.ts';
-import { type WatchedWallet, watchedWallets } from './watchedWallets.ts';
+import { type WatchedWallet, watchedPool, watchedWallets } from './watchedWallets.ts';
 
 /**
  * Turns what the indexer stored into ledger entries: every final transfer is matched once to what
@@ -31,6 +31,10 @@ import { type WatchedWallet, watchedWallets } from './watchedWallets.ts';
  * A transfer into a merchant wallet whose intent we do not know as confirmed yet waits for
  * `unmatchedGraceMs` (the webhook or poll may still be on its way) before it goes to suspense; a
  * later confirmation moves it from suspense to the intent (proveIntentPayment).
+ *
+ * Rows are matched in block and log order, and a funding that teaches a new pool wallet adds it
+ * to this batch's watched set before the next row: a pool funded and refunded (or claimed) within
+ * one batch, as after downtime, is matched as if each transfer had come in a batch of its own.
  */
 export interface ChainApplyDeps {
   db: Db;
@@ -54,6 +58,7 @@ export async function applyChainTransfers(
 ): Promise<ApplyOutcome> {
   const limit = options.limit ?? 1000;
   const wallets = await watchedWallets(deps.db, deps.config, chainId);
+  // Pools are learnt while the batch runs (learntPool, below): this map grows, the list does not.
   const byAddress = new Map(wallets.map((w) => [w.address, w]));
   const outcome: ApplyOutcome = { applied: 0, deferred: 0, unwound: 0 };
 
@@ -90,16 +95,24 @@ export async function applyChainTransfers(
     });
     if (decision?.kind === 'applied') outcome.applied++;
     else if (decision?.kind === 'deferred') outcome.deferred++;
+    // Read after the commit, and only after a funding: batches that fund no pool pay nothing.
+    if (decision?.learntPool) {
+      const pool = await watchedPool(deps.db, chainId, decision.learntPool);
+      if (pool) byAddress.set(pool.address, pool);
+    }
   }
   return outcome;
 }
+
+/** A decision, and the pool wallet a funding may have made watched (its address, lowercase). */
+type RowDecision = MatchDecision & { learntPool?: string };
 
 async function applyOne(
   tx: DbExecutor,
   deps: ChainApplyDeps,
   row: TransferRow,
   wallets: Map<string, WatchedWallet>,
-): Promise<MatchDecision> {
+): Promise<RowDecision> {
   const from = wallets.get(row.from_address);
   const to = wallets.get(row.to_address);
   const graceOver =
@@ -111,7 +124,12 @@ async function applyOne(
   // Money leaving a custody wallet: a claim link's funding, when a payout explains it.
   if (from?.role === 'custody') {
     const funding = await applyCustodyOutflow(tx, deps, row, from);
-    if (funding !== 'unmatched') return funding;
+    // An applied funding inserted its pool into chain_watched_wallets (unless it was there already).
+    if (funding !== 'unmatched') {
+      return funding.kind === 'applied' && !wallets.has(row.to_address)
+        ? { ...funding, learntPool: row.to_address }
+        : funding;
+    }
   }
   if (to?.role === 'merchant') {
     const intent = (

@@ -47,6 +47,29 @@ export async function watchedWallets(
   return [...byKey.values()];
 }
 
+/**
+ * One pool the matcher may just have learnt (a funding transfer inserts it into
+ * chain_watched_wallets), read back so a batch already running sees it; undefined when the
+ * address is not a pool. One primary-key read, done only after a funding.
+ */
+export async function watchedPool(
+  db: DbExecutor,
+  chainId: number,
+  address: string,
+): Promise<WatchedWallet | undefined> {
+  const { rows } = await db.execute<{ address: string; store_id: string; claim_link_id: string | null }>(sql`
+    select address, store_id, claim_link_id from chain_watched_wallets
+    where chain_id = ${chainId} and address = ${address.toLowerCase()}`);
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    address: row.address.toLowerCase() as `0x${string}`,
+    role: 'pool',
+    storeIds: [row.store_id],
+    ...(row.claim_link_id ? { claimLinkId: row.claim_link_id } : {}),
+  };
+}
+
 /** Pools whose history before the indexer learnt them has not been read yet. */
 export async function poolsToCatchUp(
   db: DbExecutor,
