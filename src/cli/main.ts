@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/errors.ts';
 import { CliError } from './CliError.ts';
+import { registerDemo } from './commands/demo.ts';
 import { registerDoctor } from './commands/doctor.ts';
 import { registerFindings } from './commands/findings.ts';
 import { registerIntents } from './commands/intents.ts';
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerReport(program);
   registerFindings(program);
   registerSandbox(program);
+  registerDemo(program);
   return program;
 }
 

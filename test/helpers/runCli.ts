@@ -10,13 +10,22 @@ export interface CliRun {
 }
 
 /** Runs the real `stablebooks` binary in a child process with exactly the given environment. */
-export function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+export function runCli(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  options: { timeoutMs?: number } = {},
+): Promise<CliRun> {
   const clean: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' };
   for (const [k, v] of Object.entries(env)) if (v !== undefined) clean[k] = v;
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: clean, timeout: 60_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env: clean, timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }

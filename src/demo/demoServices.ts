@@ -1,0 +1,202 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createChainRegistry } from '../chain/registry.ts';
+import type { Config } from '../config/loadConfig.ts';
+import { ALL_ROLES } from '../daemon/roles.ts';
+import { type RunningDaemon, startDaemon } from '../daemon/startDaemon.ts';
+import { createDatabase, type Database } from '../db/database.ts';
+import { runMigrations } from '../db/migrate.ts';
+import { freePort } from '../devservices/freePort.ts';
+import { type EphemeralPostgres, startEphemeralPostgres } from '../devservices/postgres.ts';
+import { type EphemeralRedis, startEphemeralRedis } from '../devservices/redis.ts';
+import { createAccountCache } from '../ledger/ensureAccounts.ts';
+import { createLogger, type Logger } from '../logging/logger.ts';
+import type { PayoutsDeps } from '../payouts/payoutsDeps.ts';
+import type { SandboxChain } from '../sandbox/chain/types.ts';
+import { type RunningSandbox, runSandbox } from '../sandbox/runSandbox.ts';
+import { sandboxConfigSchema } from '../sandbox/sandboxConfig.ts';
+import { createSvcClient, type SvcClient } from '../svc/client.ts';
+
+export const DEMO_STORE = 'st_demo';
+export const DEMO_BUSINESS = 'biz_demo';
+/** Sepolia's id: the sandbox simulates it on anvil, so the registry's defaults read naturally. */
+export const DEMO_CHAIN_ID = 11155111;
+/** Blocks below the head at which a transfer is final on the demo chain (anvil has no real finality). */
+export const DEMO_FINALITY_DEPTH = 2;
+
+/** Everything the demo runs, on this machine only, gone after stop() (unless kept). */
+export interface DemoServices {
+  postgres: EphemeralPostgres;
+  redis: EphemeralRedis;
+  sandbox: RunningSandbox;
+  chain: SandboxChain;
+  daemon: RunningDaemon;
+  config: Config;
+  database: Database;
+  /** The library side of stablebooks (createIntent, createPayout) on the demo's database. */
+  deps: PayoutsDeps;
+  /** The service's client for the demo store (what another system of the merchant would use). */
+  client: SvcClient;
+  logger: Logger;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a throwaway PostgreSQL (migrated) and Redis from the server binaries, the sandbox on its
+ * own anvil (seeded: same seed, same wallets), and the daemon with every role in this process,
+ * following the sandbox's clock so 14 days can pass. The daemon logs to `logFile`, not the terminal.
+ */
+export async function startDemoServices(options: {
+  seed: string;
+  outDir: string;
+  /** Opens /admin/queues (bull-board) for `demo --keep`. */
+  adminToken: string;
+}): Promise<DemoServices> {
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch(() => undefined);
+  };
+  try {
+    const [postgres, redis] = await Promise.all([startEphemeralPostgres(), startEphemeralRedis()]);
+    stops.push(
+      () => postgres.stop(),
+      () => redis.stop(),
+    );
+    await runMigrations(postgres.url);
+
+    const port = await freePort();
+    const daemonUrl = `http://127.0.0.1:${port}`;
+    const store = {
+      store_id: DEMO_STORE,
+      api_key: `pk_demo_${randomBytes(6).toString('hex')}`,
+      api_secret: `sk_demo_${randomBytes(24).toString('base64url')}`,
+      scopes: ['claim_link:auto_payout'],
+      signed_response: true,
+      checkout_webhook_url: `${daemonUrl}/webhooks/checkout`,
+      claim_link_webhook_url: `${daemonUrl}/webhooks/claim-links`,
+      accepted_stable_coins: [1, 2],
+    };
+    const sandbox = await runSandbox({
+      config: sandboxConfigSchema.parse({
+        rate_limit: { requests_per_second: 200, burst: 400 },
+        businesses: [{ business_id: DEMO_BUSINESS, stores: [store] }],
+      }),
+      host: '127.0.0.1',
+      port: 0,
+      chains: [DEMO_CHAIN_ID],
+      rpcUrls: new Map(),
+      seed: options.seed,
+    });
+    stops.push(() => sandbox.stop());
+    const chain = sandbox.world.chains.get(DEMO_CHAIN_ID);
+    if (!chain) throw new Error('the sandbox did not start its chain');
+
+    mkdirSync(options.outDir, { recursive: true });
+    const logFile = join(options.outDir, 'daemon.log');
+    const logStream = createWriteStream(logFile, { flags: 'w' });
+    stops.push(() => new Promise<void>((resolve) => logStream.end(resolve)));
+    const logger = createLogger({ level: 'info', secrets: [store.api_secret], destination: logStream });
+
+    const config: Config = {
+      databaseUrl: postgres.url,
+      redisUrl: redis.url,
+      svcBaseUrl: sandbox.url,
+      port,
+      logLevel: 'info',
+      stores: [
+        {
+          storeId: DEMO_STORE,
+          businessId: DEMO_BUSINESS,
+          apiKey: store.api_key,
+          apiSecret: store.api_secret,
+          signedResponse: true,
+          wallets: new Map([
+            [
+              chain.chainId,
+              {
+                merchant: await chain.wallet(`merchant:${DEMO_STORE}`),
+                custody: await chain.wallet(`custody:${DEMO_BUSINESS}`),
+              },
+            ],
+          ]),
+        },
+      ],
+      rpcUrls: new Map([[chain.chainId, [chain.rpcUrl]]]),
+      chains: createChainRegistry([
+        {
+          chain_id: chain.chainId,
+          tokens: {
+            USDT: { address: chain.tokens.USDT.address, decimals: chain.decimals },
+            USDC: { address: chain.tokens.USDC.address, decimals: chain.decimals },
+          },
+          start_block: 0,
+          finality: { finalized_tag: false, depth: DEMO_FINALITY_DEPTH },
+        },
+      ]),
+      encryptionKey: randomBytes(32),
+      adminToken: options.adminToken,
+      alertWebhookUrl: undefined,
+      alertWebhookSecret: undefined,
+      alertSlackWebhookUrl: undefined,
+      alertRoutes: undefined,
+      alertRemindMs: 60 * 60_000,
+      alertChainLagBlocks: 50,
+      reportsDir: join(options.outDir, 'reports'),
+      reconCron: '15 0 * * *',
+      recon: {
+        inTransitWindowMs: 60 * 60_000,
+        webhookWindowMs: 60 * 60_000,
+        stuckMs: 24 * 3_600_000,
+        amountTolerance: 0n,
+      },
+      pollsPerSecond: 50,
+      // The service's own pace, scaled down so a demo's polls land within seconds, not minutes.
+      pollIntervalScale: 0.05,
+      queuePrefix: 'sbdemo',
+      refundGraceMs: 24 * 3_600_000,
+    };
+
+    const daemon = await startDaemon({
+      config,
+      roles: ALL_ROLES,
+      logger,
+      port,
+      host: '127.0.0.1',
+      drainTimeoutMs: 10_000,
+      clock: sandbox.world.clock,
+    });
+    stops.push(() => daemon.stop());
+
+    const database = createDatabase(postgres.url, { max: 6, applicationName: 'stablebooks-demo' });
+    stops.push(() => database.close());
+    const clock = sandbox.world.clock;
+    const client = createSvcClient({
+      baseUrl: sandbox.url,
+      credentials: config.stores[0]!,
+      retry: { maxAttempts: 3 },
+      clock,
+    });
+    // createPayout retries create with the same reference_id itself: one attempt per call here.
+    const singleAttempt = createSvcClient({
+      baseUrl: sandbox.url,
+      credentials: config.stores[0]!,
+      retry: { maxAttempts: 1 },
+      clock,
+    });
+    const deps: PayoutsDeps = {
+      db: database.db,
+      chains: config.chains,
+      accounts: createAccountCache(),
+      client: () => singleAttempt,
+      clock,
+      logger,
+      encryptionKey: config.encryptionKey,
+    };
+    return { postgres, redis, sandbox, chain, daemon, config, database, deps, client, logger, logFile, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
