@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createChainRegistry } from '../chain/registry.ts';
 import type { Config } from '../config/loadConfig.ts';
 import { ALL_ROLES } from '../daemon/roles.ts';
@@ -9,6 +10,7 @@ import { createDatabase, type Database } from '../db/database.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { freePort } from '../devservices/freePort.ts';
 import { type EphemeralPostgres, startEphemeralPostgres } from '../devservices/postgres.ts';
+import { type EphemeralPrometheus, startEphemeralPrometheus } from '../devservices/prometheus.ts';
 import { type EphemeralRedis, startEphemeralRedis } from '../devservices/redis.ts';
 import { createAccountCache } from '../ledger/ensureAccounts.ts';
 import { createLogger, type Logger } from '../logging/logger.ts';
@@ -32,6 +34,10 @@ export interface DemoServices {
   sandbox: RunningSandbox;
   chain: SandboxChain;
   daemon: RunningDaemon;
+  /** Scrapes the daemon every second with the project's alert rules; null when it could not start. */
+  prometheus: EphemeralPrometheus | null;
+  /** Why there is no Prometheus (the binary is missing, …). */
+  prometheusProblem: string | null;
   config: Config;
   database: Database;
   /** The library side of stablebooks (createIntent, createPayout) on the demo's database. */
@@ -169,6 +175,21 @@ export async function startDemoServices(options: {
     });
     stops.push(() => daemon.stop());
 
+    // Prometheus is for looking (--keep, the README's dashboard screenshot): the demo goes on
+    // without it, and says why.
+    let prometheus: EphemeralPrometheus | null = null;
+    let prometheusProblem: string | null = null;
+    try {
+      prometheus = await startEphemeralPrometheus({
+        targets: [`127.0.0.1:${port}`],
+        ruleFiles: [fileURLToPath(new URL('../../grafana/alerts.rules.yml', import.meta.url))],
+      });
+      const started = prometheus;
+      stops.push(() => started.stop());
+    } catch (err) {
+      prometheusProblem = (err as Error).message.split('\n')[0] ?? 'did not start';
+    }
+
     const database = createDatabase(postgres.url, { max: 6, applicationName: 'stablebooks-demo' });
     stops.push(() => database.close());
     const clock = sandbox.world.clock;
@@ -194,7 +215,22 @@ export async function startDemoServices(options: {
       logger,
       encryptionKey: config.encryptionKey,
     };
-    return { postgres, redis, sandbox, chain, daemon, config, database, deps, client, logger, logFile, stop };
+    return {
+      postgres,
+      redis,
+      sandbox,
+      chain,
+      daemon,
+      prometheus,
+      prometheusProblem,
+      config,
+      database,
+      deps,
+      client,
+      logger,
+      logFile,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;

@@ -81,11 +81,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
         metrics: services.daemon.metrics,
       },
       {
+        // Whole UTC days, from the demo's first to the one the clock reached; every store.
         period: {
-          from: new Date(realStart - DAY_MS),
-          to: new Date(services.sandbox.world.clock.now().getTime() + DAY_MS),
+          from: utcDay(realStart),
+          to: new Date(utcDay(services.sandbox.world.clock.now().getTime()).getTime() + DAY_MS),
         },
-        storeId: services.config.stores[0]?.storeId ?? null,
+        storeId: null,
         outDir: `${options.outDir}/report`,
         onProgress: (p) => options.progress(`  reconciliation: ${p.phase} (${p.done}/${p.total})`),
       },
@@ -98,6 +99,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
     await stop();
     throw err;
   }
+}
+
+function utcDay(ms: number): Date {
+  return new Date(Math.floor(ms / DAY_MS) * DAY_MS);
 }
 
 /**

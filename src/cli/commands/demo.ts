@@ -53,7 +53,7 @@ export function registerDemo(program: Command): void {
       }
       printResult(opts.json, run.summary, renderDemoSummary);
       if (!run.summary.passed) process.exitCode = EXIT_NOT_PROVEN;
-      if (opts.keep) await keepRunning(run, progress);
+      if (opts.keep) await keepRunning(run, resolve(opts.out), progress);
       else await run.stop();
     });
 }
