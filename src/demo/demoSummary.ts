@@ -326,6 +326,9 @@ function outcomeRows(
     );
 }
 
+/** Planned payout amounts are whole cents (demoScenario.ts), whatever the token's decimals. */
+const PAYOUT_DECIMALS = 2;
+
 const PAYOUT_KINDS: Record<PayoutOutcome, string[]> = {
   claimed: ['claim_link.claimed', 'claim_link.funded', 'claim_link.funding_fee'],
   cancelled: ['claim_link.cancelled', 'claim_link.funded', 'claim_link.funding_fee', 'claim_link.refunded'],
@@ -339,7 +342,7 @@ function payoutRows(driven: DriveResult, lines: Map<string, LedgerLine[]>): Payo
     .map(([outcome, members]): PayoutRow => {
       const amount: Record<string, bigint> = {};
       for (const m of members)
-        amount[m.plan.coin] = (amount[m.plan.coin] ?? 0n) + parseDecimalAmount(m.plan.amount, 6);
+        amount[m.plan.coin] = (amount[m.plan.coin] ?? 0n) + parseDecimalAmount(m.plan.amount, PAYOUT_DECIMALS);
       const shapes = members.map((m) => shape(lines.get(m.claimLinkId) ?? []).join('|'));
       const kindsOk = members.every((m) => {
         const kinds = [...new Set((lines.get(m.claimLinkId) ?? []).map((l) => l.kind))].sort();
@@ -348,7 +351,7 @@ function payoutRows(driven: DriveResult, lines: Map<string, LedgerLine[]>): Payo
       return {
         outcome,
         count: members.length,
-        amount: Object.fromEntries(Object.entries(amount).map(([k, v]) => [k, formatDecimalAmount(v, 6)])),
+        amount: Object.fromEntries(Object.entries(amount).map(([k, v]) => [k, formatDecimalAmount(v, PAYOUT_DECIMALS)])),
         entries: shapes[0] ? shapes[0].split('|').filter(Boolean) : [],
         ok: kindsOk && new Set(shapes).size === 1,
       };
