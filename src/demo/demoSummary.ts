@@ -342,7 +342,8 @@ function payoutRows(driven: DriveResult, lines: Map<string, LedgerLine[]>): Payo
     .map(([outcome, members]): PayoutRow => {
       const amount: Record<string, bigint> = {};
       for (const m of members)
-        amount[m.plan.coin] = (amount[m.plan.coin] ?? 0n) + parseDecimalAmount(m.plan.amount, PAYOUT_DECIMALS);
+        amount[m.plan.coin] =
+          (amount[m.plan.coin] ?? 0n) + parseDecimalAmount(m.plan.amount, PAYOUT_DECIMALS);
       const shapes = members.map((m) => shape(lines.get(m.claimLinkId) ?? []).join('|'));
       const kindsOk = members.every((m) => {
         const kinds = [...new Set((lines.get(m.claimLinkId) ?? []).map((l) => l.kind))].sort();
@@ -351,7 +352,9 @@ function payoutRows(driven: DriveResult, lines: Map<string, LedgerLine[]>): Payo
       return {
         outcome,
         count: members.length,
-        amount: Object.fromEntries(Object.entries(amount).map(([k, v]) => [k, formatDecimalAmount(v, PAYOUT_DECIMALS)])),
+        amount: Object.fromEntries(
+          Object.entries(amount).map(([k, v]) => [k, formatDecimalAmount(v, PAYOUT_DECIMALS)]),
+        ),
         entries: shapes[0] ? shapes[0].split('|').filter(Boolean) : [],
         ok: kindsOk && new Set(shapes).size === 1,
       };

@@ -13,6 +13,7 @@ import { StableCoin } from '../svc/models/stableCoin.ts';
 import type { DemoScenario, PlannedIntent, PlannedPayout } from './demoScenario.ts';
 import { DEMO_FINALITY_DEPTH, DEMO_STORE, type DemoServices } from './demoServices.ts';
 import { type SandboxControl, sandboxControl } from './sandboxControl.ts';
+import { waitUntil } from './waitUntil.ts';
 
 /** What the scenario became at the service: ids and amounts the summary reports against. */
 export interface DrivenIntent {
@@ -309,11 +310,7 @@ async function unacceptedTokenTransfer(services: DemoServices, scenario: DemoSce
 }
 
 /** Runs `work` over `items`, at most `width` at a time, results in the items' order. */
-export async function inBatches<T, R>(
-  items: T[],
-  width: number,
-  work: (item: T) => Promise<R>,
-): Promise<R[]> {
+async function inBatches<T, R>(items: T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const lanes = Array.from({ length: Math.min(width, items.length) }, async () => {
@@ -324,14 +321,4 @@ export async function inBatches<T, R>(
   });
   await Promise.all(lanes);
   return results;
-}
-
-/** Polls `check` every 100 ms until it holds; an error naming `what` after `ms`. */
-export async function waitUntil(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > end) throw new Error(`demo: ${what}: not reached within ${Math.round(ms / 1000)} s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }

@@ -5,8 +5,9 @@ import { startBlockMiner } from './blockMiner.ts';
 import { planScenario } from './demoScenario.ts';
 import { type DemoServices, startDemoServices } from './demoServices.ts';
 import { buildSummary, type DemoSummary } from './demoSummary.ts';
-import { type DriveResult, driveScenario, waitUntil } from './driveScenario.ts';
+import { type DriveResult, driveScenario } from './driveScenario.ts';
 import { type SettleState, settleProgress } from './settleProgress.ts';
+import { waitUntil } from './waitUntil.ts';
 
 export interface DemoOptions {
   intents: number;
