@@ -11,7 +11,7 @@
  *    wallet per confirmed intent (N through the service's temporary wallet, tx_hash_2, for the 90%
  *    that pay a 1% fee; P straight from the buyer, tx_hash, for the rest), owner withdrawals out
  *    of the merchant wallet up to BENCH_TRANSFERS transfers, one processed checkout webhook per
- *    confirmed intent (ref_id filled when the column exists), the findings the rules report
+ *    confirmed intent (ref_id and actual_paid_amount filled as processing fills them), the findings the rules report
  *    (underpaid / overpaid, unmatched transfers; withdrawals acked) and the ledger: for each
  *    confirmed intent its rule-1 entry (`checkout.confirmed`) and its rule-2 proof
  *    (`chain.payment_proven`), for each withdrawal its rule-9 entry. Every entry is built by the
@@ -37,7 +37,10 @@
  *
  * Environment: BENCH_INTENTS (default 1000000), BENCH_TRANSFERS (default = BENCH_INTENTS),
  * BENCH_BATCH (default 25000 intents per fill transaction), BENCH_FORMATS (default
- * json,csv,md,html), BENCH_FILL_ONLY=1 (stop after the fill and its checks), DATABASE_URL.
+ * json,csv,md,html), BENCH_FILL_ONLY=1 (stop after the fill and its checks), DATABASE_URL,
+ * BENCH_REUSE=1 (DATABASE_URL already holds a fill: skip it and run; runs again on the same rows
+ * refresh the findings the first one opened) and BENCH_PERIOD_END (the period's end date, for a
+ * fill made on an earlier day; default today UTC).
  * No timing is asserted: the figures are printed.
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -52,9 +55,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import type { PublicClient } from 'viem';
 import { createChainRegistry } from '../src/chain/registry.ts';
-import { loadConfig } from '../src/config/loadConfig.ts';
 import { createDatabase, type Db } from '../src/db/database.ts';
 import { runMigrations } from '../src/db/migrate.ts';
 import { startEphemeralPostgres } from '../src/devservices/postgres.ts';
@@ -66,12 +67,11 @@ import { postEntry } from '../src/ledger/postEntry.ts';
 import type { ChainTransferFact } from '../src/ledger/rules/chainTransferFact.ts';
 import { paymentProven, unmatchedTransfer } from '../src/ledger/rules/chainTransferRules.ts';
 import { checkoutConfirmed } from '../src/ledger/rules/checkoutRules.ts';
-import { createLogger } from '../src/logging/logger.ts';
 import { formatDecimalAmount } from '../src/money/decimalAmount.ts';
 import type { ReportFormat } from '../src/recon/report/writeReportFiles.ts';
-import type { ReconProgress, ReconResult } from '../src/recon/runReconciliation.ts';
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
 import { type Cleanups, fmt, log, positiveNumber, runBench, sleep } from './benchKit.ts';
+import type { ChildReport } from './reconChild.ts';
 
 /** Set on Ctrl-C (and SIGTERM): the fill stops at the next batch while runBench cleans up. */
 let interrupted = false;
@@ -80,9 +80,9 @@ const INTENTS = Math.round(positiveNumber('BENCH_INTENTS', 1_000_000));
 const TRANSFERS = Math.round(positiveNumber('BENCH_TRANSFERS', INTENTS));
 const BATCH = Math.round(positiveNumber('BENCH_BATCH', 25_000));
 const FILL_ONLY = process.env.BENCH_FILL_ONLY === '1';
+const REUSE = process.env.BENCH_REUSE === '1';
 const TARGET_SECONDS = 20;
 const TARGET_RSS_MB = 256;
-const CHILD_FLAG = '--recon-child';
 
 const STORE_ID = 'st_bench';
 const CHAIN_ID = 8453;
@@ -109,9 +109,14 @@ const USDC = registryToken('0x833589fcd6edb6e08f4c7c32d4f71b54bda02913');
 const USDT = registryToken('0xfde4c96c8593536e31f229ea8f37b2ada2699bb2');
 const TOKENS = [USDC, USDT] as const;
 
-/** The period: the 30 whole UTC days before today. */
+/**
+ * The period: the 30 whole UTC days before today, or before BENCH_PERIOD_END (a date) for a
+ * database filled on an earlier day and reused (BENCH_REUSE=1).
+ */
 function period(): { from: Date; to: Date } {
-  const now = new Date();
+  const end = process.env.BENCH_PERIOD_END;
+  const now = end ? new Date(`${end}T00:00:00Z`) : new Date();
+  if (Number.isNaN(now.getTime())) throw new Error(`BENCH_PERIOD_END: ${end} is not a date (2026-11-22)`);
   const to = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
   return { from: new Date(to - 30 * DAY_MS), to: new Date(to) };
 }
@@ -230,7 +235,7 @@ interface FillGenerator {
   lastBlock(): bigint;
 }
 
-function createGenerator(plan: Plan, from: Date, to: Date, refIdColumn: boolean): FillGenerator {
+function createGenerator(plan: Plan, from: Date, to: Date): FillGenerator {
   const rnd = prng(2);
   const span = to.getTime() - from.getTime() - TAIL_MS;
   const blockAt = (ms: number) => FIRST_BLOCK + BigInt(Math.floor((ms - from.getTime()) / BLOCK_MS));
@@ -482,6 +487,7 @@ function createGenerator(plan: Plan, from: Date, to: Date, refIdColumn: boolean)
       for (const f of rule1.findings) out.findings.push(findingRow(f, confirmedAt, null));
       if (viaWebhook) {
         const webhookId = `whk_${h.slice(32, 56)}`;
+        const webhookPaid = problem === Problem.webhookAmount ? formatDecimalAmount(P + 10_000n, 6) : paid;
         const body = json({
           all_svc_transaction_id: `tr_${h.slice(40, 64)}`,
           all_svc_checkout_intent_id: id,
@@ -501,7 +507,7 @@ function createGenerator(plan: Plan, from: Date, to: Date, refIdColumn: boolean)
           user_name: null,
           extra_obj: null,
           status: CheckoutStatus.CONFIRMED,
-          actual_paid_amount: problem === Problem.webhookAmount ? formatDecimalAmount(P + 10_000n, 6) : paid,
+          actual_paid_amount: webhookPaid,
         });
         const headers = json({
           'content-type': 'application/json',
@@ -520,7 +526,8 @@ function createGenerator(plan: Plan, from: Date, to: Date, refIdColumn: boolean)
             receivedAt,
             confirmedAt,
             1,
-            ...(refIdColumn ? [id] : []),
+            id,
+            webhookPaid,
           ]),
         );
       }
@@ -699,10 +706,6 @@ interface FillResult {
 }
 
 async function fill(db: Db, pool: pg.Pool, from: Date, to: Date): Promise<FillResult> {
-  const { rows: refCol } = await db.execute<{ n: number }>(sql`
-    select count(*)::int as n from information_schema.columns
-    where table_schema = current_schema() and table_name = 'webhook_inbox' and column_name = 'ref_id'`);
-  const refIdColumn = (refCol[0]?.n ?? 0) > 0;
   const webhookColumns = [
     'webhook_id',
     'store_id',
@@ -713,11 +716,9 @@ async function fill(db: Db, pool: pg.Pool, from: Date, to: Date): Promise<FillRe
     'received_at',
     'processed_at',
     'attempts',
-    ...(refIdColumn ? ['ref_id'] : []),
+    'ref_id',
+    'actual_paid_amount',
   ];
-  log(
-    `webhook_inbox.ref_id ${refIdColumn ? 'exists: filled with the intent id' : 'does not exist yet: left out'}`,
-  );
 
   const t0 = performance.now();
   const plan = makePlan();
@@ -726,7 +727,7 @@ async function fill(db: Db, pool: pg.Pool, from: Date, to: Date): Promise<FillRe
       `${fmt(plan.strays)} stray deposits (${fmt(plan.proofs + plan.withdrawals + plan.strays)} transfers)`,
   );
   const accounts = await fillAccounts(db);
-  const gen = createGenerator(plan, from, to, refIdColumn);
+  const gen = createGenerator(plan, from, to);
   const { rows: seqRows } = await db.execute<{ seq: string }>(
     sql`select pg_get_serial_sequence('ledger_entries', 'id') as seq`,
   );
@@ -887,133 +888,11 @@ async function databaseSize(db: Db): Promise<string> {
 // ---------------------------------------------------------------------------------------------
 // The run, in a child process.
 
-/** Loaded at run time (see childMain), so that a missing or broken module gives a clear message. */
-type RunReconciliation = typeof import('../src/recon/runReconciliation.ts').runReconciliation;
-
-interface PhaseTiming {
-  phase: string;
-  ms: number;
-  done: number;
-  total: number;
-}
-
-interface ChildReport {
-  ok: boolean;
-  error?: string;
-  wallMs?: number;
-  peakRss?: number;
-  maxRss?: number;
-  rssBefore?: number;
-  phases?: PhaseTiming[];
-  runId?: string;
-  status?: string;
-  passed?: boolean;
-  durationMs?: number;
-  files?: { path: string; sha256: string; bytes: number }[];
-}
-
 const ALL_FORMATS: readonly ReportFormat[] = ['json', 'csv', 'md', 'html'];
 const FORMATS: ReportFormat[] = (process.env.BENCH_FORMATS ?? ALL_FORMATS.join(','))
   .split(',')
   .map((f) => f.trim())
   .filter((f): f is ReportFormat => (ALL_FORMATS as readonly string[]).includes(f));
-
-async function childMain(): Promise<void> {
-  const send = (r: ChildReport) =>
-    new Promise<void>((resolve) => {
-      if (process.send) process.send(r, undefined, {}, () => resolve());
-      else resolve();
-    });
-  const moduleUrl = new URL('../src/recon/runReconciliation.ts', import.meta.url);
-  const modulePath = fileURLToPath(moduleUrl);
-  let run: RunReconciliation;
-  try {
-    const mod: Record<string, unknown> = await import(moduleUrl.href);
-    if (typeof mod.runReconciliation !== 'function')
-      throw new Error('it exports no runReconciliation function');
-    run = mod.runReconciliation as RunReconciliation;
-  } catch (err) {
-    await send({
-      ok: false,
-      error: `cannot load ${modulePath}: ${err instanceof Error ? err.message : String(err)} (is src/recon/runReconciliation.ts written yet?)`,
-    });
-    return;
-  }
-  const config = loadConfig(process.env);
-  const database = createDatabase(config.databaseUrl, { max: 4, applicationName: 'stablebooks-bench-recon' });
-  const logger = createLogger({ level: 'warn', name: 'bench-recon' });
-  const from = new Date(process.env.BENCH_FROM ?? '');
-  const to = new Date(process.env.BENCH_TO ?? '');
-  const outDir = process.env.BENCH_OUT_DIR ?? os.tmpdir();
-  try {
-    const rssBefore = process.memoryUsage().rss;
-    let peakRss = rssBefore;
-    const sampler = setInterval(() => {
-      peakRss = Math.max(peakRss, process.memoryUsage().rss);
-    }, 50);
-    const phases: PhaseTiming[] = [];
-    let current: (PhaseTiming & { startedAt: number }) | undefined;
-    let lastLogged = 0;
-    const t0 = performance.now();
-    const onProgress = (p: ReconProgress) => {
-      const now = performance.now();
-      if (current?.phase !== p.phase) {
-        if (current)
-          phases.push({
-            phase: current.phase,
-            ms: now - current.startedAt,
-            done: current.done,
-            total: current.total,
-          });
-        current = { phase: p.phase, ms: 0, done: p.done, total: p.total, startedAt: now };
-        log(`  run: phase ${p.phase} (${fmt(p.done)}/${fmt(p.total)})`);
-        lastLogged = now;
-      } else {
-        current.done = p.done;
-        current.total = p.total;
-        if (now - lastLogged > 1000) {
-          log(`  run: phase ${p.phase} ${fmt(p.done)}/${fmt(p.total)}`);
-          lastLogged = now;
-        }
-      }
-    };
-    let result: ReconResult;
-    try {
-      result = await run(
-        { db: database.db, config, rpcs: new Map<number, { client: PublicClient }>(), logger },
-        { period: { from, to }, storeId: STORE_ID, formats: FORMATS, outDir, onProgress },
-      );
-    } finally {
-      clearInterval(sampler);
-    }
-    const end = performance.now();
-    peakRss = Math.max(peakRss, process.memoryUsage().rss);
-    if (current)
-      phases.push({
-        phase: current.phase,
-        ms: end - current.startedAt,
-        done: current.done,
-        total: current.total,
-      });
-    await send({
-      ok: true,
-      wallMs: end - t0,
-      peakRss,
-      maxRss: process.resourceUsage().maxRSS * 1024,
-      rssBefore,
-      phases,
-      runId: result.runId,
-      status: result.status,
-      passed: result.passed,
-      durationMs: result.durationMs,
-      files: result.files,
-    });
-  } catch (err) {
-    await send({ ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-  } finally {
-    await database.close();
-  }
-}
 
 async function runInChild(
   url: string,
@@ -1052,8 +931,9 @@ async function runInChild(
     BENCH_TO: to.toISOString(),
     BENCH_OUT_DIR: join(dir, 'reports'),
     BENCH_FORMATS: FORMATS.join(','),
+    BENCH_STORE_ID: STORE_ID,
   };
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [CHILD_FLAG], {
+  const child: ChildProcess = fork(fileURLToPath(new URL('./reconChild.ts', import.meta.url)), [], {
     env,
     execArgv: process.execArgv,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -1117,9 +997,10 @@ async function run(cleanups: Cleanups): Promise<void> {
   const { rows: existing } = await db.execute<{ n: number }>(
     sql`select count(*)::int as n from checkout_intents where store_id = ${STORE_ID}`,
   );
-  if ((existing[0]?.n ?? 0) > 0)
+  const reuse = (existing[0]?.n ?? 0) > 0;
+  if (reuse && !REUSE)
     throw new Error(
-      `the database already holds intents of ${STORE_ID}: point DATABASE_URL at an empty scratch database`,
+      `the database already holds intents of ${STORE_ID}: point DATABASE_URL at an empty scratch database, or set BENCH_REUSE=1 to run on it`,
     );
 
   const { from, to } = period();
@@ -1132,17 +1013,26 @@ async function run(cleanups: Cleanups): Promise<void> {
     `period ${from.toISOString()} .. ${to.toISOString()}; ${fmt(INTENTS)} intents, ${fmt(TRANSFERS)} transfers`,
   );
 
-  const filled = await fill(db, database.pool, from, to);
-  log(
-    `fill: ${fmt(filled.rows)} rows in ${filled.seconds.toFixed(1)} s (${fmt(filled.rows / filled.seconds)} rows/s)`,
-  );
-  let t0 = performance.now();
-  await db.execute(sql`vacuum (analyze)`);
-  const vacuumSeconds = (performance.now() - t0) / 1000;
-  log(`vacuum (analyze), as autovacuum would: ${vacuumSeconds.toFixed(1)} s`);
-  t0 = performance.now();
-  await checkFill(db, filled.samples);
-  log(`checks: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  let filled = { rows: 0, seconds: 0 };
+  let vacuumSeconds = 0;
+  if (reuse) {
+    log(
+      `BENCH_REUSE=1: the database already holds ${fmt(existing[0]?.n ?? 0)} intents of ${STORE_ID}; no fill`,
+    );
+  } else {
+    const result = await fill(db, database.pool, from, to);
+    filled = result;
+    log(
+      `fill: ${fmt(filled.rows)} rows in ${filled.seconds.toFixed(1)} s (${fmt(filled.rows / filled.seconds)} rows/s)`,
+    );
+    let t0 = performance.now();
+    await db.execute(sql`vacuum (analyze)`);
+    vacuumSeconds = (performance.now() - t0) / 1000;
+    log(`vacuum (analyze), as autovacuum would: ${vacuumSeconds.toFixed(1)} s`);
+    t0 = performance.now();
+    await checkFill(db, result.samples);
+    log(`checks: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
   const size = await databaseSize(db);
   log(`database size: ${size}`);
   if (FILL_ONLY) {
@@ -1156,12 +1046,16 @@ async function run(cleanups: Cleanups): Promise<void> {
   const wall = (r.wallMs ?? 0) / 1000;
   const peak = Math.max(r.peakRss ?? 0, r.maxRss ?? 0);
   console.log('\n## Reconciliation run\n');
-  console.log(
-    `- data: ${fmt(INTENTS)} intents, ${fmt(TRANSFERS)} transfers, ${fmt(filled.rows)} rows, database ${size}`,
-  );
-  console.log(
-    `- fill: ${filled.seconds.toFixed(1)} s (${fmt(filled.rows / filled.seconds)} rows/s), vacuum ${vacuumSeconds.toFixed(1)} s`,
-  );
+  if (reuse) {
+    console.log(`- data: the fill already in DATABASE_URL (BENCH_REUSE=1), database ${size}`);
+  } else {
+    console.log(
+      `- data: ${fmt(INTENTS)} intents, ${fmt(TRANSFERS)} transfers, ${fmt(filled.rows)} rows, database ${size}`,
+    );
+    console.log(
+      `- fill: ${filled.seconds.toFixed(1)} s (${fmt(filled.rows / filled.seconds)} rows/s), vacuum ${vacuumSeconds.toFixed(1)} s`,
+    );
+  }
   console.log(
     `- run ${r.runId ?? '?'}: status ${r.status ?? '?'}, passed ${String(r.passed)}, its own durationMs ${fmt(r.durationMs ?? 0)}`,
   );
@@ -1184,19 +1078,12 @@ async function run(cleanups: Cleanups): Promise<void> {
   log(`database size after the run: ${await databaseSize(db)}`);
 }
 
-if (process.argv.includes(CHILD_FLAG)) {
-  childMain().catch((err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exitCode = 1;
-  });
-} else {
-  // runBench undoes everything on Ctrl-C; a SIGTERM gets the same clean-up.
-  process.once('SIGTERM', () => process.kill(process.pid, 'SIGINT'));
-  process.once('SIGINT', () => {
-    interrupted = true;
-  });
-  runBench(run).catch((err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exitCode = 1;
-  });
-}
+// runBench undoes everything on Ctrl-C; a SIGTERM gets the same clean-up.
+process.once('SIGTERM', () => process.kill(process.pid, 'SIGINT'));
+process.once('SIGINT', () => {
+  interrupted = true;
+});
+runBench(run).catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exitCode = 1;
+});

@@ -40,6 +40,9 @@ export const chainCursors = pgTable('chain_cursors', {
  *   (intent or claim-link id); null until applied, `ignored` when it books nothing;
  * - applied_at: a final row was matched and booked; unwound_at: an orphaned row's booking was
  *   reversed.
+ * Also indexed, outside this declaration (drizzle cannot express INCLUDE): chain_transfers_payment_ref_idx
+ * on matched_ref, including value, over final payment proofs, for reconciliation's matching
+ * (migration 0007).
  */
 export const chainTransfers = pgTable(
   'chain_transfers',

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { customType, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { customType, index, integer, jsonb, numeric, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
 
@@ -24,11 +24,21 @@ export const webhookInbox = pgTable(
     error: text('error'),
     /** What it is about, set when processed: the checkout intent id (reconciliation matches by it). */
     refId: text('ref_id'),
+    /**
+     * A processed checkout webhook's actual_paid_amount as sent (exact, its scale kept), set when
+     * processed with ref_id: reconciliation compares it without parsing every body.
+     */
+    actualPaidAmount: numeric('actual_paid_amount'),
   },
   // The sweeper's scan: rows still waiting for their job (it re-adds jobs; job ids dedupe).
   (t) => [
     index('webhook_inbox_waiting_idx').on(t.receivedAt).where(sql`status = 'received'`),
     index('webhook_inbox_ref_idx').on(t.refId),
+    // Reconciliation's matching reads only these two columns of processed checkout webhooks:
+    // an index-only scan instead of reading every stored body.
+    index('webhook_inbox_checkout_paid_idx')
+      .on(t.refId, t.actualPaidAmount)
+      .where(sql`endpoint = 'checkout' and status = 'processed'`),
   ],
 );
 

@@ -117,7 +117,8 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
     });
     await tx.execute(sql`
       update webhook_inbox set status = 'processed', processed_at = now(), attempts = attempts + 1, error = null,
-             ref_id = ${payload.all_svc_checkout_intent_id}
+             ref_id = ${payload.all_svc_checkout_intent_id},
+             actual_paid_amount = ${payload.actual_paid_amount}::numeric
       where webhook_id = ${webhookId}`);
     return applied;
   });

@@ -23,14 +23,23 @@ export async function createFoundTable(tx: DbExecutor): Promise<void> {
     ) on commit drop`);
 }
 
-/** Inserts the rows of a select returning (kind, severity, store_id, ref_type, ref_id, details). */
+/**
+ * Inserts the rows of a select returning (kind, severity, store_id, ref_type, ref_id, details).
+ * The select runs as a CREATE TABLE AS, which PostgreSQL may spread over parallel workers (an
+ * INSERT ... SELECT never is); its rows, a few thousand at most, are then moved into recon_found.
+ */
 export async function insertFound(tx: DbExecutor, select: SQL): Promise<number> {
+  await tx.execute(
+    sql`create temp table recon_found_step (kind, severity, store_id, ref_type, ref_id, details) on commit drop as ${select}`,
+  );
   const { rows } = await tx.execute<{ n: string }>(sql`
     with found as (
-      insert into recon_found (kind, severity, store_id, ref_type, ref_id, details) ${select}
+      insert into recon_found (kind, severity, store_id, ref_type, ref_id, details)
+      select * from recon_found_step
       returning 1
     )
     select count(*)::text as n from found`);
+  await tx.execute(sql`drop table recon_found_step`);
   return Number(rows[0]?.n ?? 0);
 }
 

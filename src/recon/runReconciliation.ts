@@ -15,7 +15,8 @@ import { matchClaimLinks, matchIntents, matchStuckIntents } from './checks/match
 import { createFoundTable, type FindingsSync, syncFindings } from './foundFindings.ts';
 import type { Period } from './period.ts';
 import { buildReport } from './report/buildReport.ts';
-import type { ReconReport } from './report/reportModel.ts';
+import { findingsPages } from './report/reportFindings.ts';
+import { FINDINGS_FULL_LIST, type ReconReport } from './report/reportModel.ts';
 import {
   REPORT_FORMATS,
   type ReportFormat,
@@ -60,6 +61,15 @@ export interface ReconResult {
   dir: string;
   durationMs: number;
 }
+
+/**
+ * The run's queries group and join every intent, webhook, transfer and in_transit posting of the
+ * history (about a million of each for a busy store's month): with PostgreSQL's default 4 MB per
+ * sort or hash they spill to disk. The run's two transactions raise it for themselves (`set
+ * local`, back to the server's setting at commit); it is server memory, a few such nodes at once,
+ * never this process's.
+ */
+const WORK_MEM = sql.raw(`set local work_mem = '128MB'`);
 
 /** A mistake in what was asked (unknown store): retrying cannot help; fix the command. */
 export class ReconInputError extends Error {}
@@ -125,6 +135,7 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
           settings: deps.config.recon,
           chains: deps.config.chains,
         };
+        await tx.execute(WORK_MEM);
         await createFoundTable(tx);
         const outcomes: CheckOutcome[] = [];
         await phase('clearing', async () => {
@@ -148,28 +159,33 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
       { isolationLevel: 'repeatable read' },
     );
 
-    const report = await phase('report', () =>
-      deps.db.transaction(
-        (tx) =>
+    // The report and its files are read in one snapshot: findings.csv is streamed from a cursor
+    // of this transaction, so it lists exactly the findings the report counts.
+    const scope = { period: options.period, storeId, generatedAt: clock.now() };
+    const { report, files } = await deps.db.transaction(
+      async (tx) => {
+        await tx.execute(WORK_MEM);
+        const report = await phase('report', () =>
           buildReport(tx, {
-            period: options.period,
-            storeId,
+            ...scope,
             chains: deps.config.chains,
-            generatedAt: clock.now(),
             checks: outcomes.map((o) => o.result),
             proofs,
+            findingsFullList: formats.includes('csv') ? FINDINGS_FULL_LIST : null,
           }),
-        { isolationLevel: 'repeatable read', accessMode: 'read only' },
-      ),
+        );
+        const files = await phase('files', () =>
+          writeReportFiles(report, dir, formats, () => findingsPages(tx, scope)),
+        );
+        return { report, files };
+      },
+      { isolationLevel: 'repeatable read', accessMode: 'read only' },
     );
-    const files = await phase('files', () => writeReportFiles(report, dir, formats));
 
     const durationMs = Math.round(performance.now() - startedAt);
     const counts = {
       findings: {
-        new: report.findings.new.length,
-        open: report.findings.open.length,
-        resolved: report.findings.resolved.length,
+        ...report.findings.counts,
       },
       sync,
       checks: Object.fromEntries(

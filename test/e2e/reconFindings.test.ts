@@ -218,6 +218,10 @@ describe('reconciliation finds what went wrong end to end, and resolves it when 
         select 1 from webhook_inbox where webhook_id = ${webhookId} and status = 'processed' and ref_id = ${id}`);
       return rows.length > 0;
     });
+    // Processing stored the amount the webhook sent, which matching reads instead of the body.
+    const stored = await pipeline.db.execute<{ paid: string }>(sql`
+      select actual_paid_amount::text as paid from webhook_inbox where webhook_id = ${webhookId}`);
+    expect(stored.rows[0]?.paid).toBe(JSON.parse(body).actual_paid_amount);
 
     const result = await run();
     expect(check(result, 'matching.intents').status).toBe('fail');

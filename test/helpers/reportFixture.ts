@@ -269,6 +269,15 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
       },
     ],
     findings: {
+      counts: { new: 4, open: 2, resolved: 1 },
+      samplePerKind: 100,
+      fullList: 'csv/findings.csv',
+      unresolvedByAge: [
+        { kind: 'clearing.in_transit_stale', lt1h: 0, h1to1d: 0, d1to7d: 0, gt7d: 1 },
+        { kind: 'payment.underpaid', lt1h: 1, h1to1d: 0, d1to7d: 0, gt7d: 1 },
+        { kind: 'payment.unmatched_transfer', lt1h: 0, h1to1d: 0, d1to7d: 2, gt7d: 0 },
+        { kind: 'webhook.bad_signature', lt1h: 0, h1to1d: 1, d1to7d: 0, gt7d: 0 },
+      ],
       new: [
         finding('f_new_1', 'payment.underpaid', 0.5, { refId: 'pi_under_1', details: { short: '1.500000' } }),
         finding('f_new_2', 'webhook.bad_signature', 5, {

@@ -118,9 +118,7 @@ export function registerReport(program: Command): void {
           store_id: r.storeId,
           checks: r.checks,
           findings: {
-            new: r.findings.new.length,
-            open: r.findings.open.length,
-            resolved: r.findings.resolved.length,
+            ...r.findings.counts,
             by_kind: r.findings.byKind,
           },
           balance_proofs: r.balanceProofs.map((p) => ({

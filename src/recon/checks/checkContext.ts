@@ -22,18 +22,21 @@ export interface CheckOutcome {
   owned: OwnedKind[];
 }
 
-/** The accepted tokens as a SQL row source `tk(chain_id, token, symbol, decimals)`. */
+/**
+ * The accepted tokens as a SQL row source `tk(chain_id, token, symbol, decimals, unit)`; `unit` is
+ * 10^decimals as an exact numeric, so a query multiplies by it instead of computing power() per row.
+ */
 export function tokensTable(chains: ChainRegistry): SQL {
   const rows = chains
     .chains()
     .flatMap((c) => c.tokens)
     .map(
       (t) =>
-        sql`(${t.chainId}::bigint, ${t.address.toLowerCase()}::text, ${t.symbol}::text, ${t.decimals}::int)`,
+        sql`(${t.chainId}::bigint, ${t.address.toLowerCase()}::text, ${t.symbol}::text, ${t.decimals}::int, ${sql.raw(`${10n ** BigInt(t.decimals)}`)}::numeric)`,
     );
   if (rows.length === 0)
-    return sql`(select null::bigint, null::text, null::text, null::int where false) as tk(chain_id, token, symbol, decimals)`;
-  return sql`(values ${sql.join(rows, sql`, `)}) as tk(chain_id, token, symbol, decimals)`;
+    return sql`(select null::bigint, null::text, null::text, null::int, null::numeric where false) as tk(chain_id, token, symbol, decimals, unit)`;
+  return sql`(values ${sql.join(rows, sql`, `)}) as tk(chain_id, token, symbol, decimals, unit)`;
 }
 
 /** An amount in base units as the token's exact decimal string, in SQL ("12.5", as formatDecimalAmount). */
@@ -41,9 +44,9 @@ export function decimalText(units: SQL, decimals: SQL): SQL {
   return sql`trim_scale(round((${units})::numeric / power(10::numeric, ${decimals}), ${decimals}))::text`;
 }
 
-/** A decimal string (as the service sends amounts) in base units, in SQL (numeric, exact). */
-export function baseUnits(decimalString: SQL, decimals: SQL): SQL {
-  return sql`trunc((${decimalString})::numeric * power(10::numeric, ${decimals}))`;
+/** A decimal string (as the service sends amounts) in base units, in SQL (numeric, exact); `unit` is tk.unit. */
+export function baseUnits(decimalString: SQL, unit: SQL): SQL {
+  return sql`trunc((${decimalString})::numeric * ${unit})`;
 }
 
 export function storeFilter(column: SQL, storeId: string | null): SQL {

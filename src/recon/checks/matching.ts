@@ -14,7 +14,7 @@ const NON_TERMINAL = [1, 2, 3, 4, 5, 10];
 
 /**
  * Matching, per confirmed intent: the API's view (checkout_intents), the webhooks (webhook_inbox
- * by ref_id) and the chain (final transfers the matcher attributed to the intent, summed, so a
+ * by ref_id, their actual_paid_amount as stored at processing, never parsed from the bodies) and the chain (final transfers the matcher attributed to the intent, summed, so a
  * payment split over two transfers matches one-to-many), side by side, in one pass:
  * - missing_webhook: confirmed longer than RECON_WEBHOOK_MINUTES ago and no checkout webhook;
  * - amount_mismatch: a webhook's actual_paid_amount differs from the API's, or the chain's sum
@@ -32,21 +32,15 @@ export async function matchIntents(ctx: CheckContext): Promise<CheckOutcome> {
     ctx.tx,
     sql`
     with m as (
-      select ci.id, ci.store_id, ci.chain_id, tk.symbol, tk.decimals, ci.confirmed_at,
-             ${baseUnits(sql`ci.amount_coins`, sql`tk.decimals`)} as r,
-             ${baseUnits(sql`ci.actual_paid_amount`, sql`tk.decimals`)} as p,
-             ${baseUnits(sql`ci.service_fee_amount`, sql`tk.decimals`)} as f,
-             ${baseUnits(sql`ci.net_income_amount`, sql`tk.decimals`)} as net,
+      select ci.id, ci.store_id, ci.chain_id, tk.symbol, tk.decimals, tk.unit, ci.confirmed_at,
+             u.r, u.p, u.f, u.net,
              wh.n as webhooks, wh.paid_min, wh.paid_max, ch.n as transfers, ch.value as chain_value
       from checkout_intents ci
       join ${tokensTable(ctx.chains)} on tk.chain_id = ci.chain_id and tk.token = lower(ci.coin_contract)
       left join (
-        select w.ref_id, count(*) as n, min(w.paid) as paid_min, max(w.paid) as paid_max
-        from (
-          select ref_id, (convert_from(body, 'UTF8')::jsonb ->> 'actual_paid_amount')::numeric as paid
-          from webhook_inbox
-          where endpoint = 'checkout' and status = 'processed' and ref_id is not null
-        ) w
+        select w.ref_id, count(*) as n, min(w.actual_paid_amount) as paid_min, max(w.actual_paid_amount) as paid_max
+        from webhook_inbox w
+        where w.endpoint = 'checkout' and w.status = 'processed' and w.ref_id is not null
         group by w.ref_id
       ) wh on wh.ref_id = ci.id
       left join (
@@ -56,13 +50,22 @@ export async function matchIntents(ctx: CheckContext): Promise<CheckOutcome> {
           and (t.matched_as like '%payment_proof%' or t.matched_as like '%payment_mismatch%')
         group by t.matched_ref
       ) ch on ch.matched_ref = ci.id
+      -- Each amount is parsed once per intent: "offset 0" keeps the planner from copying these
+      -- expressions into every place the checks below read them.
+      cross join lateral (
+        select ${baseUnits(sql`ci.amount_coins`, sql`tk.unit`)} as r,
+               ${baseUnits(sql`ci.actual_paid_amount`, sql`tk.unit`)} as p,
+               ${baseUnits(sql`ci.service_fee_amount`, sql`tk.unit`)} as f,
+               ${baseUnits(sql`ci.net_income_amount`, sql`tk.unit`)} as net
+        offset 0
+      ) u
       where ci.status = 20 and ci.actual_paid_amount is not null and ${storeFilter(sql`ci.store_id`, ctx.storeId)}
     ), flagged as (
       select m.*,
              m.webhooks is null and m.confirmed_at < ${webhookCutoff}::timestamptz as missing_webhook,
              m.p - m.f <> m.net as fee_mismatch,
-             (m.webhooks is not null and (abs(m.paid_min * power(10::numeric, m.decimals) - m.p) > ${tol}::numeric
-                                       or abs(m.paid_max * power(10::numeric, m.decimals) - m.p) > ${tol}::numeric))
+             (m.webhooks is not null and (abs(m.paid_min * m.unit - m.p) > ${tol}::numeric
+                                       or abs(m.paid_max * m.unit - m.p) > ${tol}::numeric))
                or (m.chain_value is not null and m.p - m.f = m.net and abs(m.chain_value - m.net) > ${tol}::numeric)
                as amount_mismatch
       from m

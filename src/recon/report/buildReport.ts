@@ -6,12 +6,12 @@ import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import { checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
 import type { BalanceProof } from '../balanceProofs.ts';
 import { storeFilter, tokensTable } from '../checks/checkContext.ts';
-import { FINDING_COLUMNS, type FindingDbRow, toFindingRow } from '../findingsList.ts';
 import type { Period } from '../period.ts';
+import { findingsSection } from './reportFindings.ts';
 import {
   type AccountStatement,
   type CheckResult,
-  type FindingsSection,
+  FINDINGS_SAMPLE_PER_KIND,
   type PaymentDifference,
   type PaymentTotals,
   type PayoutTotal,
@@ -29,6 +29,8 @@ export interface ReportInput {
   generatedAt: Date;
   checks: CheckResult[];
   proofs: BalanceProof[];
+  /** Where the full findings lists are written (FINDINGS_FULL_LIST), null when they are not. */
+  findingsFullList: string | null;
 }
 
 /**
@@ -37,14 +39,15 @@ export interface ReportInput {
  * process only formats base units as decimals. The period is by when things happened: postings
  * by occurred_at, intents by confirmation (or, unconfirmed, by when first tracked), payouts by the
  * time of each outcome. Findings are the run's view "as of now": new since the period began, open
- * from before it, resolved since it began (docs/decisions.md).
+ * from before it, resolved since it began (docs/decisions.md); the report carries their counts and
+ * the first few of each kind, the full lists go to findings.csv (reportFindings.ts).
  */
 export async function buildReport(tx: DbExecutor, input: ReportInput): Promise<ReconReport> {
   const [accounts, payments, payouts, findings, trial] = [
     await accountStatements(tx, input),
     await paymentTotals(tx, input),
     await payoutTotals(tx, input),
-    await findingsSection(tx, input),
+    await findingsSection(tx, input, FINDINGS_SAMPLE_PER_KIND, input.findingsFullList),
     await trialBalanceRows(tx),
   ];
   const passed = input.checks.every(
@@ -123,8 +126,10 @@ async function paymentTotals(tx: DbExecutor, input: ReportInput): Promise<Paymen
   const to = input.period.to.toISOString();
   const inPeriod = sql`coalesce(ci.confirmed_at, ci.tracked_at) >= ${from}::timestamptz
     and coalesce(ci.confirmed_at, ci.tracked_at) < ${to}::timestamptz and ${storeFilter(sql`ci.store_id`, input.storeId)}`;
+  // Summed, then scaled once per group: numerics are exact, so trunc(sum(x) * 10^d) equals
+  // trunc(sum(x * 10^d)), without a multiplication per intent.
   const units = (column: string) =>
-    sql`coalesce(trunc(sum(${sql.raw(`ci.${column}`)}::numeric * power(10::numeric, tk.decimals))), 0)::text`;
+    sql`coalesce(trunc(sum(${sql.raw(`ci.${column}`)}::numeric) * tk.unit), 0)::text`;
   const tokens = tokensTable(input.chains);
 
   const byStatus = await tx.execute<{
@@ -145,7 +150,7 @@ async function paymentTotals(tx: DbExecutor, input: ReportInput): Promise<Paymen
     from checkout_intents ci
     join ${tokens} on tk.chain_id = ci.chain_id and tk.token = lower(ci.coin_contract)
     where ${inPeriod}
-    group by ci.store_id, ci.chain_id, tk.symbol, tk.decimals, ci.status
+    group by ci.store_id, ci.chain_id, tk.symbol, tk.decimals, tk.unit, ci.status
     order by ci.store_id, ci.chain_id, tk.symbol, ci.status`);
 
   const fiat = await tx.execute<{ currency: string; status: number | null; n: string; cents: string }>(sql`
@@ -172,7 +177,7 @@ async function paymentTotals(tx: DbExecutor, input: ReportInput): Promise<Paymen
     from checkout_intents ci
     join ${tokens} on tk.chain_id = ci.chain_id and tk.token = lower(ci.coin_contract)
     where ${inPeriod} and ci.status = 20
-    group by 1, 2, 3, 4 order by 1, 2, 3`);
+    group by 1, 2, 3, 4, tk.unit order by 1, 2, 3`);
 
   const diffs = await tx.execute<{
     id: string;
@@ -185,8 +190,8 @@ async function paymentTotals(tx: DbExecutor, input: ReportInput): Promise<Paymen
     confirmed_at: Date | string | null;
   }>(sql`
     select ci.id, ci.store_id, ci.chain_id::text, tk.symbol, tk.decimals, ci.confirmed_at,
-           trunc(ci.amount_coins::numeric * power(10::numeric, tk.decimals))::text as r,
-           trunc(ci.actual_paid_amount::numeric * power(10::numeric, tk.decimals))::text as p
+           trunc(ci.amount_coins::numeric * tk.unit)::text as r,
+           trunc(ci.actual_paid_amount::numeric * tk.unit)::text as p
     from checkout_intents ci
     join ${tokens} on tk.chain_id = ci.chain_id and tk.token = lower(ci.coin_contract)
     where ${inPeriod} and ci.status = 20 and ci.actual_paid_amount::numeric <> ci.amount_coins::numeric
@@ -263,9 +268,9 @@ async function payoutTotals(tx: DbExecutor, input: ReportInput): Promise<PayoutT
         and ${storeFilter(sql`p.store_id`, input.storeId)}
     )
     select e.store_id, e.chain_id::text, tk.symbol, tk.decimals, e.outcome, count(*)::text as n,
-           trunc(sum(e.amount::numeric * power(10::numeric, tk.decimals)))::text as amount
+           trunc(sum(e.amount::numeric) * tk.unit)::text as amount
     from events e join ${tokens} on tk.chain_id = e.chain_id and tk.token = lower(e.token_address)
-    group by 1, 2, 3, 4, 5 order by 1, 2, 3, 5`);
+    group by 1, 2, 3, 4, 5, tk.unit order by 1, 2, 3, 5`);
   const fees = await tx.execute<{ store_id: string; chain_id: string; symbol: string; fees: string }>(sql`
     select a.store_id, a.chain_id::text, a.symbol, sum(p.amount)::text as fees
     from ledger_accounts a join ledger_postings p on p.account_id = a.id
@@ -285,50 +290,6 @@ async function payoutTotals(tx: DbExecutor, input: ReportInput): Promise<PayoutT
         ? fmt(feeOf.get(`${r.store_id}:${r.chain_id}:${r.symbol}`) ?? '0', r.decimals)
         : '0',
   }));
-}
-
-async function findingsSection(tx: DbExecutor, input: ReportInput): Promise<FindingsSection> {
-  // Findings are stamped with PostgreSQL's now(); the period is on the run's clock, which in the
-  // demo and the tests follows the sandbox's, days ahead. Move the period's start onto the
-  // database's time line (the offset is ~0 in production, where both are the system clock).
-  const dbNow = await tx.execute<{ now: Date | string }>(sql`select now() as now`);
-  const offsetMs = new Date(dbNow.rows[0]?.now ?? input.generatedAt).getTime() - input.generatedAt.getTime();
-  const from = new Date(input.period.from.getTime() + offsetMs).toISOString();
-  const { rows } = await tx.execute<
-    FindingDbRow & { is_new: boolean; is_open: boolean; is_resolved: boolean; [column: string]: unknown }
-  >(sql`
-    select ${FINDING_COLUMNS},
-           first_seen_at >= ${from}::timestamptz as is_new,
-           first_seen_at < ${from}::timestamptz and resolved_at is null as is_open,
-           resolved_at >= ${from}::timestamptz as is_resolved
-    from findings
-    where (${input.storeId}::text is null or store_id = ${input.storeId}::text or store_id is null)
-      and (first_seen_at >= ${from}::timestamptz or resolved_at is null or resolved_at >= ${from}::timestamptz)
-    order by first_seen_at, id`);
-  const section: FindingsSection = { new: [], open: [], resolved: [], byKind: [] };
-  const byKind = new Map<string, FindingsSection['byKind'][number]>();
-  for (const r of rows) {
-    const row = toFindingRow(r);
-    const key = `${r.kind}\u0000${r.severity}`;
-    const counts = byKind.get(key) ?? { kind: r.kind, severity: r.severity, new: 0, open: 0, resolved: 0 };
-    if (r.is_new) {
-      section.new.push(row);
-      counts.new += 1;
-    }
-    if (r.is_open) {
-      section.open.push(row);
-      counts.open += 1;
-    }
-    if (r.is_resolved) {
-      section.resolved.push(row);
-      counts.resolved += 1;
-    }
-    byKind.set(key, counts);
-  }
-  section.byKind = [...byKind.values()].sort(
-    (a, b) => a.kind.localeCompare(b.kind) || a.severity.localeCompare(b.severity),
-  );
-  return section;
 }
 
 async function trialBalanceRows(tx: DbExecutor): Promise<TrialBalanceRow[]> {

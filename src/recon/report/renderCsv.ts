@@ -59,8 +59,33 @@ function differenceRows(rows: ReconReport['payments']['underpaid']): Cell[][] {
   ]);
 }
 
-function findingRows(list: 'new' | 'open' | 'resolved', rows: FindingRow[]): Cell[][] {
-  return rows.map((f) => [
+export const FINDINGS_CSV_HEADER = [
+  'list',
+  'id',
+  'kind',
+  'severity',
+  'store_id',
+  'ref_type',
+  'ref_id',
+  'first_seen_at',
+  'last_seen_at',
+  'resolved_at',
+  'acked_at',
+  'ack_note',
+  'details',
+];
+
+/** The header line of findings.csv. */
+export function findingsCsvHeader(): string {
+  return `${FINDINGS_CSV_HEADER.map(csvField).join(',')}\n`;
+}
+
+/**
+ * One line of findings.csv. The file is written row by row from the database
+ * (writeReportFiles.ts), not from the report, which carries only a sample.
+ */
+export function findingsCsvLine(list: 'new' | 'open' | 'resolved', f: FindingRow): string {
+  const cells: Cell[] = [
     list,
     f.id,
     f.kind,
@@ -74,11 +99,18 @@ function findingRows(list: 'new' | 'open' | 'resolved', rows: FindingRow[]): Cel
     f.ackedAt,
     f.ackNote,
     JSON.stringify(f.details),
-  ]);
+  ];
+  return `${cells.map(csvField).join(',')}\n`;
 }
 
+/** Lines of findings.csv for findings of one list. */
+export function findingsCsvLines(list: 'new' | 'open' | 'resolved', rows: FindingRow[]): string {
+  return rows.map((f) => findingsCsvLine(list, f)).join('');
+}
+
+/** Every table but findings.csv, which is streamed (findingsCsvHeader, findingsCsvLines). */
 export function renderCsv(report: ReconReport): CsvFile[] {
-  const { payments, findings } = report;
+  const { payments } = report;
   return [
     csv(
       'accounts.csv',
@@ -142,29 +174,6 @@ export function renderCsv(report: ReconReport): CsvFile[] {
       'payouts.csv',
       ['store_id', 'chain_id', 'symbol', 'outcome', 'count', 'amount', 'fees'],
       report.payouts.map((p) => [p.storeId, p.chainId, p.symbol, p.outcome, p.count, p.amount, p.fees]),
-    ),
-    csv(
-      'findings.csv',
-      [
-        'list',
-        'id',
-        'kind',
-        'severity',
-        'store_id',
-        'ref_type',
-        'ref_id',
-        'first_seen_at',
-        'last_seen_at',
-        'resolved_at',
-        'acked_at',
-        'ack_note',
-        'details',
-      ],
-      [
-        ...findingRows('new', findings.new),
-        ...findingRows('open', findings.open),
-        ...findingRows('resolved', findings.resolved),
-      ],
     ),
     csv(
       'balance_proofs.csv',

@@ -175,35 +175,24 @@ function netChart(report: ReconReport): Chart {
   };
 }
 
-const HOUR_MS = 3_600_000;
-const AGE_BUCKETS: { key: string; label: string; belowMs: number }[] = [
-  { key: 'lt1h', label: '< 1 h', belowMs: HOUR_MS },
-  { key: '1h1d', label: '1 h – 1 d', belowMs: 24 * HOUR_MS },
-  { key: '1d7d', label: '1 – 7 d', belowMs: 7 * 24 * HOUR_MS },
-  { key: 'gt7d', label: '> 7 d', belowMs: Number.POSITIVE_INFINITY },
-];
+const AGE_BUCKETS = [
+  { key: 'lt1h', label: '< 1 h' },
+  { key: 'h1to1d', label: '1 h – 1 d' },
+  { key: 'd1to7d', label: '1 – 7 d' },
+  { key: 'gt7d', label: '> 7 d' },
+] as const;
 
-/** Unresolved findings (new and open lists) per kind, by age at generatedAt. */
+/** Unresolved findings (new and open lists) per kind, by age at generatedAt (counted by the database). */
 function findingsChart(report: ReconReport): Chart {
-  const now = Date.parse(report.generatedAt);
-  const unresolved = [...report.findings.new, ...report.findings.open].filter((f) => f.resolvedAt === null);
-  const kinds = [...new Set(unresolved.map((f) => f.kind))].sort();
   return {
     id: 'chart-findings',
     title: 'Unresolved findings by kind and age',
     measure: 'findings',
     series: AGE_BUCKETS.map(({ key, label }) => ({ key, label })),
-    groups: kinds.map((kind) => {
-      const counts = new Map(AGE_BUCKETS.map((b) => [b.key, 0]));
-      for (const finding of unresolved.filter((f) => f.kind === kind)) {
-        const age = now - Date.parse(finding.firstSeenAt);
-        // The ledger writes valid ISO times; an unparsable one is left out rather than guessed.
-        if (!Number.isFinite(age)) continue;
-        const bucket = AGE_BUCKETS.find((b) => age < b.belowMs)!;
-        counts.set(bucket.key, (counts.get(bucket.key) ?? 0) + 1);
-      }
-      return { label: kind, values: new Map([...counts].map(([k, n]) => [k, String(n)])) };
-    }),
+    groups: report.findings.unresolvedByAge.map((row) => ({
+      label: row.kind,
+      values: new Map(AGE_BUCKETS.map((b) => [b.key, String(row[b.key])])),
+    })),
   };
 }
 
@@ -232,9 +221,13 @@ function status(value: string): Cell {
   return { text: value.toUpperCase(), cls: `status ${value === 'pass' ? 'ok' : 'bad'}` };
 }
 
-function findingsTable(title: string, rows: FindingRow[]): string {
+function findingsTable(title: string, rows: FindingRow[], total: number, report: ReconReport): string {
+  const { samplePerKind, fullList } = report.findings;
+  const where = fullList === null ? 'stablebooks findings list' : fullList;
   return table(
-    title,
+    rows.length < total
+      ? `${title}: the first ${samplePerKind} of each kind, ${rows.length} of ${total} (every one: ${where})`
+      : title,
     ['id', 'kind', 'severity', 'store', 'ref', 'first seen', 'last seen', 'resolved', 'acked', 'details'],
     rows.map((f) => [
       f.id,
@@ -406,9 +399,9 @@ ${table(
   findings.byKind.map((k) => [k.kind, k.severity, k.new, k.open, k.resolved]),
   [2, 3, 4],
 )}
-${findingsTable('New findings', findings.new)}
-${findingsTable('Open findings (from before the period)', findings.open)}
-${findingsTable('Resolved findings', findings.resolved)}
+${findingsTable('New findings', findings.new, findings.counts.new, report)}
+${findingsTable('Open findings (from before the period)', findings.open, findings.counts.open, report)}
+${findingsTable('Resolved findings', findings.resolved, findings.counts.resolved, report)}
 ${table(
   'Balance proofs',
   ['chain', 'token', 'wallet', 'role', 'block', 'ledger', 'on chain', 'result', 'error', 'proved at'],

@@ -37,7 +37,7 @@ export function renderMarkdown(report: ReconReport): string {
 
   const totals = confirmedTotalsByToken(report);
   const payouts = payoutTotalsByOutcome(report);
-  const { byKind } = report.findings;
+  const { byKind, counts, fullList, samplePerKind } = report.findings;
 
   return `${[
     headline,
@@ -64,11 +64,16 @@ export function renderMarkdown(report: ReconReport): string {
       ),
     ),
     section('Findings by kind', byKind, () =>
-      table(
-        ['kind', 'severity', 'new', 'open', 'resolved'],
-        byKind.map((k) => [k.kind, k.severity, k.new, k.open, k.resolved]),
-        [2, 3, 4],
-      ),
+      [
+        table(
+          ['kind', 'severity', 'new', 'open', 'resolved'],
+          byKind.map((k) => [k.kind, k.severity, k.new, k.open, k.resolved]),
+          [2, 3, 4],
+        ),
+        `${counts.new} new, ${counts.open} still open, ${counts.resolved} resolved; every one: ${
+          fullList === null ? '`stablebooks findings list`' : cell(fullList)
+        } (report.json and report.html carry the first ${samplePerKind} of each kind).`,
+      ].join('\n\n'),
     ),
     section('Balance proofs', report.balanceProofs, () =>
       table(

@@ -8,7 +8,11 @@
  * fields, so a CSV row can be imported without parsing an account code.
  */
 export const REPORT_SCHEMA = 'stablebooks.reconciliation-report';
-export const REPORT_VERSION = 1;
+export const REPORT_VERSION = 2;
+/** How many findings of each kind each list of the report carries; the rest are in findings.csv. */
+export const FINDINGS_SAMPLE_PER_KIND = 100;
+/** Where the full findings lists are, relative to the report's folder (written with the CSV format). */
+export const FINDINGS_FULL_LIST = 'csv/findings.csv';
 
 export interface ReconReport {
   schema: typeof REPORT_SCHEMA;
@@ -142,15 +146,31 @@ export interface FindingRow {
   ackNote: string | null;
 }
 
+/**
+ * The findings of the period: counts of every finding, and the first FINDINGS_SAMPLE_PER_KIND of
+ * each kind in each list (oldest first). A busy period can hold ~100k findings; the report
+ * stays small and the full lists are streamed to findings.csv (`fullList`).
+ */
 export interface FindingsSection {
-  /** First seen in the period. */
-  new: FindingRow[];
-  /** First seen before the period and still open at its end. */
-  open: FindingRow[];
-  /** Resolved in the period. */
-  resolved: FindingRow[];
-  /** Per kind and severity: how many of each list. */
+  /** How many findings each list holds in full. */
+  counts: { new: number; open: number; resolved: number };
+  /** Per kind and severity: how many of each list (full counts). */
   byKind: { kind: string; severity: string; new: number; open: number; resolved: number }[];
+  /** Unresolved findings of the new and open lists per kind, by age at generatedAt (full counts). */
+  unresolvedByAge: { kind: string; lt1h: number; h1to1d: number; d1to7d: number; gt7d: number }[];
+  /** At most this many findings of each kind in each of the lists below. */
+  samplePerKind: number;
+  /**
+   * Where every finding of the three lists is: a path relative to the report's folder
+   * (FINDINGS_FULL_LIST), or null when the run did not write the CSV format.
+   */
+  fullList: string | null;
+  /** First seen in the period (sample: the oldest per kind, ordered by first seen). */
+  new: FindingRow[];
+  /** First seen before the period and still open at its end (sample). */
+  open: FindingRow[];
+  /** Resolved in the period (sample). */
+  resolved: FindingRow[];
 }
 
 export interface ProofRow {

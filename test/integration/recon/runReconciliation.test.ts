@@ -94,8 +94,8 @@ async function observe(i: CheckoutIntent): Promise<void> {
 async function webhookArrived(id: string, actualPaid: string): Promise<void> {
   const body = JSON.stringify({ all_svc_checkout_intent_id: id, status: 20, actual_paid_amount: actualPaid });
   await kit.db.db.execute(sql`
-    insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body, processed_at, ref_id)
-    values (${`wh-${id}-${seq++}`}, 'st_a', 'checkout', 'processed', '{}'::jsonb, ${Buffer.from(body)}, now(), ${id})`);
+    insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body, processed_at, ref_id, actual_paid_amount)
+    values (${`wh-${id}-${seq++}`}, 'st_a', 'checkout', 'processed', '{}'::jsonb, ${Buffer.from(body)}, now(), ${id}, ${actualPaid}::numeric)`);
 }
 
 async function pay(to: `0x${string}`, amount: bigint): Promise<string> {
@@ -165,7 +165,7 @@ describe('runReconciliation', () => {
       expect.arrayContaining(['report.json', 'report.md', 'report.html', 'csv/accounts.csv']),
     );
     const json = JSON.parse(await readFile(join(run.dir, 'report.json'), 'utf8')) as { version: number };
-    expect(json.version).toBe(1);
+    expect(json.version).toBe(2);
     const { rows } = await kit.db.db.execute<{ status: string; passed: boolean; files: unknown[] }>(
       sql`select status, passed, files from recon_runs where id = ${run.runId}::bigint`,
     );
@@ -295,6 +295,45 @@ describe('runReconciliation', () => {
       values (${`wh-${link}`}, 'st_a', 'claim-links', 'processed', '{}'::jsonb, ${Buffer.from('{}')}, now(), ${link})`);
     await runReconciliation(deps, { period: period() });
     expect(await findingsOf(link)).toEqual([]);
+  });
+
+  it('behavior: the report counts every finding and samples 100 per kind; findings.csv lists them all', async () => {
+    await kit.db.db.execute(sql`
+      insert into findings (kind, severity, store_id, ref_type, ref_id, details)
+      select 'unmatched_transfer_out', 'info', 'st_a', 'chain_transfer', 'sample-' || g, jsonb_build_object('n', g)
+      from generate_series(1, 150) g`);
+    const { rows } = await kit.db.db.execute<{ n: number }>(sql`
+      select count(*)::int as n from findings where kind = 'unmatched_transfer_out' and resolved_at is null`);
+    const total = rows[0]!.n;
+    expect(total).toBeGreaterThanOrEqual(150);
+
+    const run = await runReconciliation(deps, { period: period() });
+    const { findings } = run.report;
+    expect(findings.byKind.find((k) => k.kind === 'unmatched_transfer_out')?.new).toBe(total);
+    expect(findings.counts.new).toBe(findings.byKind.reduce((n, k) => n + k.new, 0));
+    expect(findings.new.filter((f) => f.kind === 'unmatched_transfer_out')).toHaveLength(100);
+    expect(findings.samplePerKind).toBe(100);
+    expect(findings.fullList).toBe('csv/findings.csv');
+    const ages = findings.unresolvedByAge.find((a) => a.kind === 'unmatched_transfer_out')!;
+    expect(ages.lt1h + ages.h1to1d + ages.d1to7d + ages.gt7d).toBe(total);
+
+    const json = JSON.parse(await readFile(join(run.dir, 'report.json'), 'utf8'));
+    expect(json.version).toBe(2);
+    expect(json.findings.new).toHaveLength(findings.new.length);
+    const csv = (await readFile(join(run.dir, 'csv', 'findings.csv'), 'utf8')).trimEnd().split('\n');
+    expect(csv[0]).toBe(
+      'list,id,kind,severity,store_id,ref_type,ref_id,first_seen_at,last_seen_at,resolved_at,acked_at,ack_note,details',
+    );
+    const lines = csv.slice(1).map((l) => l.split(','));
+    expect(lines).toHaveLength(findings.counts.new + findings.counts.open + findings.counts.resolved);
+    expect(lines.filter((l) => l[0] === 'new' && l[2] === 'unmatched_transfer_out')).toHaveLength(total);
+    // The report's samples are the first rows of each kind in the file, in the same order.
+    const sampleIds = findings.new.filter((f) => f.kind === 'unmatched_transfer_out').map((f) => f.id);
+    const fileIds = lines.filter((l) => l[0] === 'new' && l[2] === 'unmatched_transfer_out').map((l) => l[1]);
+    expect(fileIds.slice(0, 100)).toEqual(sampleIds);
+    const written = run.files.find((f) => f.name === join('csv', 'findings.csv'))!;
+    expect(written.bytes).toBe(Buffer.byteLength(csv.join('\n')) + 1);
+    await kit.db.db.execute(sql`delete from findings where ref_id like 'sample-%'`);
   });
 
   it('behavior: a store-scoped run resolves only its own store findings and an unknown store is refused', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderCsv } from '../../../src/recon/report/renderCsv.ts';
+import { findingsCsvHeader, findingsCsvLines, renderCsv } from '../../../src/recon/report/renderCsv.ts';
 import { escapeHtml, renderHtml } from '../../../src/recon/report/renderHtml.ts';
 import { renderJson } from '../../../src/recon/report/renderJson.ts';
 import { renderMarkdown } from '../../../src/recon/report/renderMarkdown.ts';
@@ -36,8 +36,21 @@ function parseCsv(text: string): string[][] {
   return rows;
 }
 
+/** findings.csv as writeReportFiles streams it, here from the report's (complete) lists. */
+function findingsCsv(report: ReconReport): { name: string; content: string } {
+  const { findings } = report;
+  return {
+    name: 'findings.csv',
+    content:
+      findingsCsvHeader() +
+      findingsCsvLines('new', findings.new) +
+      findingsCsvLines('open', findings.open) +
+      findingsCsvLines('resolved', findings.resolved),
+  };
+}
+
 function csvTable(report: ReconReport, name: string): Record<string, string>[] {
-  const file = renderCsv(report).find((f) => f.name === name);
+  const file = [...renderCsv(report), findingsCsv(report)].find((f) => f.name === name);
   if (file === undefined) throw new Error(`no ${name}`);
   const [header, ...rows] = parseCsv(file.content);
   return rows.map((r) => Object.fromEntries(header!.map((h, i) => [h, r[i] ?? '<missing>'])));
@@ -50,7 +63,16 @@ function emptyReport(passed: boolean): ReconReport {
     accounts: [],
     payments: { byStatus: [], fiat: [], perDay: [], underpaid: [], overpaid: [] },
     payouts: [],
-    findings: { new: [], open: [], resolved: [], byKind: [] },
+    findings: {
+      counts: { new: 0, open: 0, resolved: 0 },
+      byKind: [],
+      unresolvedByAge: [],
+      samplePerKind: 100,
+      fullList: 'csv/findings.csv',
+      new: [],
+      open: [],
+      resolved: [],
+    },
     balanceProofs: [],
     trialBalance: [],
   });
@@ -63,7 +85,7 @@ describe('renderJson', () => {
     expect(JSON.parse(json)).toEqual(report);
     expect(json.endsWith('}\n')).toBe(true);
     expect(json.split('\n')[1]).toBe('  "schema": "stablebooks.reconciliation-report",');
-    expect(json.split('\n')[2]).toBe('  "version": 1,');
+    expect(json.split('\n')[2]).toBe('  "version": 2,');
   });
 
   it('behavior: stable whatever the key order of the input', () => {
@@ -100,7 +122,6 @@ describe('renderCsv', () => {
     'underpaid.csv',
     'overpaid.csv',
     'payouts.csv',
-    'findings.csv',
     'balance_proofs.csv',
     'trial_balance.csv',
     'checks.csv',
@@ -126,7 +147,7 @@ describe('renderCsv', () => {
       expect(lines[0]!.length).toBeGreaterThan(0);
       expect(lines[1]).toBe('');
     }
-    expect(files.find((f) => f.name === 'findings.csv')!.content).toBe(
+    expect(findingsCsv(emptyReport(true)).content).toBe(
       'list,id,kind,severity,store_id,ref_type,ref_id,first_seen_at,last_seen_at,resolved_at,acked_at,ack_note,details\n',
     );
   });
