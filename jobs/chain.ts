@@ -8,7 +8,7 @@ import { type IndexerDeps, type IndexOutcome, indexChainPass } from '../src/chai
 import type { ChainRpc } from '../src/chain/rpcClients.ts';
 import type { Metrics } from '../src/metrics/metrics.ts';
 import { type VerifyDeps, verifyPayments } from '../src/payments/verifyPayments.ts';
-import { type ProofDeps, proveBalances } from '../src/recon/balanceProofs.ts';
+import { type ProofDeps, proveBalances, recordProofMetrics } from '../src/recon/balanceProofs.ts';
 import { chainJobs } from './queues.ts';
 
 /** What the chain queue's jobs need, built once per process. */
@@ -50,15 +50,7 @@ export function chainProcessor(deps: ChainJobDeps) {
         return verifyPayments(deps.verify);
       case chainJobs.prove.name: {
         const proofs = await proveBalances(deps.prove);
-        for (const p of proofs) {
-          const labels = { chain_id: String(p.chainId), token: p.symbol, role: p.role };
-          deps.metrics.balanceProofOk.set(labels, p.ok === null ? -1 : p.ok ? 1 : 0);
-          if (p.chainBalance !== null) {
-            // Display only (a float): the exact drift is in balance_proofs and the report.
-            const drift = Number(p.ledgerBalance - p.chainBalance) / 10 ** p.decimals;
-            deps.metrics.balanceProofDrift.set(labels, drift);
-          }
-        }
+        recordProofMetrics(deps.metrics, proofs);
         return { proofs: proofs.length, failed: proofs.filter((p) => p.ok !== true).length };
       }
       default:

@@ -4,6 +4,7 @@ import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/database.ts';
 import { type AccountKind, account, accountCode } from '../ledger/accounts.ts';
 import { accountBalance } from '../ledger/balances.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 
 /**
  * The one ERC-20 function a proof calls. Written out rather than viem's erc20Abi, so that loading
@@ -180,4 +181,40 @@ async function proveOne(
     ok: chainBalance === snapshot.ledger,
     error: null,
   };
+}
+
+/**
+ * Publishes proofs as the balance-proof gauges (1 equal, 0 differs, -1 could not be proven), from
+ * the periodic prove job and from every reconciliation run, so the dashboard and the
+ * BalanceProofFailed alert follow the latest proof, whoever made it. A series is a chain, token
+ * and wallet role, which several stores' wallets can share: it shows the worst of them (a
+ * difference before an unproven wallet before a proven one), and the largest drift.
+ */
+export function recordProofMetrics(
+  metrics: Pick<Metrics, 'balanceProofOk' | 'balanceProofDrift'>,
+  proofs: BalanceProof[],
+): void {
+  const series = new Map<string, { labels: Record<string, string>; ok: number; drift: number | null }>();
+  for (const p of proofs) {
+    const labels = { chain_id: String(p.chainId), token: p.symbol, role: p.role };
+    const key = `${labels.chain_id} ${labels.token} ${labels.role}`;
+    const ok = p.ok === null ? -1 : p.ok ? 1 : 0;
+    // Display only (a float): the exact drift is in balance_proofs and the report.
+    const drift =
+      p.chainBalance === null ? null : Number(p.ledgerBalance - p.chainBalance) / 10 ** p.decimals;
+    const seen = series.get(key);
+    const worse = (a: number, b: number) => (a === 0 || b === 0 ? 0 : Math.min(a, b));
+    series.set(key, {
+      labels,
+      ok: seen ? worse(seen.ok, ok) : ok,
+      drift:
+        seen?.drift != null && (drift === null || Math.abs(seen.drift) >= Math.abs(drift))
+          ? seen.drift
+          : drift,
+    });
+  }
+  for (const { labels, ok, drift } of series.values()) {
+    metrics.balanceProofOk.set(labels, ok);
+    if (drift !== null) metrics.balanceProofDrift.set(labels, drift);
+  }
 }

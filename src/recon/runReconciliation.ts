@@ -7,7 +7,7 @@ import type { Db } from '../db/database.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { refundsOverdue } from '../payouts/refundsOverdue.ts';
-import { type BalanceProof, proveBalances } from './balanceProofs.ts';
+import { type BalanceProof, proveBalances, recordProofMetrics } from './balanceProofs.ts';
 import { assertProofs, assertTrialBalance } from './checks/assertions.ts';
 import type { CheckContext, CheckOutcome } from './checks/checkContext.ts';
 import { clearInTransit, clearRefunds, clearSuspense } from './checks/clearing.ts';
@@ -30,7 +30,8 @@ export interface ReconDeps {
   rpcs: Map<number, { client: PublicClient }>;
   logger: Logger;
   clock?: Clock;
-  metrics?: Pick<Metrics, 'reconProgress' | 'reconRunSeconds'>;
+  /** Progress and duration of the run, and the balance-proof gauges its proofs refresh. */
+  metrics?: Pick<Metrics, 'reconProgress' | 'reconRunSeconds' | 'balanceProofOk' | 'balanceProofDrift'>;
 }
 
 export interface ReconOptions {
@@ -122,6 +123,7 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
     const proofs: BalanceProof[] = await phase('proofs', () =>
       proveBalances({ db: deps.db, config: deps.config, rpcs: deps.rpcs }),
     );
+    if (deps.metrics) recordProofMetrics(deps.metrics, proofs);
     await phase('refunds', () =>
       refundsOverdue({ db: deps.db, refundGraceMs: deps.config.refundGraceMs, logger: deps.logger }, now),
     );

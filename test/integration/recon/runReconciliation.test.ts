@@ -10,6 +10,7 @@ import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { createLogger } from '../../../src/logging/logger.ts';
+import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
 import { type ReconDeps, runReconciliation } from '../../../src/recon/runReconciliation.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
@@ -139,9 +140,19 @@ describe('runReconciliation', () => {
     await webhookArrived(id, '25');
     await settleChain();
     clock.advance(2 * HOUR);
-    const run = await runReconciliation(deps, { period: period() });
+    const metrics = createMetrics();
+    const run = await runReconciliation({ ...deps, metrics }, { period: period() });
     expect(await openFindings()).toEqual([]);
     expect(run.passed).toBe(true);
+    // The run's proofs refresh the balance-proof gauges (the dashboard and BalanceProofFailed read them).
+    const gauge = (await metrics.registry.getMetricsAsJSON()).find(
+      (m) => m.name === 'stablebooks_balance_proof_ok',
+    );
+    const values = (gauge as { values: Array<{ value: number; labels: Record<string, string> }> }).values;
+    // One series per chain, token and wallet role (two stores' merchant wallets share one: the worst shows).
+    const series = new Set(run.report.balanceProofs.map((p) => `${p.chainId} ${p.symbol} ${p.role}`));
+    expect(values.length).toBe(series.size);
+    expect(values.every((v) => v.value === 1)).toBe(true);
     expect(run.report.checks.filter((c) => c.status !== 'pass')).toEqual([]);
     expect(run.report.balanceProofs.length).toBeGreaterThan(0);
     expect(run.report.balanceProofs.every((p) => p.result === 'pass')).toBe(true);
