@@ -34,7 +34,7 @@ async function main(): Promise<void> {
     const dashboard = await screenshotDashboard({
       prometheusUrl: prometheus.url,
       outPath: join(IMAGES, 'overview.png'),
-      windowMinutes: Math.max(5, Math.ceil((Date.now() - started) / 60_000) + 1),
+      windowMinutes: Math.max(1, Math.ceil((Date.now() - started) / 60_000)),
     });
     console.log(join(IMAGES, 'report.png'));
     console.log(dashboard.pngPath);

@@ -19,6 +19,7 @@ import type { SandboxChain } from '../sandbox/chain/types.ts';
 import { type RunningSandbox, runSandbox } from '../sandbox/runSandbox.ts';
 import { sandboxConfigSchema } from '../sandbox/sandboxConfig.ts';
 import { createSvcClient, type SvcClient } from '../svc/client.ts';
+import { waitUntil } from './waitUntil.ts';
 
 export const DEMO_STORE = 'st_demo';
 export const DEMO_BUSINESS = 'biz_demo';
@@ -186,6 +187,12 @@ export async function startDemoServices(options: {
       });
       const started = prometheus;
       stops.push(() => started.stop());
+      // Its first scrape before any money moves, so its series (and the dashboards) hold the whole run.
+      await waitUntil(
+        'the first Prometheus scrape',
+        async () => (await started.query('up')).length > 0,
+        20_000,
+      );
     } catch (err) {
       prometheusProblem = (err as Error).message.split('\n')[0] ?? 'did not start';
     }
