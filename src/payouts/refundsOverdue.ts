@@ -15,6 +15,8 @@ export const EXPIRY_REFUND_OVERDUE = 'expiry_refund_overdue';
 export async function refundsOverdue(
   deps: Pick<ClaimLinkJobDeps, 'db' | 'refundGraceMs' | 'logger'>,
   now: Date,
+  /** Only this store's links (a store-scoped reconciliation run); null or absent: every store. */
+  storeId: string | null = null,
 ): Promise<{ overdue: number; resolved: number }> {
   const cutoff = new Date(now.getTime() - deps.refundGraceMs).toISOString();
   const graceHours = deps.refundGraceMs / 3_600_000;
@@ -25,6 +27,7 @@ export async function refundsOverdue(
       from payouts p
       where p.claim_link_id is not null and p.refunded_at is null
         and coalesce(p.cancelled_at, p.expired_at) <= ${cutoff}::timestamptz
+        and (${storeId}::text is null or p.store_id = ${storeId})
     ), written as (
       insert into findings (kind, severity, store_id, ref_type, ref_id, details)
       select kind, 'warning', store_id, 'claim_link', claim_link_id,
@@ -46,6 +49,7 @@ export async function refundsOverdue(
       from payouts p
       where f.kind in (${REFUND_OVERDUE}, ${EXPIRY_REFUND_OVERDUE}) and f.resolved_at is null
         and f.ref_type = 'claim_link' and f.ref_id = p.claim_link_id and p.refunded_at is not null
+        and (${storeId}::text is null or p.store_id = ${storeId})
       returning 1
     )
     select count(*)::text as n from done`);

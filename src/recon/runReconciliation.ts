@@ -125,7 +125,11 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
     );
     if (deps.metrics) recordProofMetrics(deps.metrics, proofs);
     await phase('refunds', () =>
-      refundsOverdue({ db: deps.db, refundGraceMs: deps.config.refundGraceMs, logger: deps.logger }, now),
+      refundsOverdue(
+        { db: deps.db, refundGraceMs: deps.config.refundGraceMs, logger: deps.logger },
+        now,
+        storeId,
+      ),
     );
 
     const { outcomes, sync } = await deps.db.transaction(

@@ -101,7 +101,13 @@ describe('expireClaimLinks and refundsOverdue', () => {
     await refundsOverdue(jobDeps, at(GRACE_MS - 1000));
     expect((await openFindings()).some((f) => f.ref_id === cancelled.claimLinkId)).toBe(false);
 
-    // Past it: one finding per link, refreshed not duplicated.
+    // Past it, a run scoped to another store neither opens this store's finding.
+    await refundsOverdue(jobDeps, at(GRACE_MS + 1000), 'st_other');
+    expect((await openFindings()).some((f) => f.ref_id === cancelled.claimLinkId)).toBe(false);
+
+    // Past it: one finding per link, refreshed not duplicated (scoped to its own store, or to none).
+    await refundsOverdue(jobDeps, at(GRACE_MS + 1000), 'st_a');
+    expect((await openFindings()).some((f) => f.ref_id === cancelled.claimLinkId)).toBe(true);
     await refundsOverdue(jobDeps, at(GRACE_MS + 1000));
     await refundsOverdue(jobDeps, at(GRACE_MS + 2000));
     const open = await openFindings();
@@ -127,6 +133,7 @@ describe('expireClaimLinks and refundsOverdue', () => {
 
     // The chain side proves the refund (rule 8) and sets refunded_at: the finding resolves.
     await db.execute(sql`update payouts set refunded_at = now() where id = ${cancelled.payoutId}`);
+    expect((await refundsOverdue(jobDeps, at(GRACE_MS + 3000), 'st_other')).resolved).toBe(0);
     const result = await refundsOverdue(jobDeps, at(GRACE_MS + 3000));
     expect(result.resolved).toBe(1);
     expect((await openFindings()).some((f) => f.ref_id === cancelled.claimLinkId)).toBe(false);
