@@ -91,8 +91,7 @@ export const FINAL_STATUS: Record<IntentOutcome, CheckoutStatusName> = {
 export const DEFAULT_INTENTS = 200;
 export const DEFAULT_PAYOUTS = 20;
 
-/** Planted problems need a handful of intents and payouts to land on. */
-export const MIN_INTENTS = 16;
+/** One claim link per outcome at least. */
 export const MIN_PAYOUTS = 3;
 
 /** Currencies near the dollar, so every amount clears the service's 0.1-coin floor. */
@@ -102,7 +101,9 @@ const FIAT: CurrencyCode[] = ['USD', 'EUR', 'GBP', 'CHF', 'CAD'];
  * The outcomes that must appear whatever the size, each a planted problem or a path of the
  * posting rules, and then the weights of the rest (most payments simply succeed).
  */
-const FIXED: Array<Pick<PlannedIntent, 'outcome' | 'webhook' | 'route'>> = [
+const FIXED: Array<Pick<PlannedIntent, 'outcome' | 'webhook' | 'route'> & { reorged?: true }> = [
+  // The payment whose block the demo's reorg replaces.
+  { outcome: 'exact', webhook: 'none', route: 'direct', reorged: true },
   { outcome: 'exact', webhook: 'dropped', route: 'temp_wallet' },
   { outcome: 'exact', webhook: 'dropped', route: 'direct' },
   { outcome: 'exact', webhook: 'duplicated', route: 'temp_wallet' },
@@ -119,6 +120,9 @@ const FIXED: Array<Pick<PlannedIntent, 'outcome' | 'webhook' | 'route'>> = [
   { outcome: 'manual_review', webhook: 'none', route: 'temp_wallet' },
   { outcome: 'timed_out', webhook: 'none', route: 'temp_wallet' },
 ];
+
+/** Every planted problem has its intent: the smallest scenario is exactly these. */
+export const MIN_INTENTS = FIXED.length;
 
 const WEIGHTS: Array<[IntentOutcome, number]> = [
   ['exact', 78],
@@ -165,7 +169,6 @@ export function planScenario(options: { seed: string; intents: number; payouts: 
     const j = Math.floor(random() * (i + 1));
     [shapes[i], shapes[j]] = [shapes[j] as (typeof shapes)[number], shapes[i] as (typeof shapes)[number]];
   }
-  let reorgPlanted = false;
   const intents = shapes.map((shape, i): PlannedIntent => {
     const fiat = random() < 0.45;
     const amountCents = BigInt(500 + Math.floor(random() * 49_500));
@@ -176,9 +179,7 @@ export function planScenario(options: { seed: string; intents: number; payouts: 
     // those, like every planted fault, are created through stablebooks.
     const createdBy =
       shape.webhook === 'none' && shape.outcome === 'exact' && random() < 0.2 ? 'elsewhere' : 'stablebooks';
-    const reorged =
-      !reorgPlanted && shape.outcome === 'exact' && shape.route === 'direct' && shape.webhook === 'none';
-    if (reorged) reorgPlanted = true;
+    const reorged = shape.reorged === true;
     return {
       key: `demo-${String(i + 1).padStart(3, '0')}`,
       pricing,
@@ -187,11 +188,6 @@ export function planScenario(options: { seed: string; intents: number; payouts: 
       reorged,
     };
   });
-  if (!reorgPlanted) {
-    // Every size has at least one plain direct payment for the reorg to replace.
-    const target = intents.find((p) => p.outcome === 'exact' && p.webhook === 'none') ?? intents[0];
-    if (target) Object.assign(target, { route: 'direct', reorged: true, createdBy: 'stablebooks' });
-  }
 
   const payoutRandom = seededRandom(`${seed}:payouts`);
   const payouts = Array.from({ length: options.payouts }, (_, i): PlannedPayout => {

@@ -104,6 +104,8 @@ export async function buildSummary(
   driven: DriveResult,
   recon: ReconResult,
   timings: Record<string, number>,
+  /** The daemon's calls to the service by outcome (envelope code or failure kind), from its metrics. */
+  apiOutcomes: Map<string, number>,
 ): Promise<DemoSummary> {
   const ids = driven.intents.map((i) => i.intentId);
   const facts = await intentFacts(pool, ids);
@@ -113,6 +115,18 @@ export async function buildSummary(
   const payouts = payoutRows(driven, lines);
   const findings = await findingsByKind(pool);
   const planted = await plantedChecks(pool, driven, facts, lines);
+  const { rateLimited, serverErrors } = scenario.apiFaults;
+  // What the daemon met of the injected faults (the demo waits until every one was served).
+  const met =
+    Math.min(apiOutcomes.get('40001') ?? 0, rateLimited) +
+    Math.min(apiOutcomes.get('90000') ?? 0, serverErrors);
+  planted.push({
+    problem: `service answers 429 x${rateLimited} and 500 x${serverErrors} to the daemon`,
+    expected: 'retried; every payment booked once',
+    count: rateLimited + serverErrors,
+    found: met,
+    ok: met === rateLimited + serverErrors && intents.every((r) => r.ok),
+  });
 
   const report = recon.report;
   const totals = report.payments.byStatus

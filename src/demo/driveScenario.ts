@@ -82,6 +82,12 @@ export async function driveScenario(
   progress(`buyers pay ${plain.length} intents on chain`);
   await inBatches(plain, 4, (i) => pay(control, i, decimals));
 
+  // Every injected fault served (to the daemon) before anything else signs a request.
+  await waitUntil('the daemon meeting the injected 429s and 500s', async () => {
+    const faults = await control<{ rateLimitNext: number; errorNext: unknown }>('/_sandbox/faults', {});
+    return faults.rateLimitNext === 0 && faults.errorNext === null;
+  });
+
   progress('webhook faults: dropped, duplicated, delayed and reordered deliveries');
   for (const fault of ['dropped', 'duplicated', 'delayed'] as const) {
     for (const i of intents.filter((x) => x.plan.webhook === fault)) {

@@ -94,12 +94,30 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
     );
     lap('reconMs', t);
     timings.totalMs = Math.round(performance.now() - started);
-    const summary = await buildSummary(services.database.pool, scenario, driven, recon, timings);
+    const summary = await buildSummary(
+      services.database.pool,
+      scenario,
+      driven,
+      recon,
+      timings,
+      await apiOutcomes(services),
+    );
     return { summary, services, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/** The daemon's calls to the service by outcome, summed over endpoints, from its metrics registry. */
+async function apiOutcomes(services: DemoServices): Promise<Map<string, number>> {
+  const metric = (await services.daemon.metrics.registry.getMetricsAsJSON()).find(
+    (m) => m.name === 'stablebooks_api_requests_total',
+  );
+  const out = new Map<string, number>();
+  for (const v of (metric?.values ?? []) as Array<{ value: number; labels: Record<string, string | number> }>)
+    out.set(String(v.labels.outcome), (out.get(String(v.labels.outcome)) ?? 0) + v.value);
+  return out;
 }
 
 function utcDay(ms: number): Date {

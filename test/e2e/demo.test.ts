@@ -85,6 +85,7 @@ describe('stablebooks demo', () => {
       'reorged_transfer, proof reversed, proven again',
       'not read, not booked',
       'each payment booked once',
+      'retried; every payment booked once',
     ]);
     for (const p of s.planted) {
       expect(p.count, p.problem).toBeGreaterThan(0);
