@@ -121,6 +121,23 @@ async function applyOne(
 
   // Money leaving a claim-link pool: its claim, its refund, or the service's own fee settlement.
   if (from?.role === 'pool') return applyClaimLinkTransfer(tx, deps, row, from);
+  // From an address this batch does not watch into custody: a pool another matcher run learnt
+  // after this one read its wallets (then it is that pool's refund), or is learning right now
+  // (its funding still unapplied: wait for it). Rare (owner deposits), so the two lookups cost
+  // the common path nothing.
+  if (!from && to?.role === 'custody') {
+    const pool = await watchedPool(tx, Number(row.chain_id), row.from_address);
+    if (pool) {
+      wallets.set(pool.address, pool);
+      return applyClaimLinkTransfer(tx, deps, row, pool);
+    }
+    const fundingPending = await tx.execute(sql`
+      select 1 from chain_transfers
+      where chain_id = ${row.chain_id} and to_address = ${row.from_address} and from_address = ${row.to_address}
+        and state = 'final' and applied_at is null and id <> ${row.id}
+      limit 1`);
+    if (fundingPending.rows.length > 0) return { kind: 'deferred' };
+  }
   // Money leaving a custody wallet: a claim link's funding, when a payout explains it.
   if (from?.role === 'custody') {
     const funding = await applyCustodyOutflow(tx, deps, row, from);

@@ -139,4 +139,43 @@ describe('claim link funded and refunded within one matcher batch', () => {
     );
     expect(again.rows).toEqual([{ n: 4 }]);
   });
+
+  it('behavior: while another matcher holds the funding, the refund waits (not suspense), then is rule 8', async () => {
+    const linkId = 'cl_race';
+    await createdPayout('po_race', linkId, '2');
+    const pool = await kit.chain.wallet(`pool:${linkId}`);
+    const funding = await kit.chain.transfer('USDT', 'custody:biz_1', pool, 2_000_000n + FEE);
+    await kit.db.db.execute(sql`update payouts set funding_tx_hash = ${funding.txHash} where id = 'po_race'`);
+    await kit.db.db.transaction((tx) =>
+      markCancelled(tx, { chains: kit.registry, accounts, clock }, 'po_race', 'api'),
+    );
+    const refund = await kit.chain.transfer('USDT', `pool:${linkId}`, kit.custody, 2_000_000n);
+    await indexUntilFinal();
+
+    // Another matcher run has claimed the funding row and not committed yet.
+    const other = await kit.db.pool.connect();
+    try {
+      await other.query('begin');
+      await other.query('select id from chain_transfers where tx_hash = $1 for update', [funding.txHash]);
+      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 1, unwound: 0 });
+      const waiting = await kit.db.db.execute<{ applied_at: Date | null }>(
+        sql`select applied_at from chain_transfers where tx_hash = ${refund.txHash}`,
+      );
+      expect(waiting.rows).toEqual([{ applied_at: null }]);
+    } finally {
+      await other.query('rollback');
+      other.release();
+    }
+
+    expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 2, deferred: 0, unwound: 0 });
+    const matched = await kit.db.db.execute<{ matched_as: string }>(sql`
+      select matched_as from chain_transfers where tx_hash in (${funding.txHash}, ${refund.txHash})
+      order by block_number, log_index`);
+    expect(matched.rows.map((r) => r.matched_as)).toEqual(['claim_link_funding_fee', 'claim_link_refunded']);
+    const unmatched = await kit.db.db.execute(sql`
+      select 1 from ledger_entries
+      where kind like 'chain.transfer_%_unmatched' and metadata->>'tx_hash' = ${refund.txHash}`);
+    expect(unmatched.rows).toEqual([]);
+    for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
+  });
 });
