@@ -28,7 +28,8 @@ export function testStore(storeId: string, overrides: Record<string, unknown> = 
 }
 
 /**
- * A whole sandbox on anvil nodes of its own (one per chain), stopped after the calling file.
+ * A whole sandbox on anvil nodes of its own (one per chain), stopped after the calling file when
+ * called at its top level (an afterAll registered from inside beforeAll never runs: stop it there).
  * `config` is the stores file (zod input; defaults: two businesses, biz_1 with st_a and st_b,
  * biz_2 with st_c; a high rate limit so tests are not throttled unless they ask).
  */

@@ -5,7 +5,7 @@
  * raw signed requests.
  */
 import { randomUUID } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unixSeconds } from '../../../src/clock.ts';
 import type { SandboxStore } from '../../../src/sandbox/sandboxConfig.ts';
 import { SvcApiError } from '../../../src/svc/errors.ts';
@@ -14,6 +14,8 @@ import { signRequest } from '../../../src/svc/signing/requestSignature.ts';
 import { startTestSandbox, type TestSandbox, testStore } from '../../helpers/sandboxHarness.ts';
 
 let sb: TestSandbox;
+// startTestSandbox's own afterAll is not registered when it is called inside beforeAll: stop it here.
+afterAll(() => sb?.stop(), 60_000);
 beforeAll(async () => {
   sb = await startTestSandbox({
     config: {

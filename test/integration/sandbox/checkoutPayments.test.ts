@@ -34,6 +34,8 @@ let sb: TestSandbox;
 let chain: SandboxChain;
 let rpc: ReturnType<typeof createPublicClient>;
 
+// startTestSandbox's own afterAll is not registered when it is called inside beforeAll: stop it here.
+afterAll(() => sb?.stop(), 60_000);
 beforeAll(async () => {
   receiver = createServer((req, res) => {
     const chunks: Buffer[] = [];
