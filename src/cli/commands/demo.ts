@@ -44,12 +44,23 @@ export function registerDemo(program: Command): void {
       const startedAt = Date.now();
       const progress = (line: string) =>
         process.stderr.write(`[${((Date.now() - startedAt) / 1000).toFixed(0).padStart(3)} s] ${line}\n`);
+      // Ctrl-C while the scenario runs: exit at once; the exit hook of src/devservices kills the
+      // servers the demo started (with --keep, Ctrl-C after the summary stops them one by one).
+      const interrupted = () => {
+        progress('interrupted: stopping every service the demo started');
+        process.exit(130);
+      };
+      process.once('SIGINT', interrupted);
+      process.once('SIGTERM', interrupted);
       let run: Awaited<ReturnType<typeof runDemo>>;
       try {
         run = await runDemo({ intents, payouts, seed: opts.seed, outDir: resolve(opts.out), progress });
       } catch (err) {
         if (err instanceof ScenarioSizeError) throw new CliError(err.message);
         throw err;
+      } finally {
+        process.off('SIGINT', interrupted);
+        process.off('SIGTERM', interrupted);
       }
       printResult(opts.json, run.summary, renderDemoSummary);
       if (!run.summary.passed) process.exitCode = EXIT_NOT_PROVEN;
