@@ -378,7 +378,9 @@ function payoutRows(driven: DriveResult, lines: Map<string, LedgerLine[]>): Payo
 
 async function findingsByKind(pool: Pool): Promise<DemoSummary['findings']> {
   const { rows } = await pool.query<{ kind: string; severity: string; open: string; resolved: string }>(
-    `select kind, max(severity) as severity,
+    `select kind,
+            -- The gravest severity of the kind (unknown_token is info on chain, critical on a payment).
+            (array_agg(severity order by case severity when 'critical' then 0 when 'warning' then 1 else 2 end))[1] as severity,
             count(*) filter (where resolved_at is null)::text as open,
             count(*) filter (where resolved_at is not null)::text as resolved
      from findings group by kind order by kind`,
