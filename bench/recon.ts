@@ -43,6 +43,7 @@
  * fill made on an earlier day; default today UTC).
  * No timing is asserted: the figures are printed.
  */
+
 import { type ChildProcess, fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -69,6 +70,7 @@ import { paymentProven, unmatchedTransfer } from '../src/ledger/rules/chainTrans
 import { checkoutConfirmed } from '../src/ledger/rules/checkoutRules.ts';
 import { formatDecimalAmount } from '../src/money/decimalAmount.ts';
 import type { ReportFormat } from '../src/recon/report/writeReportFiles.ts';
+import { mulberry32 } from '../src/seededRandom.ts';
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
 import { type Cleanups, fmt, log, positiveNumber, runBench, sleep } from './benchKit.ts';
 import type { ChildReport } from './reconChild.ts';
@@ -121,18 +123,6 @@ function period(): { from: Date; to: Date } {
   return { from: new Date(to - 30 * DAY_MS), to: new Date(to) };
 }
 
-/** mulberry32: a small seeded generator, so that every run writes the same data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 // ---------------------------------------------------------------------------------------------
 // CSV for COPY ... FROM STDIN (FORMAT csv): an unquoted empty field is NULL.
 
@@ -165,7 +155,7 @@ interface Plan {
 }
 
 function makePlan(): Plan {
-  const rnd = prng(1);
+  const rnd = mulberry32(1);
   const status = new Int8Array(INTENTS);
   const problem = new Uint8Array(INTENTS);
   let proofs = 0;
@@ -236,7 +226,7 @@ interface FillGenerator {
 }
 
 function createGenerator(plan: Plan, from: Date, to: Date): FillGenerator {
-  const rnd = prng(2);
+  const rnd = mulberry32(2);
   const span = to.getTime() - from.getTime() - TAIL_MS;
   const blockAt = (ms: number) => FIRST_BLOCK + BigInt(Math.floor((ms - from.getTime()) / BLOCK_MS));
   const blockTime = (block: bigint) => new Date(from.getTime() + Number(block - FIRST_BLOCK) * BLOCK_MS);

@@ -12,10 +12,11 @@
  * Content-Security-Policy that forbids every load. Every text from the dashboard or from
  * Prometheus (titles, labels, errors) is HTML-escaped.
  */
+
+import { escapeHtml } from '../html/escapeHtml.ts';
 import { DEFAULT_THRESHOLDS, THEME, thresholdColor } from './colors.ts';
 import type { DashboardResults, TargetResult } from './dashboardResults.ts';
 import { type Dashboard, dashboardPanels, type Panel } from './dashboardSchema.ts';
-import { escapeHtml } from './escapeHtml.ts';
 import { formatValue } from './formatValue.ts';
 import { type ChartSeries, renderTimeseriesSvg, seriesColor } from './renderTimeseries.ts';
 import { dashboardVariables, interpolate, type VariableValue } from './templateVariables.ts';

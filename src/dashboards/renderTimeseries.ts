@@ -3,8 +3,9 @@
  * missing), the y axis with round ticks in the panel's unit, the x axis in UTC over the whole
  * window, as Grafana draws it. Pure: the caller gives the size in pixels and gets markup back.
  */
+
+import { escapeHtml } from '../html/escapeHtml.ts';
 import { SERIES_PALETTE, THEME } from './colors.ts';
-import { escapeHtml } from './escapeHtml.ts';
 import { formatValue } from './formatValue.ts';
 
 export interface ChartSeries {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { seededRandom } from '../seededRandom.ts';
 import type { CheckoutStatusName } from '../svc/models/checkoutStatus.ts';
 import type { CurrencyCode } from '../svc/models/currency.ts';
 
@@ -217,17 +217,5 @@ export function planScenario(options: { seed: string; intents: number; payouts: 
     apiFaults: { rateLimited: 6, serverErrors: 4 },
     strangerTransfer: { coin: 'USDC', amount: '7.5' },
     unacceptedTokenTransfer: { amount: '25' },
-  };
-}
-
-/** mulberry32 seeded from a string: the same seed, the same sequence, on every machine. */
-export function seededRandom(seed: string): () => number {
-  let a = createHash('sha256').update(seed).digest().readUInt32LE(0);
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }

@@ -10,19 +10,12 @@
  * Glossary: a chart has groups along the x axis (days, tokens, finding kinds) and, within each
  * group, one bar per series (tokens, age buckets).
  */
+
+import { escapeHtml } from '../../html/escapeHtml.ts';
 import type { CheckResult, FindingRow, ReconReport } from './reportModel.ts';
 import { confirmedTotalsByToken, sumDecimals, type TokenKey, tokenLabel } from './reportTotals.ts';
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
-
-export function escapeHtml(text: string): string {
-  return text
-    .replaceAll('&', '&amp;')
-    .replaceAll('<', '&lt;')
-    .replaceAll('>', '&gt;')
-    .replaceAll('"', '&quot;')
-    .replaceAll("'", '&#39;');
-}
 
 // --- charts -------------------------------------------------------------------------------------
 

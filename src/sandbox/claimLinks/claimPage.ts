@@ -1,3 +1,4 @@
+import { escapeHtml } from '../../html/escapeHtml.ts';
 import type { ClaimPageView } from './claimLinkEngine.ts';
 
 /**
@@ -5,12 +6,6 @@ import type { ClaimPageView } from './claimLinkEngine.ts';
  * sender, status) and nothing secret: not the token, the pool wallet or the merchant's ids. Real
  * claiming is simulated through the control API (POST /_sandbox/claim_links/{id}/claim).
  */
-const escapeHtml = (text: string) =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
-  );
-
 const STATUS_LINE: Record<ClaimPageView['status'], string> = {
   pending_deposit: 'This payout is being funded. Check back shortly.',
   link_sent: 'This payout is ready to claim.',

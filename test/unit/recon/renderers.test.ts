@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { escapeHtml } from '../../../src/html/escapeHtml.ts';
 import { findingsCsvHeader, findingsCsvLines, renderCsv } from '../../../src/recon/report/renderCsv.ts';
-import { escapeHtml, renderHtml } from '../../../src/recon/report/renderHtml.ts';
+import { renderHtml } from '../../../src/recon/report/renderHtml.ts';
 import { renderJson } from '../../../src/recon/report/renderJson.ts';
 import { renderMarkdown } from '../../../src/recon/report/renderMarkdown.ts';
 import type { ReconReport } from '../../../src/recon/report/reportModel.ts';

@@ -1,4 +1,4 @@
-/** Text for HTML content and attribute values: labels, titles and errors come from outside. */
+/** Text for HTML content and attribute values (every page we render: the report, dashboards, the sandbox's claim page). */
 export function escapeHtml(text: string): string {
   return text
     .replaceAll('&', '&amp;')
