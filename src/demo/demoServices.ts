@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createChainRegistry } from '../chain/registry.ts';
 import type { Config } from '../config/loadConfig.ts';
 import { ALL_ROLES } from '../daemon/roles.ts';
 import { type RunningDaemon, startDaemon } from '../daemon/startDaemon.ts';
@@ -19,6 +18,7 @@ import type { SandboxChain } from '../sandbox/chain/types.ts';
 import { type RunningSandbox, runSandbox } from '../sandbox/runSandbox.ts';
 import { sandboxConfigSchema } from '../sandbox/sandboxConfig.ts';
 import { createSvcClient, type SvcClient } from '../svc/client.ts';
+import { sandboxDaemonConfig } from './sandboxDaemonConfig.ts';
 import { waitUntil } from './waitUntil.ts';
 
 export const DEMO_STORE = 'st_demo';
@@ -106,64 +106,25 @@ export async function startDemoServices(options: {
     stops.push(() => new Promise<void>((resolve) => logStream.end(resolve)));
     const logger = createLogger({ level: 'info', secrets: [store.api_secret], destination: logStream });
 
-    const config: Config = {
+    const config = await sandboxDaemonConfig({
       databaseUrl: postgres.url,
       redisUrl: redis.url,
-      svcBaseUrl: sandbox.url,
+      sandboxUrl: sandbox.url,
       port,
-      logLevel: 'info',
-      stores: [
-        {
-          storeId: DEMO_STORE,
-          businessId: DEMO_BUSINESS,
-          apiKey: store.api_key,
-          apiSecret: store.api_secret,
-          signedResponse: true,
-          wallets: new Map([
-            [
-              chain.chainId,
-              {
-                merchant: await chain.wallet(`merchant:${DEMO_STORE}`),
-                custody: await chain.wallet(`custody:${DEMO_BUSINESS}`),
-              },
-            ],
-          ]),
-        },
-      ],
-      rpcUrls: new Map([[chain.chainId, [chain.rpcUrl]]]),
-      chains: createChainRegistry([
-        {
-          chain_id: chain.chainId,
-          tokens: {
-            USDT: { address: chain.tokens.USDT.address, decimals: chain.decimals },
-            USDC: { address: chain.tokens.USDC.address, decimals: chain.decimals },
-          },
-          start_block: 0,
-          finality: { finalized_tag: false, depth: DEMO_FINALITY_DEPTH },
-        },
-      ]),
-      encryptionKey: randomBytes(32),
-      adminToken: options.adminToken,
-      alertWebhookUrl: undefined,
-      alertWebhookSecret: undefined,
-      alertSlackWebhookUrl: undefined,
-      alertRoutes: undefined,
-      alertRemindMs: 60 * 60_000,
-      alertChainLagBlocks: 50,
-      reportsDir: join(options.outDir, 'reports'),
-      reconCron: '15 0 * * *',
-      recon: {
-        inTransitWindowMs: 60 * 60_000,
-        webhookWindowMs: 60 * 60_000,
-        stuckMs: 24 * 3_600_000,
-        amountTolerance: 0n,
+      chain,
+      store: {
+        storeId: DEMO_STORE,
+        businessId: DEMO_BUSINESS,
+        apiKey: store.api_key,
+        apiSecret: store.api_secret,
+        signedResponse: true,
       },
-      pollsPerSecond: 50,
-      // The service's own pace, scaled down so a demo's polls land within seconds, not minutes.
-      pollIntervalScale: 0.05,
+      finalityDepth: DEMO_FINALITY_DEPTH,
+      reportsDir: join(options.outDir, 'reports'),
       queuePrefix: 'sbdemo',
-      refundGraceMs: 24 * 3_600_000,
-    };
+      pollIntervalScale: 0.05,
+      adminToken: options.adminToken,
+    });
 
     const daemon = await startDaemon({
       config,

@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { DemoSummary } from '../../src/demo/demoSummary.ts';
 import { parseDecimalAmount } from '../../src/money/decimalAmount.ts';
@@ -175,4 +177,48 @@ describe('stablebooks demo: bad input', () => {
       'stablebooks: --intents must be a whole number from 16 to 5000',
     ]);
   });
+});
+
+describe('stablebooks demo --keep', () => {
+  it('behavior: everything stays up with its URLs printed, and Ctrl-C stops it all', async () => {
+    const out = await mkdtemp(join(tmpdir(), 'sb-demo-keep-'));
+    const bin = fileURLToPath(new URL('../../bin/stablebooks.js', import.meta.url));
+    const child = spawn(process.execPath, [bin, 'demo', ...SIZE, '--seed', 'keep', '--out', out, '--keep'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' },
+    });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const end = Date.now() + 180_000;
+      while (!stderr.includes('Ctrl-C stops it')) {
+        if (Date.now() > end || child.exitCode !== null) throw new Error(`no --keep banner:\n${stderr}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const url = (label: string) => new RegExp(`  ${label} +(\\S+)`).exec(stderr)?.[1] ?? '';
+      // Values read from PostgreSQL are cached for 5 s per scrape: the run's shows within a few.
+      let metrics = '';
+      for (let i = 0; i < 40 && !/stablebooks_recon_last_passed\{scope="all"\} 1/.test(metrics); i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 500));
+        const res = await fetch(url('metrics'));
+        expect(res.status).toBe(200);
+        metrics = await res.text();
+      }
+      expect(metrics).toMatch(/stablebooks_recon_last_passed\{scope="all"\} 1/);
+      const prometheus = await fetch(`${url('Prometheus')}/api/v1/query?query=up`);
+      expect(((await prometheus.json()) as { status: string }).status).toBe('success');
+      expect((await fetch(url('sandbox'))).status).toBe(200);
+      expect(stderr).toMatch(/docker run [\s\S]*grafana\/grafana:/);
+      expect(existsSync(join(out, 'grafana', 'datasources', 'prometheus.yml'))).toBe(true);
+
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      await expect(fetch(url('metrics'))).rejects.toThrow();
+      await expect(fetch(url('sandbox'))).rejects.toThrow();
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }, 240_000);
 });

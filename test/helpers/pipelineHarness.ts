@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { afterAll, inject } from 'vitest';
-import { createChainRegistry } from '../../src/chain/registry.ts';
 import type { Config } from '../../src/config/loadConfig.ts';
 import { ALL_ROLES, type Role } from '../../src/daemon/roles.ts';
 import { type RunningDaemon, startDaemon } from '../../src/daemon/startDaemon.ts';
 import { createDatabase, type Db } from '../../src/db/database.ts';
+import { sandboxDaemonConfig } from '../../src/demo/sandboxDaemonConfig.ts';
 import { freePort } from '../../src/devservices/freePort.ts';
 import { createAccountCache } from '../../src/ledger/ensureAccounts.ts';
 import { createLogger } from '../../src/logging/logger.ts';
@@ -65,59 +65,25 @@ export async function startPipeline(
   });
   const database = await createMigratedDatabase('pipeline', { max: 10 });
   const chain = [...sandbox.world.chains.values()][0]!;
-  const merchant = await chain.wallet('merchant:st_a');
-  const custody = await chain.wallet('custody:biz_1');
-  const config: Config = {
+  const config = await sandboxDaemonConfig({
     databaseUrl: database.url,
     redisUrl: inject('redisUrl'),
-    svcBaseUrl: sandbox.url,
+    sandboxUrl: sandbox.url,
     port,
-    logLevel: 'info',
-    stores: [
-      {
-        storeId: 'st_a',
-        businessId: 'biz_1',
-        apiKey: store.api_key as string,
-        apiSecret: store.api_secret as string,
-        signedResponse: Boolean(store.signed_response),
-        wallets: new Map([[chain.chainId, { merchant, custody }]]),
-      },
-    ],
-    rpcUrls: new Map([[chain.chainId, [chain.rpcUrl]]]),
-    chains: createChainRegistry([
-      {
-        chain_id: chain.chainId,
-        tokens: {
-          USDT: { address: chain.tokens.USDT.address, decimals: chain.decimals },
-          USDC: { address: chain.tokens.USDC.address, decimals: chain.decimals },
-        },
-        start_block: 0,
-        ...(options.finalityDepth === undefined
-          ? {}
-          : { finality: { finalized_tag: false, depth: options.finalityDepth } }),
-      },
-    ]),
-    encryptionKey: Buffer.alloc(32, 9),
-    adminToken: undefined,
-    alertWebhookUrl: undefined,
-    alertWebhookSecret: undefined,
-    alertSlackWebhookUrl: undefined,
-    alertRoutes: undefined,
-    alertRemindMs: 60 * 60_000,
-    alertChainLagBlocks: 50,
-    reportsDir: mkdtempSync(join(tmpdir(), 'sb-reports-')),
-    reconCron: '15 0 * * *',
-    recon: {
-      inTransitWindowMs: 60 * 60_000,
-      webhookWindowMs: 60 * 60_000,
-      stuckMs: 24 * 3_600_000,
-      amountTolerance: 0n,
+    chain,
+    store: {
+      storeId: 'st_a',
+      businessId: 'biz_1',
+      apiKey: store.api_key as string,
+      apiSecret: store.api_secret as string,
+      signedResponse: Boolean(store.signed_response),
     },
-    pollsPerSecond: 50,
-    pollIntervalScale: options.pollIntervalScale ?? 0.02,
+    finalityDepth: options.finalityDepth,
+    reportsDir: mkdtempSync(join(tmpdir(), 'sb-reports-')),
     queuePrefix: `sbtest-${randomBytes(4).toString('hex')}`,
-    refundGraceMs: 24 * 60 * 60 * 1000,
-  };
+    pollIntervalScale: options.pollIntervalScale ?? 0.02,
+    encryptionKey: Buffer.alloc(32, 9),
+  });
   const logs: string[] = [];
   const logger = createLogger({
     level: 'info',
