@@ -218,7 +218,13 @@ describe('stablebooks demo --keep', () => {
       await expect(fetch(url('metrics'))).rejects.toThrow();
       await expect(fetch(url('sandbox'))).rejects.toThrow();
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      // A failed assertion still stops the demo's servers: SIGINT first (SIGKILL would orphan them).
+      if (child.exitCode === null) {
+        child.kill('SIGINT');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        await exited;
+        clearTimeout(timer);
+      }
     }
   }, 240_000);
 });
