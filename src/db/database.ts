@@ -4,7 +4,7 @@ import pg from 'pg';
 /** The Drizzle handle every module receives; a transaction (`db.transaction(tx => ...)`) has the same shape. */
 export type Db = NodePgDatabase<Record<string, never>>;
 /** A handle or an open transaction: whatever can run SQL. Domain writes take this so callers choose the transaction. */
-export type DbExecutor = Pick<Db, 'execute'>;
+export type DbExecutor = Pick<Db, 'execute' | '_'>;
 
 export interface Database {
   db: Db;

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { DbExecutor } from '../db/database.ts';
+import { executePrepared } from '../db/executePrepared.ts';
 import { accountCode, assetOf } from './accounts.ts';
 import { contentHash } from './contentHash.ts';
 import { type AccountCache, ensureAccounts } from './ensureAccounts.ts';
@@ -143,7 +144,9 @@ async function insertEntry(
 ): Promise<PostedEntry> {
   // One round trip: the entry and its postings in a single statement (BASELINES: round trips
   // dominate posting cost). ON CONFLICT DO NOTHING waits for a concurrent insert of the same key.
-  const inserted = await tx.execute<{ id: string }>(sql`
+  const inserted = await executePrepared<{ id: string }>(
+    tx,
+    sql`
     with e as (
       insert into ledger_entries
         (idempotency_key, kind, occurred_at, store_id, ref_type, ref_id, reverses_entry_id, memo, metadata, content_hash)
@@ -159,7 +162,8 @@ async function insertEntry(
       from e, jsonb_to_recordset(${JSON.stringify(postings)}::jsonb) as x(account_id bigint, asset text, amount text)
       returning 1
     )
-    select id::text from e`);
+    select id::text from e`,
+  );
   const row = inserted.rows[0];
   if (row) return { id: BigInt(row.id), created: true };
 

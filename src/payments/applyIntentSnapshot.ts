@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../chain/registry.ts';
 import type { DbExecutor } from '../db/database.ts';
+import { executePrepared } from '../db/executePrepared.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
 import { type PostedEntry, reverseEntry } from '../ledger/postEntry.ts';
@@ -15,7 +16,7 @@ import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { CheckoutWebhookPayload } from '../svc/models/checkoutWebhook.ts';
 import { bookConfirmation } from './bookConfirmation.ts';
-import { proveIntentPayment } from './proveIntentPayment.ts';
+import { type IntentRow, intentRowColumns, proveIntentPayment } from './proveIntentPayment.ts';
 
 /**
  * The one function that applies what we learnt about a checkout intent, whatever the source
@@ -51,18 +52,22 @@ export async function applyIntentSnapshot(
 ): Promise<ApplyResult> {
   const { intent } = obs;
   const id = intent.all_svc_checkout_intent_id;
-  // Make sure the row exists, then lock it: concurrent observers of one intent go one at a time,
-  // and the second sees what the first wrote (confirmed_at above all).
-  await tx.execute(sql`
-    insert into checkout_intents (id, store_id, tracked_via, tracked_at)
-    values (${id}, ${obs.storeId}, ${obs.source}, ${obs.observedAt.toISOString()}::timestamptz)
-    on conflict (id) do nothing`);
-  const locked = await tx.execute<{
+  // Make sure the row exists and lock it, in one round trip: ON CONFLICT DO UPDATE locks the row
+  // (waiting for a concurrent observer, like FOR UPDATE) and returns it as last committed, so
+  // concurrent observers of one intent go one at a time and the second sees what the first wrote
+  // (confirmed_at above all). The update sets nothing that changes.
+  const locked = await executePrepared<{
     status: number | null;
     confirmed_at: Date | null;
     settled_by: string | null;
-  }>(sql`
-    select status, confirmed_at, settled_by from checkout_intents where id = ${id} for update`);
+  }>(
+    tx,
+    sql`
+    insert into checkout_intents as c (id, store_id, tracked_via, tracked_at)
+    values (${id}, ${obs.storeId}, ${obs.source}, ${obs.observedAt.toISOString()}::timestamptz)
+    on conflict (id) do update set id = c.id
+    returning c.status, c.confirmed_at, c.settled_by`,
+  );
   const before = locked.rows[0];
   const previousStatus = before?.status ?? null;
   if (
@@ -86,27 +91,36 @@ export async function applyIntentSnapshot(
   const settledBy = before?.settled_by ?? (terminal ? obs.source : null);
   const changed = previousStatus !== status;
 
-  await tx.execute(sql`
-    update checkout_intents set
-      currency = ${intent.currency}, currency_symbol = ${intent.currency_symbol},
-      amount_cents = ${intent.amount_cents?.toString() ?? null}::bigint, chain_id = ${intent.chain_id},
-      amount_coins = ${intent.amount_coins}, coin_symbol = ${intent.coin_symbol}, coin_contract = ${intent.coin_contract},
-      currency_rate = ${intent.currency_rate}, status = ${status}, order_id = ${intent.order_id},
-      order_description = ${intent.order_description}, user_id = ${intent.user_id}, user_name = ${intent.user_name},
-      error_message = ${intent.error_message}, tx_hash = ${intent.tx_hash}, tx_hash_2 = ${intent.tx_hash_2},
-      tx_from = ${intent.tx_from}, tx_to = ${intent.tx_to}, actual_paid_amount = ${intent.actual_paid_amount},
-      service_fee_amount = ${intent.service_fee_amount}, net_income_amount = ${intent.net_income_amount},
-      payment_method_type = ${intent.payment_method_type}, accepted_stable_coins = ${intent.accepted_stable_coins},
-      raw_payload = ${JSON.stringify(intent, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}::jsonb,
-      status_changed_at = case when ${changed} then ${obs.observedAt.toISOString()}::timestamptz else status_changed_at end,
-      confirmed_at = ${confirmedAt?.toISOString() ?? null}::timestamptz,
-      settled_by = ${settledBy}, updated_at = now()
-    where id = ${id}`);
-  if (changed) {
-    await tx.execute(sql`
+  // The facts and, when the status changed, its history row in one round trip; the row comes
+  // back for rule 2 below.
+  const written = await executePrepared<IntentRow>(
+    tx,
+    sql`
+    with u as (
+      update checkout_intents set
+        currency = ${intent.currency}, currency_symbol = ${intent.currency_symbol},
+        amount_cents = ${intent.amount_cents?.toString() ?? null}::bigint, chain_id = ${intent.chain_id},
+        amount_coins = ${intent.amount_coins}, coin_symbol = ${intent.coin_symbol}, coin_contract = ${intent.coin_contract},
+        currency_rate = ${intent.currency_rate}, status = ${status}, order_id = ${intent.order_id},
+        order_description = ${intent.order_description}, user_id = ${intent.user_id}, user_name = ${intent.user_name},
+        error_message = ${intent.error_message}, tx_hash = ${intent.tx_hash}, tx_hash_2 = ${intent.tx_hash_2},
+        tx_from = ${intent.tx_from}, tx_to = ${intent.tx_to}, actual_paid_amount = ${intent.actual_paid_amount},
+        service_fee_amount = ${intent.service_fee_amount}, net_income_amount = ${intent.net_income_amount},
+        payment_method_type = ${intent.payment_method_type}, accepted_stable_coins = ${intent.accepted_stable_coins},
+        raw_payload = ${JSON.stringify(intent, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}::jsonb,
+        status_changed_at = case when ${changed} then ${obs.observedAt.toISOString()}::timestamptz else status_changed_at end,
+        confirmed_at = ${confirmedAt?.toISOString() ?? null}::timestamptz,
+        settled_by = ${settledBy}, updated_at = now()
+      where id = ${id}
+      returning ${intentRowColumns}
+    ), h as (
       insert into checkout_intent_status_history (intent_id, from_status, to_status, source, observed_at)
-      values (${id}, ${previousStatus}, ${status}, ${obs.source}, ${obs.observedAt.toISOString()}::timestamptz)`);
-  }
+      select ${id}, ${previousStatus}::int, ${status}::int, ${obs.source}, ${obs.observedAt.toISOString()}::timestamptz
+      where ${changed}
+    )
+    select * from u`,
+  );
+  const row = written.rows[0];
 
   const findings: RuleFinding[] = obs.webhook ? compareWebhook(obs.webhook, intent) : [];
   let posted: PostedEntry | null = null;
@@ -133,7 +147,7 @@ export async function applyIntentSnapshot(
     findings.push(...booked.findings);
     posted = booked.posted;
     // The chain may have proven the payment before the service's confirmation reached us.
-    const proof = await proveIntentPayment(tx, deps, id);
+    const proof = await proveIntentPayment(tx, deps, id, row);
     findings.push(...proof.findings);
   } else if ((CHECKOUT_FAILURE_STATUSES as readonly number[]).includes(status)) {
     const key = checkoutConfirmedKey(id);

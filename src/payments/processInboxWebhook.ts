@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { executePrepared } from '../db/executePrepared.ts';
 import { applyClaimLinkWebhook, claimLinkEventOf } from '../payouts/applyClaimLinkWebhook.ts';
 import { recordFinding } from '../recon/recordFinding.ts';
 import { SvcApiError } from '../svc/errors.ts';
@@ -21,13 +22,16 @@ export type InboxOutcome =
  * run twice, or by two workers at once: the second finds the row processed, or posts nothing new.
  */
 export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string): Promise<InboxOutcome> {
-  const { rows } = await deps.db.execute<{
+  const { rows } = await executePrepared<{
     store_id: string;
     endpoint: string;
     status: string;
     body: Buffer;
-  }>(sql`
-    select store_id, endpoint, status, body from webhook_inbox where webhook_id = ${webhookId}`);
+  }>(
+    deps.db,
+    sql`
+    select store_id, endpoint, status, body from webhook_inbox where webhook_id = ${webhookId}`,
+  );
   const row = rows[0];
   if (row?.status !== 'received') return { kind: 'already_done' };
   const ref = { type: 'webhook', id: webhookId };
@@ -115,11 +119,14 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
       observedAt: deps.clock.now(),
       webhook: payload,
     });
-    await tx.execute(sql`
+    await executePrepared(
+      tx,
+      sql`
       update webhook_inbox set status = 'processed', processed_at = now(), attempts = attempts + 1, error = null,
              ref_id = ${payload.all_svc_checkout_intent_id},
              actual_paid_amount = ${payload.actual_paid_amount}::numeric
-      where webhook_id = ${webhookId}`);
+      where webhook_id = ${webhookId}`,
+    );
     return applied;
   });
   return {

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../chain/registry.ts';
 import { markApplied, type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
+import { executePrepared } from '../db/executePrepared.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
 import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
@@ -16,7 +17,8 @@ export interface ProofResult {
   findings: RuleFinding[];
 }
 
-type IntentRow = {
+/** The intent's columns rule 2 reads; applyIntentSnapshot passes the row its update returned. */
+export type IntentRow = {
   id: string;
   store_id: string;
   status: number | null;
@@ -35,6 +37,13 @@ type IntentRow = {
   tx_to: string | null;
   confirmed_at: Date | null;
 };
+
+/** The columns of IntentRow, as a select list of checkout_intents. */
+export const intentRowColumns = sql.raw(
+  'id, store_id, status, chain_id::text, coin_contract, coin_symbol, amount_coins, actual_paid_amount, ' +
+    'service_fee_amount, net_income_amount, amount_cents::text, currency, currency_rate, tx_hash, tx_hash_2, ' +
+    'tx_to, confirmed_at',
+);
 
 /**
  * Rule 2 for one confirmed intent: when the transfer that credits the merchant wallet (tx_hash_2
@@ -55,23 +64,28 @@ export async function proveIntentPayment(
   tx: DbExecutor,
   deps: { chains: ChainRegistry; accounts?: AccountCache },
   intentId: string,
+  /** The intent as this transaction last wrote it (saves reading it again). */
+  known?: IntentRow,
 ): Promise<ProofResult> {
   const none: ProofResult = { proven: null, findings: [] };
-  const intent = (
-    await tx.execute<IntentRow>(sql`
-      select id, store_id, status, chain_id::text, coin_contract, coin_symbol, amount_coins, actual_paid_amount,
-             service_fee_amount, net_income_amount, amount_cents::text, currency, currency_rate, tx_hash,
-             tx_hash_2, tx_to, confirmed_at
-      from checkout_intents where id = ${intentId}`)
-  ).rows[0];
+  const intent =
+    known ??
+    (
+      await tx.execute<IntentRow>(
+        sql`select ${intentRowColumns} from checkout_intents where id = ${intentId}`,
+      )
+    ).rows[0];
   const hash = intent?.tx_hash_2 ?? intent?.tx_hash;
   if (intent?.status !== 20 || !hash || !intent.tx_to || intent.chain_id === null) return none;
   const candidates = (
-    await tx.execute<TransferRow>(sql`
+    await executePrepared<TransferRow>(
+      tx,
+      sql`
       select ${transferColumns} from chain_transfers
       where chain_id = ${intent.chain_id}::bigint and tx_hash = ${hash.toLowerCase()} and state = 'final'
       order by (to_address = ${intent.tx_to.toLowerCase()}) desc, log_index
-      for update skip locked`)
+      for update skip locked`,
+    )
   ).rows;
   const row = candidates[0];
   if (!row) return none;
@@ -141,10 +155,13 @@ export async function proveIntentPayment(
 
 /** N as rule 1 booked it (the in_transit debit of the intent's entry), or null when not booked. */
 async function inTransitOf(tx: DbExecutor, intentId: string): Promise<bigint | null> {
-  const { rows } = await tx.execute<{ amount: string }>(sql`
+  const { rows } = await executePrepared<{ amount: string }>(
+    tx,
+    sql`
     select p.amount::text from ledger_entries e
     join ledger_postings p on p.entry_id = e.id
     join ledger_accounts a on a.id = p.account_id
-    where e.idempotency_key = ${checkoutConfirmedKey(intentId)} and a.code like 'assets:in_transit:%'`);
+    where e.idempotency_key = ${checkoutConfirmedKey(intentId)} and a.code like 'assets:in_transit:%'`,
+  );
   return rows[0] ? BigInt(rows[0].amount) : null;
 }
