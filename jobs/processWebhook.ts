@@ -1,17 +1,29 @@
 import { type Job, UnrecoverableError } from 'bullmq';
-import { processInboxWebhook } from '../src/payments/processInboxWebhook.ts';
+import { createMicroBatcher } from '../src/batching/microBatcher.ts';
+import { processInboxBatch } from '../src/payments/processInboxBatch.ts';
+import type { InboxOutcome } from '../src/payments/processInboxWebhook.ts';
 import { SvcError } from '../src/svc/errors.ts';
 import type { JobContext } from './jobContext.ts';
 import { webhookJob } from './queues.ts';
 import { schedulePoll } from './schedulePoll.ts';
 
-/** webhooks queue: apply one stored webhook; an intent first seen here and not settled starts being polled. */
+/**
+ * webhooks queue: apply one stored webhook; an intent first seen here and not settled starts being
+ * polled. The jobs a worker runs at once are applied together (processInboxBatch: one transaction
+ * for many payments), each job still succeeding or failing on its own webhook.
+ */
 export function webhookProcessor(ctx: JobContext) {
+  const batches = createMicroBatcher<string, InboxOutcome>({
+    run: (webhookIds) => processInboxBatch(ctx.payments, webhookIds),
+    maxBatch: 64,
+    // Two batches overlap: one fetching its intents from the API while the other writes.
+    maxInFlight: 2,
+  });
   return async (job: Job): Promise<string> => {
     const { webhookId } = webhookJob.data.parse(job.data);
-    let outcome: Awaited<ReturnType<typeof processInboxWebhook>>;
+    let outcome: InboxOutcome;
     try {
-      outcome = await processInboxWebhook(ctx.payments, webhookId);
+      outcome = await batches.add(webhookId);
     } catch (err) {
       // No retry fixes a refused request; the inbox row stays `received` for a person (and the
       // sweeper tries again later, in case the cause was fixed).

@@ -25,6 +25,7 @@ import { type Clock, systemClock } from '../clock.ts';
 import { type Config, secretValues } from '../config/loadConfig.ts';
 import { createDatabase } from '../db/database.ts';
 import { createFollowedClock } from '../followedClock.ts';
+import { createInboxWriter } from '../intake/inboxWriter.ts';
 import { registerIntakeRoutes } from '../intake/intakeRoutes.ts';
 import { createAccountCache } from '../ledger/ensureAccounts.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -359,19 +360,28 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     queues: [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, reconQueue, ...polled],
   });
   if (roles.has('intake')) {
-    registerIntakeRoutes(app, {
+    const inbox = createInboxWriter({
       db: database.db,
+      logger,
+      enqueueMany: async (webhookIds) => {
+        await webhooks.addBulk(
+          webhookIds.map((webhookId) => ({
+            name: webhookJob.name,
+            data: { webhookId },
+            opts: { ...webhookJob.options, jobId: webhookJob.jobId(webhookId) },
+          })),
+        );
+      },
+    });
+    // Stopped after the HTTP server (parts stop in reverse order), which waits for in-flight
+    // requests and so for their batches; this settles anything still queued before the queues
+    // and the pool close, so nothing is written after the database is closed.
+    shutdown.add('intake inbox', () => inbox.close());
+    registerIntakeRoutes(app, {
       clock,
       storesByKey: new Map(config.stores.map((s) => [s.apiKey, s])),
       metrics,
-      logger,
-      enqueue: async (webhookId) => {
-        await webhooks.add(
-          webhookJob.name,
-          { webhookId },
-          { ...webhookJob.options, jobId: webhookJob.jobId(webhookId) },
-        );
-      },
+      inbox,
     });
   }
   const url = await app.listen({ host: options.host ?? '0.0.0.0', port: options.port ?? config.port });

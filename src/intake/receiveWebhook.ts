@@ -1,18 +1,18 @@
-import { sql } from 'drizzle-orm';
 import type { Clock } from '../clock.ts';
 import type { StoreConfig } from '../config/stores.ts';
-import type { DbExecutor } from '../db/database.ts';
-import type { Logger } from '../logging/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { type HeaderBag, readHeader } from '../svc/signing/requestSignature.ts';
 import { verifyWebhookSignature } from '../svc/signing/webhookSignature.ts';
+import type { InboxWriter } from './inboxWriter.ts';
 
 /**
  * Webhook intake (DESIGN.md section 4): verify, store durably, enqueue, answer. A webhook is
  * answered 200 only once it is stored (or was already: same webhook_id); 401 for a failed
  * signature, timestamp or nonce check with the reason; 400 for a body that is not JSON (stored
- * as rejected, for audit). Storing is one statement (nonce claim and inbox row together), so the
- * cost is one commit; the job is added after it and, if Redis is down, the sweeper adds it later.
+ * as rejected, for audit). Storing goes through the inbox writer (src/intake/inboxWriter.ts):
+ * the nonce claim and inbox row are written together, in one statement shared with the other
+ * webhooks of the same moment, so many webhooks cost one commit; the writer adds the jobs after
+ * that commit and, if Redis is down, the sweeper adds them later.
  */
 export type WebhookEndpoint = 'checkout' | 'claim-links';
 
@@ -32,14 +32,12 @@ export interface IntakeAnswer {
 }
 
 export interface IntakeDeps {
-  db: DbExecutor;
   clock: Clock;
   /** Stores by api_key. */
   storesByKey: Map<string, StoreConfig>;
-  /** Adds the processing job for a stored webhook (job id derived from webhook_id). */
-  enqueue(webhookId: string): Promise<void>;
+  /** Stores verified webhooks (nonce claim and inbox row) and enqueues their jobs. */
+  inbox: Pick<InboxWriter, 'store'>;
   metrics: Metrics;
-  logger: Logger;
 }
 
 export async function receiveWebhook(deps: IntakeDeps, req: IntakeRequest): Promise<IntakeAnswer> {
@@ -52,8 +50,8 @@ export async function receiveWebhook(deps: IntakeDeps, req: IntakeRequest): Prom
   const store = deps.storesByKey.get(apiKey);
   if (!store) return reject(401, 'unknown_api_key');
 
-  // The nonce is claimed below in the same statement as the inbox row; verification only tells
-  // us which nonce and for how long.
+  // The nonce is claimed by the inbox writer together with the inbox row; verification only
+  // tells us which nonce and for how long.
   let claim: { key: string; ttlSeconds: number } | undefined;
   const verdict = await verifyWebhookSignature({
     secret: store.apiSecret,
@@ -87,34 +85,22 @@ export async function receiveWebhook(deps: IntakeDeps, req: IntakeRequest): Prom
     json = false;
   }
   const headers = Object.fromEntries(Object.entries(req.headers).filter(([, v]) => v !== undefined));
-  const { rows } = await deps.db.execute<{ nonce_ok: boolean; inserted: boolean }>(sql`
-    with n as (
-      insert into webhook_nonces (nonce, expires_at)
-      values (${claim.key}, now() + ${claim.ttlSeconds} * interval '1 second')
-      on conflict (nonce) do update set expires_at = excluded.expires_at where webhook_nonces.expires_at < now()
-      returning 1
-    ), i as (
-      insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body, error)
-      select ${webhookId}, ${store.storeId}, ${req.endpoint}, ${json ? 'received' : 'rejected'},
-             ${JSON.stringify(headers)}::jsonb, ${req.rawBody}, ${json ? null : 'body is not valid JSON'}
-      where exists (select 1 from n)
-      on conflict (webhook_id) do nothing
-      returning 1
-    )
-    select exists (select 1 from n) as nonce_ok, exists (select 1 from i) as inserted`);
-  const outcome = rows[0];
-  if (!outcome?.nonce_ok) return reject(401, 'nonce_reused');
+  const outcome = await deps.inbox.store({
+    storeId: store.storeId,
+    endpoint: req.endpoint,
+    webhookId,
+    nonceKey: claim.key,
+    nonceTtlSeconds: claim.ttlSeconds,
+    headersJson: JSON.stringify(headers),
+    body: req.rawBody,
+    json,
+  });
+  if (outcome === 'nonce_reused') return reject(401, 'nonce_reused');
   if (!json) return reject(400, 'malformed_json');
-  if (!outcome.inserted) {
+  if (outcome === 'duplicate') {
     deps.metrics.webhooksReceived.inc({ endpoint: req.endpoint, outcome: 'duplicate' });
     return { status: 200, body: { ok: true, duplicate: true } };
   }
   deps.metrics.webhooksReceived.inc({ endpoint: req.endpoint, outcome: 'stored' });
-  try {
-    await deps.enqueue(webhookId);
-  } catch (err) {
-    // Stored is what counts: the sweeper enqueues rows that have no job.
-    deps.logger.warn({ err, webhookId }, 'webhook stored but not enqueued; the sweeper will enqueue it');
-  }
   return { status: 200, body: { ok: true } };
 }

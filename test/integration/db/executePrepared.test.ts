@@ -16,9 +16,13 @@ describe('executePrepared', () => {
     const values = await db.transaction(async (tx) => {
       const out: string[] = [];
       for (const v of ['a', 'b', 'c'])
-        out.push((await executePrepared<{ v: string }>(tx, sql`select ${v}::text || '!' as v`)).rows[0]?.v ?? '');
+        out.push(
+          (await executePrepared<{ v: string }>(tx, sql`select ${v}::text || '!' as v`)).rows[0]?.v ?? '',
+        );
       // Another text gets another name: the two never collide.
-      out.push((await executePrepared<{ v: string }>(tx, sql`select ${'d'}::text || '?' as v`)).rows[0]?.v ?? '');
+      out.push(
+        (await executePrepared<{ v: string }>(tx, sql`select ${'d'}::text || '?' as v`)).rows[0]?.v ?? '',
+      );
       return out;
     });
     expect(values).toEqual(['a!', 'b!', 'c!', 'd?']);

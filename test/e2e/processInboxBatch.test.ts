@@ -1,0 +1,143 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { account } from '../../src/ledger/accounts.ts';
+import { trialBalance } from '../../src/ledger/balances.ts';
+import { IdempotencyConflictError } from '../../src/ledger/errors.ts';
+import { postEntry } from '../../src/ledger/postEntry.ts';
+import { checkoutConfirmedKey } from '../../src/ledger/rules/checkoutRules.ts';
+import { processInboxBatch } from '../../src/payments/processInboxBatch.ts';
+import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
+
+/**
+ * The workers apply the webhooks they hold at once as one batch (jobs/processWebhook.ts). Here
+ * the daemon only stores webhooks (intake role), and the test hands batches to
+ * processInboxBatch: one transaction for the plain payments, the odd ones on their own path, and
+ * a batch whose transaction fails falls back to one webhook at a time, failing only the bad one.
+ */
+const pipeline = await startPipeline();
+await pipeline.startDaemon(['intake']);
+const client = pipeline.sandbox.client('st_a', { retry: { maxAttempts: 3 } });
+
+const EXACT_LINES = [
+  'checkout.confirmed: assets:in_transit 24750000',
+  'checkout.confirmed: expense:service_fees 250000',
+  'checkout.confirmed: income:sales -25000000',
+];
+
+/** Pays `n` intents of 25 USDT exactly and returns [intentId, webhookId] once each webhook is stored. */
+async function paidAndStored(n: number): Promise<Array<{ intentId: string; webhookId: string }>> {
+  const out: Array<{ intentId: string; webhookId: string }> = [];
+  for (let i = 0; i < n; i++) {
+    const created = await client.createCheckoutIntent({ stable_coin: 1, amount_cents: 2500n });
+    const intentId = created.allsvc_checkout_intent_id;
+    const paid = await pipeline.sandbox.control(`/_sandbox/intents/${intentId}/pay`, {});
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+    const webhookId = await pipeline.waitFor(async () => {
+      const { rows } = await pipeline.db.execute<{ webhook_id: string }>(sql`
+        select webhook_id from webhook_inbox
+        where convert_from(body, 'UTF8')::jsonb->>'all_svc_checkout_intent_id' = ${intentId}
+          and convert_from(body, 'UTF8')::jsonb->>'status' = '20'`);
+      return rows[0]?.webhook_id;
+    });
+    out.push({ intentId, webhookId });
+  }
+  return out;
+}
+
+/** The transaction ids that last wrote these intents' rows. */
+async function writers(intentIds: string[]): Promise<Set<string>> {
+  const { rows } = await pipeline.db.execute<{ x: string }>(sql`
+    select xmin::text as x from checkout_intents where id = any(${sql.param(intentIds)}::text[])`);
+  return new Set(rows.map((r) => r.x));
+}
+
+describe('processInboxBatch', () => {
+  it('behavior: plain payments are applied in one transaction, each exactly as alone; a repeat changes nothing', async () => {
+    const paid = await paidAndStored(5);
+    const ids = paid.map((p) => p.webhookId);
+    // A webhook whose body is JSON but not a checkout webhook takes its own path (a finding).
+    await pipeline.db.execute(sql`
+      insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body)
+      values ('batch-odd', 'st_a', 'checkout', 'received', '{}'::jsonb, convert_to('{"hello":1}', 'UTF8'))`);
+
+    const results = await processInboxBatch(pipeline.payments, [...ids, 'batch-odd', 'no-such-webhook']);
+    expect(results.map((r) => (r.ok ? r.value.kind : 'error'))).toEqual([
+      'applied',
+      'applied',
+      'applied',
+      'applied',
+      'applied',
+      'unusable',
+      'already_done',
+    ]);
+    // One transaction wrote every intent of the batch.
+    expect((await writers(paid.map((p) => p.intentId))).size).toBe(1);
+    for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+    const { rows: inbox } = await pipeline.db.execute<{
+      status: string;
+      ref_id: string | null;
+      paid: string | null;
+    }>(sql`
+      select status, ref_id, actual_paid_amount::text as paid from webhook_inbox
+      where webhook_id = any(${sql.param(ids)}::text[]) order by ref_id`);
+    // As the webhook says it (a decimal of coins), like processInboxWebhook.
+    expect(inbox.map((r) => [r.status, r.paid])).toEqual(paid.map(() => ['processed', '25']));
+    expect(inbox.map((r) => r.ref_id)).toEqual(paid.map((p) => p.intentId).sort());
+    const { rows: odd } = await pipeline.db.execute<{ status: string }>(
+      sql`select status from webhook_inbox where webhook_id = 'batch-odd'`,
+    );
+    expect(odd[0]?.status).toBe('failed');
+
+    // The same batch again (a job retried after its commit): nothing new.
+    const again = await processInboxBatch(pipeline.payments, ids);
+    expect(again.map((r) => (r.ok ? r.value.kind : 'error'))).toEqual(ids.map(() => 'already_done'));
+    for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+    for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
+  }, 120_000);
+
+  it('error: a webhook that fails the batch fails alone; the others are applied one by one', async () => {
+    const paid = await paidAndStored(4);
+    const bad = paid[2]!;
+    // Rule 1's key already taken with other content: posting it throws an IdempotencyConflictError.
+    await postEntry(pipeline.db, {
+      idempotencyKey: checkoutConfirmedKey(bad.intentId),
+      kind: 'test.squatter',
+      occurredAt: new Date('2026-11-01T00:00:00Z'),
+      storeId: 'st_a',
+      ref: { type: 'test', id: bad.intentId },
+      lines: [
+        { account: account('assets:in_transit', 'st_a', usdtOf(pipeline)), amount: 1n },
+        { account: account('income:sales', 'st_a', usdtOf(pipeline)), amount: -1n },
+      ],
+    });
+
+    const results = await processInboxBatch(
+      pipeline.payments,
+      paid.map((p) => p.webhookId),
+    );
+    results.forEach((r, i) => {
+      if (i === 2) {
+        expect(r.ok).toBe(false);
+        if (!r.ok) expect(r.error).toBeInstanceOf(IdempotencyConflictError);
+      } else {
+        expect(r.ok && r.value.kind).toBe('applied');
+      }
+    });
+    const good = paid.filter((p) => p !== bad);
+    for (const p of good) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+    // Each good one in a transaction of its own (the batch's was rolled back).
+    expect((await writers(good.map((p) => p.intentId))).size).toBe(good.length);
+    const { rows } = await pipeline.db.execute<{ status: string }>(
+      sql`select status from webhook_inbox where webhook_id = ${bad.webhookId}`,
+    );
+    expect(rows[0]?.status).toBe('received');
+    expect(pipeline.logs.join('')).toContain('webhook batch failed; processing its webhooks one by one');
+  }, 120_000);
+});
+
+function usdtOf(p: typeof pipeline) {
+  const chainId = p.config.chains.chains()[0]?.chainId ?? 0;
+  const token = p.config.chains.tokenBySymbol(chainId, 'USDT');
+  if (!token) throw new Error('no USDT in the sandbox chain registry');
+  return token;
+}
