@@ -35,6 +35,7 @@ import pg from 'pg';
 import { systemClock } from '../src/clock.ts';
 import { createDatabase, type Database } from '../src/db/database.ts';
 import { runMigrations } from '../src/db/migrate.ts';
+import { startManagedProcess } from '../src/devservices/childProcess.ts';
 import { findBinary, postgresBinDirs } from '../src/devservices/findBinary.ts';
 import { freePort } from '../src/devservices/freePort.ts';
 import { type EphemeralPostgres, startEphemeralPostgres } from '../src/devservices/postgres.ts';
@@ -331,6 +332,42 @@ interface IntakeRun {
   max: number;
 }
 
+/**
+ * The HTTP ceiling of this machine, in the same run: a bare fastify process that parses the body
+ * as bytes like the intake and answers 200 without verifying, storing or enqueuing, driven with
+ * the same signed webhooks. No intake can accept more than this; the gap between the two is what
+ * verification and durability cost.
+ */
+async function bareHttpCeiling(apiKey: string, apiSecret: string): Promise<IntakeRun> {
+  const port = await freePort();
+  const server = startManagedProcess(
+    process.execPath,
+    [
+      '-e',
+      `const app = require('fastify')({ bodyLimit: 1048576 });
+       app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+       app.post('/webhooks/checkout', async () => ({ ok: true }));
+       app.listen({ host: '127.0.0.1', port: ${port} }).then(() => console.log('ready'));`,
+    ],
+    { cwd: process.cwd() },
+  );
+  try {
+    const deadline = Date.now() + 10_000;
+    while (!server.output().includes('ready')) {
+      if (Date.now() > deadline) throw new Error(`bare fastify did not start: ${server.output()}`);
+      await sleep(50);
+    }
+    log(
+      `bare HTTP ceiling: fastify answering 200 without verify or store, ${CONNECTIONS} connections, ${SECONDS} s`,
+    );
+    const run = await driveIntake(`http://127.0.0.1:${port}`, apiKey, apiSecret, SECONDS, 'bare');
+    log(`bare HTTP ceiling: ${fmt(run.perSecond)} requests/s, p99 ${run.p99} ms`);
+    return run;
+  } finally {
+    await server.stop();
+  }
+}
+
 /** autocannon at CONNECTIONS connections; every request signed afresh (own id, nonce, timestamp). */
 async function driveIntake(
   url: string,
@@ -606,6 +643,8 @@ async function run(cleanups: Cleanups): Promise<void> {
       `${await heap('nodejs_heap_size_total_bytes')} MB, external ${await heap('nodejs_external_memory_bytes')} MB)`,
   );
 
+  const bare = await bareHttpCeiling(apiKey, apiSecret);
+
   const after = await baselineRun('single-row INSERT again (noise check)', singleInsert);
   const baseline = (before.tps + after.tps) / 2;
   await intake.stop();
@@ -725,6 +764,7 @@ async function run(cleanups: Cleanups): Promise<void> {
     `| pgbench single-row INSERT, ${CONNECTIONS} clients (before / after) | ${fmt(before.tps)} / ${fmt(after.tps)} TPS | baseline | |`,
     `| pgbench of one webhook per statement (nonce claim + inbox row, no group commit), ${CONNECTIONS} clients, extended protocol | ${fmt(statementOnly.tps)} TPS | (diagnostic) | |`,
     `| intake: signed checkout webhooks accepted (200, stored, enqueued), ${CONNECTIONS} connections, ${SECONDS} s | ${fmt(load.perSecond)}/s = ${(ratio * 100).toFixed(0)}% of pgbench | >= ${TARGETS.ratioToPgbench * 100}% | ${verdict(ratio >= TARGETS.ratioToPgbench)} |`,
+    `| HTTP ceiling (diagnostic): bare fastify answering the same requests 200 without verifying or storing | ${fmt(bare.perSecond)}/s = ${((bare.perSecond / baseline) * 100).toFixed(0)}% of pgbench; intake = ${((load.perSecond / bare.perSecond) * 100).toFixed(0)}% of it | | |`,
     `| intake latency p50 / p99 (max) | ${load.p50} / ${load.p99} ms (${load.max} ms) | p99 < ${TARGETS.p99Ms} ms | ${verdict(load.p99 < TARGETS.p99Ms)} |`,
     `| intake RSS: start / peak during the run | ${fmt(mb(rssStart))} / ${fmt(mb(peak))} MB | < ${TARGETS.rssDuringMb} MB | ${verdict(mb(peak) < TARGETS.rssDuringMb)} |`,
     `| intake RSS when idle: after ${idleSeconds} s (at 10 s) | ${fmt(mb(rssIdle))} MB (${fmt(mb(rssAt10))} MB) | < ${TARGETS.rssIdleMb} MB | ${verdict(mb(rssIdle) < TARGETS.rssIdleMb)} |`,

@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
-exec node bin/stablebooks.js "$@"
+# A small young generation keeps the daemon's memory low under load (docs/decisions.md).
+exec node --max-semi-space-size=4 bin/stablebooks.js "$@"

@@ -140,7 +140,8 @@ export async function startDaemonProcess(options: {
   const url = `http://127.0.0.1:${options.port}`;
   const proc: ManagedProcess = startManagedProcess(
     process.execPath,
-    [BIN, 'start', '--role', options.roles],
+    // The V8 flag every launcher gives the daemon (Dockerfile, scripts/run.sh; docs/decisions.md).
+    ['--max-semi-space-size=4', BIN, 'start', '--role', options.roles],
     {
       cwd: REPO,
       env: {
