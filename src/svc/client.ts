@@ -9,6 +9,7 @@ import {
   SvcTransportError,
   UnknownOutcomeError,
 } from './errors.ts';
+import { type HttpAnswer, sendHttp } from './httpTransport.ts';
 import { stringifyJson } from './json.ts';
 import {
   type CheckoutIntent,
@@ -171,10 +172,10 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
         durationMs: performance.now() - started,
       });
 
-    let res: Response;
-    let bytes: Buffer;
+    let res: HttpAnswer;
     try {
-      res = await fetch(url, {
+      res = await sendHttp({
+        url,
         method: spec.method,
         headers: {
           'X-API-Key': credentials.apiKey,
@@ -182,15 +183,13 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
           ...(spec.body !== undefined ? { 'Content-Type': 'application/json' } : {}),
         },
         body: spec.body,
-        signal: AbortSignal.timeout(spec.timeoutMs),
-        // A redirect would re-send the signed headers (nonce included) to wherever it points.
-        redirect: 'error',
+        timeoutMs: spec.timeoutMs,
       });
-      bytes = Buffer.from(await res.arrayBuffer());
     } catch (err) {
       report(undefined, 'transport_error');
       throw transportError(spec, err);
     }
+    const bytes = res.body;
 
     if (credentials.signedResponse) {
       const check = await verifyResponseSignature({
@@ -200,7 +199,7 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
         requestNonce: nonce,
         requestBody: spec.body ?? '',
         responseBody: bytes,
-        headers: Object.fromEntries(res.headers),
+        headers: res.headers,
         clock,
         nonceStore: responseNonces,
       });
