@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import type { Address } from 'viem';
 import { afterAll } from 'vitest';
@@ -7,10 +6,10 @@ import { type ChainRegistry, createChainRegistry } from '../../../src/chain/regi
 import { type ChainRpcOptions, createChainRpc } from '../../../src/chain/rpcClients.ts';
 import type { StoreConfig } from '../../../src/config/stores.ts';
 import { type EphemeralAnvil, rawRpc, startAnvil } from '../../../src/devservices/anvil.ts';
-import { createLogger } from '../../../src/logging/logger.ts';
 import { createMetrics, type Metrics } from '../../../src/metrics/metrics.ts';
 import { createSandboxChain } from '../../../src/sandbox/chain/sandboxChain.ts';
 import type { SandboxChain } from '../../../src/sandbox/chain/types.ts';
+import { captureLogger } from '../../helpers/captureLogger.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 
 /**
@@ -97,16 +96,7 @@ export async function createIndexerKit(
     },
   ];
   const raw = (method: string, params: unknown[]) => rawRpc(anvil.rpcUrl, method, params);
-  const logLines: string[] = [];
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk, _enc, done) {
-        logLines.push(String(chunk));
-        done();
-      },
-    }),
-  });
+  const { logger, lines: logLines } = captureLogger();
   return {
     anvil,
     chain,

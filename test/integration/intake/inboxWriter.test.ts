@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import {
@@ -7,7 +6,7 @@ import {
   type InboxItem,
   type InboxWriterOptions,
 } from '../../../src/intake/inboxWriter.ts';
-import { createLogger } from '../../../src/logging/logger.ts';
+import { captureLogger } from '../../helpers/captureLogger.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 
 const { db } = await createMigratedDatabase('inbox_writer');
@@ -30,16 +29,7 @@ function item(patch: Partial<InboxItem> = {}): InboxItem {
 function harness(options: Partial<InboxWriterOptions> = {}) {
   const batches: number[] = [];
   const enqueued: string[][] = [];
-  const logLines: string[] = [];
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk, _enc, done) {
-        logLines.push(String(chunk));
-        done();
-      },
-    }),
-  });
+  const { logger, lines: logLines } = captureLogger();
   const writer = createInboxWriter({
     db,
     logger,
