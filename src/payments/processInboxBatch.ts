@@ -5,7 +5,7 @@ import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { type CheckoutWebhookPayload, checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
 import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
 import type { PaymentsDeps } from './paymentsDeps.ts';
-import { type InboxOutcome, processInboxWebhook } from './processInboxWebhook.ts';
+import { type InboxOutcome, isUnknownIntentError, processInboxWebhook } from './processInboxWebhook.ts';
 
 interface Ready {
   webhookId: string;
@@ -67,9 +67,16 @@ export async function processInboxBatch(
         .getCheckoutIntent(payload.all_svc_checkout_intent_id)
         .then(
           (intent): Ready => ({ webhookId, storeId: row.store_id, payload, intent }),
-          () => {
-            // Its own path classifies the error (unknown intent, retryable or not).
-            results.set(webhookId, alone(webhookId));
+          (err: unknown) => {
+            // An intent the service does not know is recorded by the webhook's own path (failed,
+            // with a finding). Any other error is the job's: asking again at once would double
+            // the calls while the service refuses them (40001), so BullMQ's backoff retries it.
+            results.set(
+              webhookId,
+              isUnknownIntentError(err)
+                ? alone(webhookId)
+                : Promise.resolve({ ok: false, error: err instanceof Error ? err : new Error(String(err)) }),
+            );
             return undefined;
           },
         ),

@@ -102,7 +102,7 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
   try {
     intent = await deps.client(row.store_id).getCheckoutIntent(payload.all_svc_checkout_intent_id);
   } catch (err) {
-    if (err instanceof SvcApiError && (err.code === 50001 || err.code === 30001)) {
+    if (isUnknownIntentError(err)) {
       await finish('failed', err.message, {
         kind: 'webhook_for_unknown_intent',
         details: { intent_id: payload.all_svc_checkout_intent_id, code: err.code },
@@ -135,4 +135,9 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
     storeId: row.store_id,
     terminal: result.terminal,
   };
+}
+
+/** The service does not know the intent, or not for this store: retrying cannot help. */
+export function isUnknownIntentError(err: unknown): err is SvcApiError {
+  return err instanceof SvcApiError && (err.code === 50001 || err.code === 30001);
 }

@@ -95,6 +95,67 @@ describe('processInboxBatch', () => {
     for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
   }, 120_000);
 
+  it('error: an intent the API refuses to give now (40001) fails its own job without asking again; a retry applies it', async () => {
+    const paid = await paidAndStored(3);
+    const ids = paid.map((p) => p.webhookId);
+    // The daemon's client hands 40001 to the job instead of waiting (one attempt here).
+    const deps = {
+      ...pipeline.payments,
+      client: () => pipeline.sandbox.client('st_a', { retry: { maxAttempts: 1 } }),
+    };
+    const faults = await pipeline.sandbox.control('/_sandbox/faults', {
+      rate_limit_next: 2,
+      retry_after: '1s',
+    });
+    expect(faults.status).toBe(200);
+
+    const results = await processInboxBatch(deps, ids);
+    const failed = results.filter((r) => !r.ok);
+    expect(failed).toHaveLength(2);
+    for (const r of failed) if (!r.ok) expect(r.error).toMatchObject({ code: 40001 });
+    expect(results.filter((r) => r.ok && r.value.kind === 'applied')).toHaveLength(1);
+    // Both refusals were used by the batch's own requests: none was asked again at once.
+    const left = await pipeline.sandbox.control<{ rateLimitNext: number }>('/_sandbox/faults', {});
+    expect(left.body.rateLimitNext).toBe(0);
+    const { rows } = await pipeline.db.execute<{ status: string }>(sql`
+      select status from webhook_inbox where webhook_id = any(${sql.param(ids)}::text[]) order by status`);
+    expect(rows.map((r) => r.status)).toEqual(['processed', 'received', 'received']);
+
+    // BullMQ's retry: the same webhooks again.
+    const retried = await processInboxBatch(deps, ids);
+    expect(retried.map((r) => (r.ok ? r.value.kind : 'error')).sort()).toEqual([
+      'already_done',
+      'applied',
+      'applied',
+    ]);
+    for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+  }, 120_000);
+
+  it('error: a webhook for an intent the service does not know is failed with a finding; the rest of its batch is applied', async () => {
+    const paid = await paidAndStored(2);
+    const { rows: source } = await pipeline.db.execute<{ body: Buffer }>(
+      sql`select body from webhook_inbox where webhook_id = ${paid[0]!.webhookId}`,
+    );
+    const body = JSON.parse(Buffer.from(source[0]!.body).toString('utf8')) as Record<string, unknown>;
+    const unknownId = 'ffffffffffffffffffffffff';
+    await pipeline.db.execute(sql`
+      insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body)
+      values ('batch-unknown', 'st_a', 'checkout', 'received', '{}'::jsonb,
+              convert_to(${JSON.stringify({ ...body, all_svc_checkout_intent_id: unknownId, webhook_id: 'batch-unknown' })}, 'UTF8'))`);
+
+    const results = await processInboxBatch(pipeline.payments, [
+      'batch-unknown',
+      ...paid.map((p) => p.webhookId),
+    ]);
+    expect(results.map((r) => (r.ok ? r.value.kind : 'error'))).toEqual(['unusable', 'applied', 'applied']);
+    const { rows } = await pipeline.db.execute<{ status: string; kind: string | null }>(sql`
+      select w.status, f.kind from webhook_inbox w
+      left join findings f on f.ref_type = 'webhook' and f.ref_id = w.webhook_id
+      where w.webhook_id = 'batch-unknown'`);
+    expect(rows).toEqual([{ status: 'failed', kind: 'webhook_for_unknown_intent' }]);
+    for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+  }, 120_000);
+
   it('error: a webhook that fails the batch fails alone; the others are applied one by one', async () => {
     const paid = await paidAndStored(4);
     const bad = paid[2]!;
