@@ -1,4 +1,5 @@
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 
 /**
  * A server started as a child process, with the tail of its output kept for error messages and
@@ -14,15 +15,29 @@ export interface ManagedProcess {
 }
 
 const live = new Set<ChildProcess>();
+const foldersAtExit = new Set<string>();
 let exitHookInstalled = false;
 
-/** If the parent dies without stopping its children, take them down with it. */
+/**
+ * If the parent exits without stopping its children (Ctrl-C in the demo), take them down with it
+ * and remove the folders of their data, which their own stop() would have removed.
+ */
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
     for (const child of live) child.kill('SIGKILL');
+    for (const folder of foldersAtExit) rmSync(folder, { recursive: true, force: true });
   });
+}
+
+/** Removes `folder` when this process exits, unless the returned function is called first. */
+export function removeAtExit(folder: string): () => void {
+  installExitHook();
+  foldersAtExit.add(folder);
+  return () => {
+    foldersAtExit.delete(folder);
+  };
 }
 
 export function startManagedProcess(

@@ -3,7 +3,7 @@ import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { startManagedProcess, waitUntilReady } from './childProcess.ts';
+import { removeAtExit, startManagedProcess, waitUntilReady } from './childProcess.ts';
 import { findBinary, postgresBinDirs } from './findBinary.ts';
 import { freePort } from './freePort.ts';
 
@@ -55,6 +55,7 @@ export async function startEphemeralPostgres(
   });
   const user = serverUser();
   const dataDir = mkdtempSync(join(tmpdir(), 'stablebooks-pg-'));
+  const forgetAtExit = removeAtExit(dataDir);
   if (user) chownSync(dataDir, user.uid, user.gid);
   const asUser = user ? { uid: user.uid, gid: user.gid } : {};
   try {
@@ -113,6 +114,7 @@ export async function startEphemeralPostgres(
       // SIGINT is PostgreSQL's "fast" shutdown: it disconnects clients and exits at once.
       await proc.stop('SIGINT');
       rmSync(dataDir, { recursive: true, force: true });
+      forgetAtExit();
     },
   };
 }

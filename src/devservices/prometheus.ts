@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, join } from 'node:path';
 import { createPrometheusClient, type PrometheusClient } from '../dashboards/prometheusApi.ts';
-import { startManagedProcess, waitUntilReady } from './childProcess.ts';
+import { removeAtExit, startManagedProcess, waitUntilReady } from './childProcess.ts';
 import { findBinary, MissingBinaryError } from './findBinary.ts';
 import { freePort } from './freePort.ts';
 
@@ -67,6 +67,7 @@ export async function startEphemeralPrometheus(
 ): Promise<EphemeralPrometheus> {
   const binary = prometheusBinary();
   const dir = mkdtempSync(join(tmpdir(), 'stablebooks-prometheus-'));
+  const forgetAtExit = removeAtExit(dir);
   const interval = `${options.scrapeIntervalSeconds ?? 1}s`;
   const ruleFiles = (options.ruleFiles ?? []).map((file, i) => {
     let rules = readFileSync(file, 'utf8');
@@ -109,6 +110,7 @@ export async function startEphemeralPrometheus(
     async stop() {
       await proc.stop('SIGTERM', 10_000);
       rmSync(dir, { recursive: true, force: true });
+      forgetAtExit();
     },
   };
 }

@@ -1,3 +1,7 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
@@ -24,4 +28,21 @@ describe('ephemeral services', () => {
     });
     expect(((await res.json()) as { result: string }).result).toMatch(/^0x[0-9a-f]+$/);
   });
+
+  it('behavior: a process that exits without stopping its PostgreSQL (Ctrl-C) takes the server and its folder with it', async () => {
+    const script = new URL('../fixtures/exitWithoutStop.ts', import.meta.url).pathname;
+    const run = await promisify(execFile)(process.execPath, ['--import', 'tsx', script]).then(
+      () => ({ code: 0, stdout: '' }),
+      (err: { code?: number; stdout?: string }) => ({ code: err.code, stdout: err.stdout ?? '' }),
+    );
+    expect(run.code).toBe(130);
+    const printed = JSON.parse(run.stdout.trim().split('\n').pop() ?? '{}') as {
+      url?: string;
+      dataDirectory?: string;
+    };
+    expect(printed.dataDirectory).toMatch(/stablebooks-pg-/);
+    expect(existsSync(dirname(printed.dataDirectory ?? ''))).toBe(false);
+    const client = new pg.Client({ connectionString: printed.url, connectionTimeoutMillis: 2000 });
+    await expect(client.connect()).rejects.toThrow();
+  }, 60_000);
 });
