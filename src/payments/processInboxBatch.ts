@@ -62,9 +62,10 @@ export async function processInboxBatch(
       continue;
     }
     fetching.push(
-      deps
-        .client(row.store_id)
-        .getCheckoutIntent(payload.all_svc_checkout_intent_id)
+      // Inside a promise: a store missing from STORES_FILE throws at once, and must fail only
+      // its own webhook, not the batch.
+      Promise.resolve()
+        .then(() => deps.client(row.store_id).getCheckoutIntent(payload.all_svc_checkout_intent_id))
         .then(
           (intent): Ready => ({ webhookId, storeId: row.store_id, payload, intent }),
           (err: unknown) => {

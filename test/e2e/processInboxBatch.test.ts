@@ -156,6 +156,31 @@ describe('processInboxBatch', () => {
     for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
   }, 120_000);
 
+  it('error: a webhook of a store no longer configured fails its own job only', async () => {
+    const paid = await paidAndStored(2);
+    const { rows: source } = await pipeline.db.execute<{ body: Buffer }>(
+      sql`select body from webhook_inbox where webhook_id = ${paid[0]!.webhookId}`,
+    );
+    await pipeline.db.execute(sql`
+      insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body)
+      values ('batch-gone-store', 'st_gone', 'checkout', 'received', '{}'::jsonb, ${source[0]!.body})`);
+    const deps = {
+      ...pipeline.payments,
+      client: (storeId: string) => {
+        // As the daemon's deps do for a store missing from STORES_FILE.
+        if (storeId !== 'st_a') throw new Error(`store ${storeId} is not in STORES_FILE`);
+        return pipeline.payments.client(storeId);
+      },
+    };
+    const results = await processInboxBatch(deps, [...paid.map((p) => p.webhookId), 'batch-gone-store']);
+    expect(results.map((r) => (r.ok ? r.value.kind : r.error.message))).toEqual([
+      'applied',
+      'applied',
+      'store st_gone is not in STORES_FILE',
+    ]);
+    for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+  }, 120_000);
+
   it('error: a webhook that fails the batch fails alone; the others are applied one by one', async () => {
     const paid = await paidAndStored(4);
     const bad = paid[2]!;
