@@ -1,8 +1,7 @@
-import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ALL_ROLES } from '../../src/daemon/roles.ts';
 import { startDaemon } from '../../src/daemon/startDaemon.ts';
-import { createLogger } from '../../src/logging/logger.ts';
+import { captureLogger } from '../helpers/captureLogger.ts';
 import { startPipeline } from '../helpers/pipelineHarness.ts';
 
 /**
@@ -15,17 +14,8 @@ const pipeline = await startPipeline();
 const plain = await pipeline.startDaemon(['intake']);
 
 const token = 'admin-token-0123456789-abcdef';
-const logs: string[] = [];
 // No secrets given to the logger: a token in a line would show up unscrubbed here.
-const logger = createLogger({
-  level: 'debug',
-  destination: new Writable({
-    write(chunk, _enc, done) {
-      logs.push(chunk.toString());
-      done();
-    },
-  }),
-});
+const { logger, lines: logs } = captureLogger({ level: 'debug' });
 const admin = await startDaemon({
   config: { ...pipeline.config, adminToken: token },
   roles: ALL_ROLES,

@@ -1,8 +1,9 @@
 import { Writable } from 'node:stream';
+import type { LevelWithSilent } from 'pino';
 import { createLogger, type Logger } from '../../src/logging/logger.ts';
 
 /** A real logger whose lines are kept in memory, for tests that read what was logged. */
-export function captureLogger(options: { level?: 'debug' | 'info'; secrets?: string[] } = {}): {
+export function captureLogger(options: { level?: LevelWithSilent; secrets?: string[] } = {}): {
   logger: Logger;
   lines: string[];
 } {

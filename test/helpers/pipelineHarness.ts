@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { afterAll, inject } from 'vitest';
 import type { Config } from '../../src/config/loadConfig.ts';
@@ -12,9 +11,9 @@ import { createDatabase, type Db } from '../../src/db/database.ts';
 import { sandboxDaemonConfig } from '../../src/demo/sandboxDaemonConfig.ts';
 import { freePort } from '../../src/devservices/freePort.ts';
 import { createAccountCache } from '../../src/ledger/ensureAccounts.ts';
-import { createLogger } from '../../src/logging/logger.ts';
 import type { PaymentsDeps } from '../../src/payments/paymentsDeps.ts';
 import { createSvcClient } from '../../src/svc/client.ts';
+import { captureLogger } from './captureLogger.ts';
 import { startTestSandbox, type TestSandbox, testStore } from './sandboxHarness.ts';
 import { createMigratedDatabase } from './testDatabase.ts';
 
@@ -84,17 +83,7 @@ export async function startPipeline(
     pollIntervalScale: options.pollIntervalScale ?? 0.02,
     encryptionKey: Buffer.alloc(32, 9),
   });
-  const logs: string[] = [];
-  const logger = createLogger({
-    level: 'info',
-    secrets: [store.api_secret as string],
-    destination: new Writable({
-      write(chunk, _enc, done) {
-        logs.push(chunk.toString());
-        done();
-      },
-    }),
-  });
+  const { logger, lines: logs } = captureLogger({ level: 'info', secrets: [store.api_secret as string] });
   const daemons: RunningDaemon[] = [];
   afterAll(async () => {
     await Promise.all(daemons.map((d) => d.stop()));

@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { afterAll } from 'vitest';
 import { createChainRegistry } from '../../../src/chain/registry.ts';
 import type { Db } from '../../../src/db/database.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
-import { createLogger } from '../../../src/logging/logger.ts';
 import type { PayoutsDeps } from '../../../src/payouts/payoutsDeps.ts';
 import type { SvcClient } from '../../../src/svc/client.ts';
+import { captureLogger } from '../../helpers/captureLogger.ts';
 import { startTestSandbox, type TestSandbox, testStore } from '../../helpers/sandboxHarness.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { chainReader, startWebhookReceiver } from '../sandbox/claimLinkTestKit.ts';
@@ -62,17 +61,7 @@ export async function startPayoutsWorld(label: string): Promise<PayoutsWorld> {
   if (!chain) throw new Error('no sandbox chain');
   const reader = chainReader(sb, SEPOLIA);
   const custody = await reader.custody('biz_1');
-  const logs: string[] = [];
-  const logger = createLogger({
-    level: 'trace',
-    secrets: [store.api_secret as string],
-    destination: new Writable({
-      write(chunk, _enc, done) {
-        logs.push(chunk.toString());
-        done();
-      },
-    }),
-  });
+  const { logger, lines: logs } = captureLogger({ level: 'trace', secrets: [store.api_secret as string] });
   const plainClient = (options: Parameters<TestSandbox['client']>[1] = {}) =>
     sb.client('st_a', {
       clock: sb.world.clock,
