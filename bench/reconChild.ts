@@ -86,16 +86,19 @@ async function childMain(): Promise<void> {
     let current: (PhaseTiming & { startedAt: number }) | undefined;
     let lastLogged = 0;
     const t0 = performance.now();
+    const closePhase = (now: number) => {
+      if (current)
+        phases.push({
+          phase: current.phase,
+          ms: now - current.startedAt,
+          done: current.done,
+          total: current.total,
+        });
+    };
     const onProgress = (p: ReconProgress) => {
       const now = performance.now();
       if (current?.phase !== p.phase) {
-        if (current)
-          phases.push({
-            phase: current.phase,
-            ms: now - current.startedAt,
-            done: current.done,
-            total: current.total,
-          });
+        closePhase(now);
         current = { phase: p.phase, ms: 0, done: p.done, total: p.total, startedAt: now };
         log(`  run: phase ${p.phase} (${fmt(p.done)}/${fmt(p.total)})`);
         lastLogged = now;
@@ -119,13 +122,7 @@ async function childMain(): Promise<void> {
     }
     const end = performance.now();
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
-    if (current)
-      phases.push({
-        phase: current.phase,
-        ms: end - current.startedAt,
-        done: current.done,
-        total: current.total,
-      });
+    closePhase(end);
     await send({
       ok: true,
       wallMs: end - t0,

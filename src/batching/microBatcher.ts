@@ -16,8 +16,6 @@ export interface MicroBatcherOptions<I, O> {
   run(items: I[]): Promise<Array<ItemResult<O>>>;
   maxBatch: number;
   maxInFlight: number;
-  /** Called with the size of every batch handed to `run`. */
-  onBatch?(size: number): void;
 }
 
 export interface MicroBatcher<I, O> {
@@ -70,7 +68,6 @@ export function createMicroBatcher<I, O>(options: MicroBatcherOptions<I, O>): Mi
   }
 
   async function runBatch(batch: Array<Waiting<I, O>>): Promise<void> {
-    options.onBatch?.(batch.length);
     let results: Array<ItemResult<O>>;
     try {
       results = await options.run(batch.map((w) => w.item));

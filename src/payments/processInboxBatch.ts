@@ -5,7 +5,12 @@ import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { type CheckoutWebhookPayload, checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
 import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
 import type { PaymentsDeps } from './paymentsDeps.ts';
-import { type InboxOutcome, isUnknownIntentError, processInboxWebhook } from './processInboxWebhook.ts';
+import {
+  type InboxOutcome,
+  isUnknownIntentError,
+  markCheckoutWebhooksProcessed,
+  processInboxWebhook,
+} from './processInboxWebhook.ts';
 
 interface Ready {
   webhookId: string;
@@ -104,16 +109,7 @@ export async function processInboxBatch(
           });
           out.push({ ready: r, terminal: result.terminal });
         }
-        await executePrepared(
-          tx,
-          sql`
-            update webhook_inbox w set status = 'processed', processed_at = now(), attempts = attempts + 1, error = null,
-                   ref_id = x.ref_id, actual_paid_amount = x.paid::numeric
-            from unnest(${sql.param(ready.map((r) => r.webhookId))}::text[],
-                        ${sql.param(ready.map((r) => r.payload.all_svc_checkout_intent_id))}::text[],
-                        ${sql.param(ready.map((r) => r.payload.actual_paid_amount))}::text[]) as x(webhook_id, ref_id, paid)
-            where w.webhook_id = x.webhook_id`,
-        );
+        await markCheckoutWebhooksProcessed(tx, ready);
         return out;
       });
       for (const { ready: r, terminal } of applied) {

@@ -1,10 +1,11 @@
 import { sql } from 'drizzle-orm';
+import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { applyClaimLinkWebhook, claimLinkEventOf } from '../payouts/applyClaimLinkWebhook.ts';
 import { recordFinding } from '../recon/recordFinding.ts';
 import { SvcApiError } from '../svc/errors.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
-import { checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
+import { type CheckoutWebhookPayload, checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
 import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
 import type { PaymentsDeps } from './paymentsDeps.ts';
 
@@ -119,14 +120,7 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
       observedAt: deps.clock.now(),
       webhook: payload,
     });
-    await executePrepared(
-      tx,
-      sql`
-      update webhook_inbox set status = 'processed', processed_at = now(), attempts = attempts + 1, error = null,
-             ref_id = ${payload.all_svc_checkout_intent_id},
-             actual_paid_amount = ${payload.actual_paid_amount}::numeric
-      where webhook_id = ${webhookId}`,
-    );
+    await markCheckoutWebhooksProcessed(tx, [{ webhookId, payload }]);
     return applied;
   });
   return {
@@ -140,4 +134,24 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
 /** The service does not know the intent, or not for this store: retrying cannot help. */
 export function isUnknownIntentError(err: unknown): err is SvcApiError {
   return err instanceof SvcApiError && (err.code === 50001 || err.code === 30001);
+}
+
+/**
+ * Marks applied checkout webhooks processed, with the intent they concern and the paid amount
+ * they reported (a decimal of coins, as sent; reconciliation compares it), in one statement.
+ */
+export async function markCheckoutWebhooksProcessed(
+  tx: DbExecutor,
+  webhooks: Array<{ webhookId: string; payload: CheckoutWebhookPayload }>,
+): Promise<void> {
+  await executePrepared(
+    tx,
+    sql`
+      update webhook_inbox w set status = 'processed', processed_at = now(), attempts = attempts + 1, error = null,
+             ref_id = x.ref_id, actual_paid_amount = x.paid::numeric
+      from unnest(${sql.param(webhooks.map((w) => w.webhookId))}::text[],
+                  ${sql.param(webhooks.map((w) => w.payload.all_svc_checkout_intent_id))}::text[],
+                  ${sql.param(webhooks.map((w) => w.payload.actual_paid_amount))}::text[]) as x(webhook_id, ref_id, paid)
+      where w.webhook_id = x.webhook_id`,
+  );
 }
