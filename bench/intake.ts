@@ -6,9 +6,9 @@
  * 1. Baseline: pgbench TPS of a single-row INSERT transaction at 50 clients (before and after
  *    the intake run, since the machines are noisy).
  * 2. Intake: a `stablebooks start --role intake` process; signed checkout webhooks (each with its
- *    own webhook id and nonce, signed per request in the load generator) POSTed to
- *    /webhooks/checkout over loopback at 50 connections for BENCH_SECONDS with autocannon, after a
- *    short warm-up. Accepted (200) webhooks per second, p50/p99 latency, the rows really stored,
+ *    own webhook id and nonce, signed just before the run) POSTed to /webhooks/checkout over
+ *    loopback at 50 connections for BENCH_SECONDS by wrk (bench/wrkLoad.ts: a C load generator,
+ *    like pgbench's client), after a short warm-up. Accepted (200) webhooks per second, p50/p99 latency, the rows really stored,
  *    commits per WAL flush, the daemon's resident memory (peak during the run, then while idle
  *    until it is under target, at most IDLE_SECONDS) and CPU.
  * 3. End to end: BENCH_PAYMENTS intents paid in the sandbox (on anvil) whose webhooks reach a
@@ -17,8 +17,9 @@
  *    the facts, post rule 1, mark the webhook processed. Payments (entries) per second from the
  *    first to the last processed webhook.
  *
- * Starts its own durable PostgreSQL (fsync, synchronous_commit, full_page_writes on), Redis and
- * sandbox, and stops them all, also on error or Ctrl-C. Environment: BENCH_SECONDS (default 10),
+ * Every measured phase starts with a CHECKPOINT (see `checkpoint`). Needs wrk (Debian package
+ * `wrk`) beside PostgreSQL's pgbench. Starts its own durable PostgreSQL (fsync,
+ * synchronous_commit, full_page_writes on), Redis and sandbox, and stops them all, also on error or Ctrl-C. Environment: BENCH_SECONDS (default 10),
  * BENCH_PAYMENTS (default 2000), BENCH_WORKERS (default 1). No timing is asserted: the figures
  * are printed, with a markdown block for docs/benchmarks.md.
  */
@@ -29,7 +30,6 @@ import { createConnection } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import autocannon from 'autocannon';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { systemClock } from '../src/clock.ts';
@@ -46,6 +46,7 @@ import { createSvcClient } from '../src/svc/client.ts';
 import { signWebhook } from '../src/svc/signing/webhookSignature.ts';
 import { type DaemonProcess, daemonEnv, startDaemonProcess } from '../test/helpers/daemonProcess.ts';
 import { type Cleanups, fmt, log, positiveNumber, runBench, sleep } from './benchKit.ts';
+import { prepareRequests, runWrk } from './wrkLoad.ts';
 
 const SECONDS = positiveNumber('BENCH_SECONDS', 10);
 const PAYMENTS = Math.round(positiveNumber('BENCH_PAYMENTS', 2000));
@@ -207,6 +208,16 @@ async function walCounters(pool: pg.Pool): Promise<{ commits: number; walSyncs: 
   };
 }
 
+/**
+ * A CHECKPOINT before each measured phase, so that every phase starts from the same state: the
+ * WAL segments written before are recycled for the next ones. Without it a fresh server creates
+ * (zero-fills and syncs) a new 16 MB segment every second or two under load, and each creation
+ * stalls the commits waiting on it for 50-70 ms: a cost of a new cluster, not of steady state.
+ */
+async function checkpoint(pool: pg.Pool): Promise<void> {
+  await pool.query('checkpoint');
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. pgbench: a single-row INSERT, its own transaction, 50 clients.
 
@@ -330,6 +341,8 @@ interface IntakeRun {
   p90: number;
   p99: number;
   max: number;
+  /** Times wrk started its prepared webhooks again (repeats are duplicates, not stored). */
+  wrapped: number;
 }
 
 /**
@@ -338,7 +351,7 @@ interface IntakeRun {
  * the same signed webhooks. No intake can accept more than this; the gap between the two is what
  * verification and durability cost.
  */
-async function bareHttpCeiling(apiKey: string, apiSecret: string): Promise<IntakeRun> {
+async function bareHttpCeiling(dir: string, prefix: string): Promise<IntakeRun> {
   const port = await freePort();
   const server = startManagedProcess(
     process.execPath,
@@ -360,7 +373,7 @@ async function bareHttpCeiling(apiKey: string, apiSecret: string): Promise<Intak
     log(
       `bare HTTP ceiling: fastify answering 200 without verify or store, ${CONNECTIONS} connections, ${SECONDS} s`,
     );
-    const run = await driveIntake(`http://127.0.0.1:${port}`, apiKey, apiSecret, SECONDS, 'bare');
+    const run = await driveIntake(dir, `http://127.0.0.1:${port}`, prefix, SECONDS);
     log(`bare HTTP ceiling: ${fmt(run.perSecond)} requests/s, p99 ${run.p99} ms`);
     return run;
   } finally {
@@ -368,48 +381,69 @@ async function bareHttpCeiling(apiKey: string, apiSecret: string): Promise<Intak
   }
 }
 
-/** autocannon at CONNECTIONS connections; every request signed afresh (own id, nonce, timestamp). */
-async function driveIntake(
+/** wrk's threads: one per core, as pgbench's -j. */
+const WRK_THREADS = os.cpus().length;
+/** Webhooks prepared per second of a run: more than this machine's HTTP ceiling, so none repeats. */
+const PREPARED_PER_SECOND = 20_000;
+/** The running wrk, whose CPU is the intake's load generator. */
+let wrkPid: number | undefined;
+
+/**
+ * Signed checkout webhooks for one wrk run of `seconds`, each with its own id, nonce and body,
+ * signed now (the intake accepts timestamps within 300 s, and a run starts seconds later).
+ */
+function prepareWebhooks(
+  dir: string,
   url: string,
   apiKey: string,
   secret: string,
   seconds: number,
   tag: string,
-): Promise<IntakeRun> {
-  let n = 0;
+) {
   const path = '/webhooks/checkout';
-  const result = await autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    requests: [
-      {
-        method: 'POST',
-        path,
-        setupRequest: (req) => {
-          const webhookId = `bench-${tag}-${n}`;
-          const body = webhookBody(n++, webhookId);
-          const headers = signWebhook({ secret, method: 'POST', path, webhookId, body, clock: systemClock });
-          return {
-            ...req,
-            body,
-            headers: { 'content-type': 'application/json', 'x-api-key': apiKey, ...headers },
-          };
-        },
-      },
-    ],
+  const count = PREPARED_PER_SECOND * seconds;
+  const t0 = performance.now();
+  const prefix = prepareRequests(dir, tag, WRK_THREADS, count, new URL(url).host, (n) => {
+    const webhookId = `bench-${tag}-${n}`;
+    const body = webhookBody(n, webhookId);
+    const signed = signWebhook({ secret, method: 'POST', path, webhookId, body, clock: systemClock });
+    return {
+      method: 'POST',
+      path,
+      headers: { 'Content-Type': 'application/json', 'X-API-Key': apiKey, ...signed },
+      body,
+    };
   });
-  const accepted = result['2xx'];
+  log(`prepared ${fmt(count)} signed webhooks for wrk in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return prefix;
+}
+
+/** wrk at CONNECTIONS connections sending prepared webhooks; accepted = answered 2xx. */
+async function driveIntake(dir: string, url: string, prefix: string, seconds: number): Promise<IntakeRun> {
+  const r = await runWrk({
+    url: `${url}/webhooks/checkout`,
+    dir,
+    prefix,
+    threads: WRK_THREADS,
+    connections: CONNECTIONS,
+    seconds,
+    onStart: (pid) => {
+      wrkPid = pid;
+    },
+  });
+  if (r.wrapped > 0) log(`wrk ran out of prepared webhooks ${r.wrapped} time(s): the repeats are duplicates`);
+  const accepted = r.requests - r.non2xx;
   return {
     accepted,
-    other: result.non2xx,
-    errors: result.errors + result.timeouts,
-    seconds: result.duration,
-    perSecond: accepted / result.duration,
-    p50: result.latency.p50,
-    p90: result.latency.p90,
-    p99: result.latency.p99,
-    max: result.latency.max,
+    other: r.non2xx,
+    errors: r.errors,
+    seconds: r.seconds,
+    perSecond: accepted / r.seconds,
+    p50: r.p50,
+    p90: r.p90,
+    p99: r.p99,
+    max: r.max,
+    wrapped: r.wrapped,
   };
 }
 
@@ -558,6 +592,7 @@ async function run(cleanups: Cleanups): Promise<void> {
   cleanups.push(() => intakePool.end());
   await intakePool.query('create table bench_single_insert (id bigserial primary key, body text not null)');
   const baselineRun = async (label: string, file: string, protocol: 'simple' | 'extended' = 'simple') => {
+    await checkpoint(admin);
     log(`pgbench: ${label}, ${CONNECTIONS} clients, ${SECONDS} s`);
     const wal0 = await walCounters(admin);
     const { result, cpu } = await cpuOver(
@@ -585,12 +620,19 @@ async function run(cleanups: Cleanups): Promise<void> {
   log(
     `intake process ${intake.pid} up, RSS ${fmt(mb(rssStart))} MB (V8 heap ${fmt(mb(await intake.metric('nodejs_heap_size_used_bytes')))} MB used); warm-up ${WARMUP_SECONDS} s`,
   );
-  const warm = await driveIntake(intake.url, apiKey, apiSecret, WARMUP_SECONDS, 'warm');
+  const warm = await driveIntake(
+    dir,
+    intake.url,
+    prepareWebhooks(dir, intake.url, apiKey, apiSecret, WARMUP_SECONDS, 'warm'),
+    WARMUP_SECONDS,
+  );
   log(`warm-up: ${fmt(warm.perSecond)} accepted/s, p99 ${warm.p99} ms`);
   const wal0 = await walCounters(admin);
   const rows0 = Number(
     (await intakePool.query<{ n: string }>('select count(*) as n from webhook_inbox')).rows[0]?.n,
   );
+  const runPrefix = prepareWebhooks(dir, intake.url, apiKey, apiSecret, SECONDS, 'run');
+  await checkpoint(admin);
   log(`intake: ${CONNECTIONS} connections, ${SECONDS} s`);
   const { result: measured, peak } = await peakRss(intake, () =>
     cpuOver(
@@ -598,8 +640,9 @@ async function run(cleanups: Cleanups): Promise<void> {
         intake: () => [intake.pid],
         postgres: () => servers().postgres,
         redis: () => servers().redis,
+        'wrk (load generator)': () => (wrkPid ? [wrkPid] : []),
       },
-      () => driveIntake(intake.url, apiKey, apiSecret, SECONDS, 'run'),
+      () => driveIntake(dir, intake.url, runPrefix, SECONDS),
     ),
   );
   const { result: load, cpu: intakeCpu } = measured;
@@ -643,7 +686,7 @@ async function run(cleanups: Cleanups): Promise<void> {
       `${await heap('nodejs_heap_size_total_bytes')} MB, external ${await heap('nodejs_external_memory_bytes')} MB)`,
   );
 
-  const bare = await bareHttpCeiling(apiKey, apiSecret);
+  const bare = await bareHttpCeiling(dir, runPrefix);
 
   const after = await baselineRun('single-row INSERT again (noise check)', singleInsert);
   const baseline = (before.tps + after.tps) / 2;
@@ -756,7 +799,7 @@ async function run(cleanups: Cleanups): Promise<void> {
     '## Webhook intake and end-to-end posting',
     '',
     `Command: \`BENCH_SECONDS=${SECONDS} BENCH_PAYMENTS=${PAYMENTS} BENCH_WORKERS=${WORKERS} npm run bench:intake\` (bench/intake.ts: durable PostgreSQL ${pgVersion}, Redis ${redisVersion}, ` +
-      `the daemon as \`stablebooks start --role intake|worker\` processes, autocannon in the bench process signing each webhook).`,
+      `the daemon as \`stablebooks start --role intake|worker\` processes, wrk sending webhooks signed beforehand).`,
     `Machine: ${os.cpus().length} x ${cpuModel}, ${fmt(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.type()} ${os.release()} (${date}).`,
     '',
     '| what | figure | target | |',

@@ -14,12 +14,13 @@ export function registerIntakeRoutes(app: FastifyInstance, deps: IntakeDeps): vo
   for (const [path, endpoint] of ROUTES) {
     app.post(path, async (req, reply) => {
       const started = performance.now();
-      const url = new URL(req.url, 'http://intake');
+      // The signature covers the path and query exactly as sent: split, not parsed.
+      const q = req.url.indexOf('?');
       const answer = await receiveWebhook(deps, {
         endpoint,
         method: req.method,
-        path: url.pathname,
-        query: url.search.replace(/^\?/, ''),
+        path: q < 0 ? req.url : req.url.slice(0, q),
+        query: q < 0 ? '' : req.url.slice(q + 1),
         headers: req.headers,
         rawBody: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
       });

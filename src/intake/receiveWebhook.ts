@@ -84,14 +84,14 @@ export async function receiveWebhook(deps: IntakeDeps, req: IntakeRequest): Prom
   } catch {
     json = false;
   }
-  const headers = Object.fromEntries(Object.entries(req.headers).filter(([, v]) => v !== undefined));
   const outcome = await deps.inbox.store({
     storeId: store.storeId,
     endpoint: req.endpoint,
     webhookId,
     nonceKey: claim.key,
     nonceTtlSeconds: claim.ttlSeconds,
-    headersJson: JSON.stringify(headers),
+    // JSON.stringify leaves out headers whose value is undefined.
+    headersJson: JSON.stringify(req.headers),
     body: req.rawBody,
     json,
   });

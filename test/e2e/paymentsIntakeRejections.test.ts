@@ -34,6 +34,9 @@ async function sendWebhook(args: {
   clock?: Clock;
   apiKey?: string;
   dropHeader?: string;
+  /** The query string signed (without '?'); `sentQuery` the one sent, by default the same. */
+  query?: string;
+  sentQuery?: string;
 }): Promise<Answer & { webhookId: string; nonce: string }> {
   const webhookId = args.webhookId ?? randomUUID();
   const nonce = args.nonce ?? randomUUID();
@@ -41,13 +44,15 @@ async function sendWebhook(args: {
     secret: store.apiSecret,
     method: 'POST',
     path: '/webhooks/checkout',
+    query: args.query,
     webhookId,
     body: args.signed,
     clock: args.clock ?? systemClock,
     nonce,
   });
   if (args.dropHeader) delete signature[args.dropHeader];
-  const res = await fetch(WEBHOOK_URL, {
+  const sentQuery = args.sentQuery ?? args.query;
+  const res = await fetch(sentQuery ? `${WEBHOOK_URL}?${sentQuery}` : WEBHOOK_URL, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'X-API-Key': args.apiKey ?? store.apiKey, ...signature },
     body: args.sent ?? args.signed,
@@ -210,6 +215,25 @@ describe('payments intake: bodies the daemon cannot take', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(await inboxRow(answer.webhookId)).toMatchObject({ status: 'rejected' });
     expect(await intentKnown(payment.intentId)).toBe(false);
+  });
+});
+
+describe('payments intake: the signature covers the query string as sent', () => {
+  // Malformed JSON is answered 400 only after the signature passed, and posts nothing.
+  const broken = '{"query":';
+
+  it('behavior: a webhook signed over its path and query passes verification', async () => {
+    const answer = await sendWebhook({ signed: broken, query: 'store=st_a&x=%2F1' });
+    expect(answer).toMatchObject({ status: 400, body: { reason: 'malformed_json' } });
+  });
+
+  it('error: a query not covered by the signature is 401 bad_signature', async () => {
+    const added = await sendWebhook({ signed: broken, sentQuery: 'store=st_a' });
+    expect(added).toMatchObject({ status: 401, body: { reason: 'bad_signature' } });
+    const changed = await sendWebhook({ signed: broken, query: 'x=%2F1', sentQuery: 'x=/1' });
+    expect(changed).toMatchObject({ status: 401, body: { reason: 'bad_signature' } });
+    expect(await inboxRow(added.webhookId)).toBeUndefined();
+    expect(await inboxRow(changed.webhookId)).toBeUndefined();
   });
 });
 

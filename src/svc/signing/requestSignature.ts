@@ -43,15 +43,24 @@ export const DEFAULT_SKEW_SECONDS = 300;
  * than one value): a signing header with two values is ambiguous, so it counts as missing.
  */
 export function readHeader(headers: HeaderBag, name: string): string | undefined {
+  // On the intake's hot path (several lookups per webhook): no allocation, and a key is
+  // lowercased only when its length matches.
   const wanted = name.toLowerCase();
-  const values: string[] = [];
-  for (const [key, value] of Object.entries(headers)) {
-    if (key.toLowerCase() !== wanted || value === undefined) continue;
-    if (typeof value === 'string') values.push(value);
-    else values.push(...value);
+  let only: string | undefined;
+  let count = 0;
+  for (const key in headers) {
+    if (key.length !== wanted.length || key.toLowerCase() !== wanted) continue;
+    const value = headers[key];
+    if (value === undefined) continue;
+    if (typeof value === 'string') {
+      only = value;
+      count += 1;
+    } else {
+      only = value[0];
+      count += value.length;
+    }
   }
-  const [only, ...rest] = values;
-  if (only === undefined || only === '' || rest.length > 0) return undefined;
+  if (count !== 1 || only === undefined || only === '') return undefined;
   return only;
 }
 

@@ -348,6 +348,16 @@ describe('verifyRequestSignature', () => {
     expect(readHeader({ 'X-NONCE': ['only'] }, 'x-nonce')).toBe('only');
   });
 
+  test('behavior: a header given twice, empty or absent reads as missing', () => {
+    expect(readHeader({ 'X-Nonce': 'a', 'x-nonce': 'b' }, 'X-Nonce')).toBeUndefined();
+    expect(readHeader({ 'X-Nonce': 'a', 'x-nonce': ['b'] }, 'X-Nonce')).toBeUndefined();
+    expect(readHeader({ 'x-nonce': ['a', 'b'] }, 'X-Nonce')).toBeUndefined();
+    expect(readHeader({ 'x-nonce': [] }, 'X-Nonce')).toBeUndefined();
+    expect(readHeader({ 'x-nonce': '' }, 'X-Nonce')).toBeUndefined();
+    expect(readHeader({ 'x-nonces': 'a', 'x-nonc': 'b' }, 'X-Nonce')).toBeUndefined();
+    expect(readHeader({ 'X-Nonce': undefined, 'x-nonce': 'b' }, 'X-Nonce')).toBe('b');
+  });
+
   test('error: stale timestamp (301 s old)', async () => {
     const { clock, nonceStore } = setup(T0 + 301);
     expect(await verifyRequestSignature({ ...validPost(), clock, nonceStore })).toEqual({
