@@ -628,6 +628,7 @@ async function run(cleanups: Cleanups): Promise<void> {
   );
   log(`warm-up: ${fmt(warm.perSecond)} accepted/s, p99 ${warm.p99} ms`);
   const wal0 = await walCounters(admin);
+  const batches0 = await inboxBatches(intake);
   const rows0 = Number(
     (await intakePool.query<{ n: string }>('select count(*) as n from webhook_inbox')).rows[0]?.n,
   );
@@ -664,6 +665,12 @@ async function run(cleanups: Cleanups): Promise<void> {
   log(
     `intake: ${cpuText(intakeCpu)}; CPU per webhook ${cpuPerItem(intakeCpu, load.perSecond)}; ` +
       `${commitsPerFlush.toFixed(2)} commits per WAL flush, ${fmt((wal1.walBytes - wal0.walBytes) / commits)} WAL bytes per commit`,
+  );
+  const batches = diffBatches(await inboxBatches(intake), batches0);
+  log(
+    `intake: per inbox batch (the daemon's stablebooks_inbox_batch_* metrics): ${batches.count} batches of ${batches.meanSize.toFixed(1)} webhooks, ` +
+      `statement and commit ${batches.storeMs.toFixed(1)} ms, enqueue ${batches.enqueueMs.toFixed(1)} ms (means); ` +
+      `${CONNECTIONS} connections / (${load.p50} ms p50 latency) = ${fmt(CONNECTIONS / (load.p50 / 1000))}/s`,
   );
   const latencyHist = await intakeLatency(intake);
   log(`intake: the daemon's own view (stablebooks_webhook_intake_seconds): ${latencyHist}`);
@@ -814,10 +821,41 @@ async function run(cleanups: Cleanups): Promise<void> {
     `| end to end: ${fmt(PAYMENTS)} stored webhooks of paid sandbox intents drained by ${WORKERS} worker process(es) (fetch intent, facts, rule-1 entry) | ${fmt(e2ePerSecond)} payments/s | >= ${TARGETS.endToEndPerSecond}/s | ${verdict(e2ePerSecond >= TARGETS.endToEndPerSecond)} |`,
     '',
     `Counters. pgbench single-row INSERT: ${before.perFlush.toFixed(1)} commits per WAL flush, CPU per transaction ${cpuPerItem(before.cpu, before.tps)}. ` +
-      `Intake run: ${commitsPerFlush.toFixed(2)} commits per WAL flush; ${cpuText(intakeCpu)}; CPU per accepted webhook ${cpuPerItem(intakeCpu, load.perSecond)}. ` +
+      `Intake run: ${commitsPerFlush.toFixed(2)} commits per WAL flush; ${cpuText(intakeCpu)}; CPU per accepted webhook ${cpuPerItem(intakeCpu, load.perSecond)}; ` +
+      `${fmt(batches.count)} inbox batches of ${batches.meanSize.toFixed(1)} webhooks, statement and commit ${batches.storeMs.toFixed(1)} ms, enqueue ${batches.enqueueMs.toFixed(1)} ms (means). ` +
       `Drain: ${cpuText(drainCpu)}; CPU per payment ${cpuPerItem(drainCpu, e2ePerSecond)}; per job ${anatomy}.`,
   ];
   console.log(`\n${lines.join('\n')}\n`);
+}
+
+interface BatchCounters {
+  count: number;
+  webhooks: number;
+  storeSeconds: number;
+  enqueueSeconds: number;
+  enqueues: number;
+}
+
+/** The intake's inbox batch counters (stablebooks_inbox_batch_*), to diff around a run. */
+async function inboxBatches(proc: DaemonProcess): Promise<BatchCounters> {
+  return {
+    count: await proc.metric('stablebooks_inbox_batch_webhooks_count'),
+    webhooks: await proc.metric('stablebooks_inbox_batch_webhooks_sum'),
+    storeSeconds: await proc.metric('stablebooks_inbox_batch_seconds_sum', { step: 'store' }),
+    enqueueSeconds: await proc.metric('stablebooks_inbox_batch_seconds_sum', { step: 'enqueue' }),
+    enqueues: await proc.metric('stablebooks_inbox_batch_seconds_count', { step: 'enqueue' }),
+  };
+}
+
+function diffBatches(after: BatchCounters, before: BatchCounters) {
+  const count = after.count - before.count;
+  const enqueues = after.enqueues - before.enqueues;
+  return {
+    count,
+    meanSize: (after.webhooks - before.webhooks) / Math.max(1, count),
+    storeMs: ((after.storeSeconds - before.storeSeconds) / Math.max(1, count)) * 1000,
+    enqueueMs: ((after.enqueueSeconds - before.enqueueSeconds) / Math.max(1, enqueues)) * 1000,
+  };
 }
 
 /** The daemon's histogram of intake time, as p50/p99 bucket bounds. */

@@ -365,6 +365,11 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     const inbox = createInboxWriter({
       db: database.db,
       logger,
+      onBatch: ({ size, storeSeconds, enqueueSeconds }) => {
+        metrics.inboxBatchWebhooks.observe(size);
+        metrics.inboxBatchSeconds.observe({ step: 'store' }, storeSeconds);
+        if (enqueueSeconds !== null) metrics.inboxBatchSeconds.observe({ step: 'enqueue' }, enqueueSeconds);
+      },
       enqueueMany: async (webhookIds) => {
         await webhooks.addBulk(
           webhookIds.map((webhookId) => ({

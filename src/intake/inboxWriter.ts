@@ -46,8 +46,12 @@ export interface InboxWriterOptions {
   logger: Logger;
   maxBatch?: number;
   maxInFlight?: number;
-  /** Called once per batch statement sent (not for the one-by-one retries), with its item count. */
-  onBatch?(size: number): void;
+  /**
+   * Called once per batch sent to the database (not for the one-by-one retries), when it is done:
+   * its item count and how long the statement (with its commit) and the enqueue took (null when
+   * the batch stored nothing to enqueue).
+   */
+  onBatch?(batch: { size: number; storeSeconds: number; enqueueSeconds: number | null }): void;
 }
 
 export interface InboxWriter {
@@ -96,8 +100,8 @@ async function storeBatch(
     }
   }
   const toEnqueue: string[] = [];
+  const started = performance.now();
   if (toWrite.length > 0) {
-    onBatch?.(toWrite.length);
     try {
       applyResult(toWrite, await writeBatch(db, toWrite), toEnqueue);
     } catch (err) {
@@ -129,6 +133,7 @@ async function storeBatch(
       }
     }
   }
+  const stored = performance.now();
   if (toEnqueue.length > 0) {
     try {
       await enqueueMany(toEnqueue);
@@ -139,6 +144,13 @@ async function storeBatch(
         'webhooks stored but not enqueued; the sweeper will enqueue them',
       );
     }
+  }
+  if (toWrite.length > 0) {
+    onBatch?.({
+      size: toWrite.length,
+      storeSeconds: (stored - started) / 1000,
+      enqueueSeconds: toEnqueue.length > 0 ? (performance.now() - stored) / 1000 : null,
+    });
   }
   return batch.map((p) =>
     p.error ? { ok: false, error: p.error } : { ok: true, value: p.outcome ?? 'duplicate' },

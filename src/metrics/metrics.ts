@@ -39,6 +39,19 @@ export function createMetrics() {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [registry],
     }),
+    inboxBatchWebhooks: new Histogram({
+      name: 'stablebooks_inbox_batch_webhooks',
+      help: 'Webhooks stored by one inbox statement (group commit)',
+      buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500],
+      registers: [registry],
+    }),
+    inboxBatchSeconds: new Histogram({
+      name: 'stablebooks_inbox_batch_seconds',
+      help: 'Time of one inbox batch step: store (the statement and its commit) or enqueue (the jobs added to Redis)',
+      labelNames: ['step'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
     jobsProcessed: new Counter({
       name: 'stablebooks_jobs_processed_total',
       help: 'Jobs finished, by queue and outcome (completed, failed, rate_limited)',

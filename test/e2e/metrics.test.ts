@@ -73,6 +73,17 @@ describe('metrics: /metrics moves as the pipeline runs', () => {
     expect(sum(after, 'stablebooks_webhooks_received_total', { endpoint: 'checkout' })).toBeGreaterThan(
       sum(before, 'stablebooks_webhooks_received_total', { endpoint: 'checkout' }),
     );
+    // The webhook went through one inbox batch: its size and both steps' times are observed.
+    const batched = (name: string, labels: Record<string, string> = {}) =>
+      sum(after, name, labels) - sum(before, name, labels);
+    expect(batched('stablebooks_inbox_batch_webhooks_count')).toBeGreaterThanOrEqual(1);
+    expect(batched('stablebooks_inbox_batch_webhooks_sum')).toBe(
+      batched('stablebooks_webhooks_received_total', { endpoint: 'checkout' }),
+    );
+    expect(batched('stablebooks_inbox_batch_seconds_count', { step: 'store' })).toBe(
+      batched('stablebooks_inbox_batch_webhooks_count'),
+    );
+    expect(batched('stablebooks_inbox_batch_seconds_count', { step: 'enqueue' })).toBeGreaterThanOrEqual(1);
     expect(sum(after, 'stablebooks_api_requests_total')).toBeGreaterThan(
       sum(before, 'stablebooks_api_requests_total'),
     );
