@@ -5,6 +5,8 @@
 #   - the Prometheus server (test/e2e/prometheusAlerts.test.ts runs it against the daemon);
 #   - Chromium (test/e2e/reportHtml.test.ts opens the HTML report in it through playwright-core,
 #     which never downloads a browser of its own).
+# Extra commands a caller needs (a benchmark's load generator, say) are given as arguments, each
+# a command whose Debian package and brew formula have its name: `ensure-deps.sh wrk`.
 # As root on Debian/Ubuntu it uses apt-get; on macOS brew; otherwise it prints the exact command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +39,9 @@ if ! have_prometheus; then debs+=(prometheus); brews+=(prometheus); fi
 # No brew formula: on macOS install Chromium yourself (brew install --cask chromium) if you run
 # the browser test; the test fails and says so when /usr/bin/chromium is missing.
 if ! have_chromium; then debs+=(chromium chromium-driver); fi
+for extra in "$@"; do
+  if ! command -v "$extra" >/dev/null 2>&1; then debs+=("$extra"); brews+=("$extra"); fi
+done
 [ ${#debs[@]} -eq 0 ] && exit 0
 
 if [ "$(uname -s)" = Darwin ] && command -v brew >/dev/null 2>&1; then
