@@ -1,5 +1,6 @@
 // Small helpers every bench script shares: timestamped progress lines, numeric settings from the
-// environment, and number formatting for the results tables.
+// environment, number formatting for the results tables, and running a load tool to its end.
+import { spawn } from 'node:child_process';
 
 const started = performance.now();
 
@@ -22,6 +23,39 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/**
+ * Runs a command (pgbench, wrk) to its end; resolves with its stdout and stderr together, rejects
+ * with the end of that output when it exits non-zero. `onStart` gets its pid (to count its CPU),
+ * `onLine` each line as it comes (progress).
+ */
+export function runCommand(
+  bin: string,
+  args: string[],
+  options: { onStart?(pid: number): void; onLine?(line: string): void } = {},
+): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid !== undefined) options.onStart?.(child.pid);
+    let out = '';
+    let partial = '';
+    const onData = (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      out += text;
+      if (!options.onLine) return;
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) options.onLine(line);
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code === 0) resolve(out);
+      else reject(new Error(`${bin} exited with ${code}:\n${out.slice(-2000)}`));
+    });
+  });
+}
 
 /** What a bench started (servers, folders), undone in reverse order. */
 export type Cleanups = Array<() => Promise<unknown>>;

@@ -23,7 +23,6 @@
  * BENCH_PAYMENTS (default 2000), BENCH_WORKERS (default 1). No timing is asserted: the figures
  * are printed, with a markdown block for docs/benchmarks.md.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -45,7 +44,7 @@ import { sandboxConfigSchema } from '../src/sandbox/sandboxConfig.ts';
 import { createSvcClient } from '../src/svc/client.ts';
 import { signWebhook } from '../src/svc/signing/webhookSignature.ts';
 import { type DaemonProcess, daemonEnv, startDaemonProcess } from '../test/helpers/daemonProcess.ts';
-import { type Cleanups, fmt, log, positiveNumber, runBench, sleep } from './benchKit.ts';
+import { type Cleanups, fmt, log, positiveNumber, runBench, runCommand, sleep } from './benchKit.ts';
 import { prepareRequests, runWrk } from './wrkLoad.ts';
 
 const SECONDS = positiveNumber('BENCH_SECONDS', 10);
@@ -247,20 +246,10 @@ async function pgbench(
     String(os.cpus().length),
   ];
   args.push('-T', String(Math.max(1, Math.round(SECONDS))), url);
-  const output = await new Promise<string>((resolve, reject) => {
-    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    pgbenchPid = child.pid;
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      out += c.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`pgbench exited with ${code}:\n${out.slice(-2000)}`)),
-    );
+  const output = await runCommand(bin, args, {
+    onStart: (pid) => {
+      pgbenchPid = pid;
+    },
   });
   const tps = /tps = ([\d.]+) \((?:without|excluding)/.exec(output) ?? /tps = ([\d.]+)/.exec(output);
   if (!tps?.[1]) throw new Error(`pgbench printed no tps:\n${output.slice(-2000)}`);

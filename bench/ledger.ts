@@ -18,7 +18,6 @@
  * postings on the measured account, BENCH_BALANCE_CALLS (default 200), BENCH_TAIL (default 1000
  * entries posted after the checkpoint). No timing is asserted: the figures are printed.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +32,7 @@ import { accountBalance, checkpointBalances } from '../src/ledger/balances.ts';
 import { type AccountCache, createAccountCache } from '../src/ledger/ensureAccounts.ts';
 import type { EntryDraft, EntryLine } from '../src/ledger/entryDraft.ts';
 import { postEntry } from '../src/ledger/postEntry.ts';
-import { fmt, log, positiveNumber, sleep } from './benchKit.ts';
+import { fmt, log, positiveNumber, runCommand, sleep } from './benchKit.ts';
 
 const SECONDS = positiveNumber('BENCH_SECONDS', 10);
 const TARGET_POSTINGS = positiveNumber('BENCH_POSTINGS', 1_000_000);
@@ -164,28 +163,12 @@ async function pgbench(
   const args = ['-n', '-f', scriptFile, '-c', String(clients), '-j', String(threads)];
   args.push('-T', String(Math.max(1, Math.round(SECONDS))), '-P', '2', url);
   log(`pgbench ${clients} client(s): ${args.slice(0, -1).join(' ')} <url>`);
-  const { result: output, stats } = await measured(
-    statsDb,
-    () =>
-      new Promise<string>((resolve, reject) => {
-        const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-        let out = '';
-        let partial = '';
-        const onData = (chunk: Buffer) => {
-          const text = chunk.toString('utf8');
-          out += text;
-          const lines = (partial + text).split('\n');
-          partial = lines.pop() ?? '';
-          for (const line of lines) if (line.startsWith('progress:')) log(`  pgbench ${line}`);
-        };
-        child.stdout.on('data', onData);
-        child.stderr.on('data', onData);
-        child.on('error', reject);
-        child.on('exit', (code) => {
-          if (code === 0) resolve(out);
-          else reject(new Error(`pgbench exited with ${code}:\n${out.slice(-2000)}`));
-        });
-      }),
+  const { result: output, stats } = await measured(statsDb, () =>
+    runCommand(bin, args, {
+      onLine: (line) => {
+        if (line.startsWith('progress:')) log(`  pgbench ${line}`);
+      },
+    }),
   );
   const tps = /tps = ([\d.]+) \((?:without|excluding)/.exec(output) ?? /tps = ([\d.]+)/.exec(output);
   if (!tps?.[1]) throw new Error(`pgbench printed no tps:\n${output.slice(-2000)}`);
@@ -427,14 +410,26 @@ async function anatomy(url: string, next: NextEntry, entries: number): Promise<A
       const t0 = performance.now();
       await database.db.transaction(async (tx) => {
         entered = performance.now();
+        const timedCall = async <T>(run: () => Promise<T>): Promise<T> => {
+          const s = performance.now();
+          try {
+            return await run();
+          } finally {
+            calls.push(performance.now() - s);
+          }
+        };
+        // Every statement postEntry sends, plain (execute) or named and prepared (executePrepared
+        // goes through the session's prepareQuery), is timed.
+        const session = tx._.session;
         const timed = {
-          async execute(query: SQLWrapper) {
-            const s = performance.now();
-            try {
-              return await tx.execute(query);
-            } finally {
-              calls.push(performance.now() - s);
-            }
+          execute: (query: SQLWrapper) => timedCall(() => tx.execute(query)),
+          _: {
+            session: {
+              prepareQuery(...args: Parameters<typeof session.prepareQuery>) {
+                const prepared = session.prepareQuery(...args);
+                return { execute: () => timedCall(() => prepared.execute()) };
+              },
+            },
           },
         } as unknown as DbExecutor;
         await postEntry(timed, draft);

@@ -8,10 +8,10 @@
  * A thread that runs out starts its file again (`wrapped` > 0): the repeats are duplicates, which
  * a receiver answers without storing, so a caller counting stored rows stays honest.
  */
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findBinary } from '../src/devservices/findBinary.ts';
+import { runCommand } from './benchKit.ts';
 
 export interface PreparedRequest {
   method: 'POST';
@@ -116,39 +116,25 @@ export async function runWrk(args: {
   const bin = findBinary({ name: 'wrk', debianPackage: 'wrk', brewFormula: 'wrk' });
   const script = join(args.dir, 'wrk-prepared.lua');
   writeFileSync(script, LUA);
-  const out = await new Promise<string>((resolve, reject) => {
-    const child = spawn(
-      bin,
-      [
-        '-t',
-        String(args.threads),
-        '-c',
-        String(args.connections),
-        '-d',
-        `${args.seconds}s`,
-        '--timeout',
-        '10s',
-        '-s',
-        script,
-        args.url,
-        '--',
-        args.prefix,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    if (child.pid !== undefined) args.onStart?.(child.pid);
-    let text = '';
-    child.stdout.on('data', (c: Buffer) => {
-      text += c.toString();
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      text += c.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0 ? resolve(text) : reject(new Error(`wrk exited with ${code}:\n${text.slice(-2000)}`)),
-    );
-  });
+  const out = await runCommand(
+    bin,
+    [
+      '-t',
+      String(args.threads),
+      '-c',
+      String(args.connections),
+      '-d',
+      `${args.seconds}s`,
+      '--timeout',
+      '10s',
+      '-s',
+      script,
+      args.url,
+      '--',
+      args.prefix,
+    ],
+    { onStart: args.onStart },
+  );
   const json = /WRK_JSON (\{.*\})/.exec(out)?.[1];
   if (!json) throw new Error(`wrk printed no summary:\n${out.slice(-2000)}`);
   const r = JSON.parse(json) as Record<string, number>;
