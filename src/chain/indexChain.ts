@@ -299,7 +299,7 @@ async function reorgStep(pass: Pass): Promise<SkipReason | undefined> {
  */
 async function readNewLogs(pass: Pass, contracts: readonly string[], mem: IndexerMemory): Promise<void> {
   const { deps, info, limits, log, labels, outcome, head } = pass;
-  const wallets = await watchedWallets(deps.db, deps.config, info.chainId);
+  const wallets = await watchedWallets(deps.db, deps.config, info.chainId, { closedPools: 'exclude' });
   const addresses = [...new Set(wallets.map((w) => w.address))];
   const firstRun = limits.firstRunBlocks ?? 10_000n;
   const origin = info.startBlock ?? (head > firstRun ? head - firstRun : 0n);

@@ -17,11 +17,31 @@ export interface WatchedWallet {
   claimLinkId?: string;
 }
 
-/** Every watched wallet of the chain: one entry per (address, role), with all the stores it serves. */
+/**
+ * Whether the pool `w` (a chain_watched_wallets row) is closed: its claim or refund is final and
+ * booked. The condition is migration 0008's index predicate (chain_transfers_pool_closing_idx).
+ */
+const poolClosed = sql`exists (
+  select 1 from chain_transfers t
+  where t.chain_id = w.chain_id and t.from_address = lower(w.address)
+    and t.state = 'final' and t.applied_at is not null
+    and (t.matched_as like '%claim_link_claimed%' or t.matched_as like '%claim_link_refunded%'))`;
+
+/**
+ * Every watched wallet of the chain: one entry per (address, role), with all the stores it serves.
+ *
+ * `closedPools: 'exclude'` (the indexer's log filter) leaves out the pools whose link is closed on
+ * chain: its claim or its refund to custody is final and booked, so nothing that pool sends later
+ * is ours to book (the service settling its fee), and a filter of every pool ever funded would
+ * grow without end (eth_getLogs takes the wallets as one topic list). The matcher keeps them
+ * ('include', the default) to classify rows stored before. A closing transfer orphaned by a reorg
+ * is no longer final, so its pool is watched again and the transfer's new inclusion is read.
+ */
 export async function watchedWallets(
   db: DbExecutor,
   config: Pick<Config, 'stores'>,
   chainId: number,
+  options: { closedPools?: 'include' | 'exclude' } = {},
 ): Promise<WatchedWallet[]> {
   const byKey = new Map<string, WatchedWallet>();
   const add = (address: string, role: WatchedRole, storeId: string, claimLinkId?: string | null) => {
@@ -40,9 +60,10 @@ export async function watchedWallets(
     add(w.merchant, 'merchant', store.storeId);
     add(w.custody, 'custody', store.storeId);
   }
+  const open = options.closedPools === 'exclude' ? sql`and not ${poolClosed}` : sql``;
   const { rows } = await db.execute<{ address: string; store_id: string; claim_link_id: string | null }>(sql`
-    select address, store_id, claim_link_id from chain_watched_wallets
-    where chain_id = ${chainId} order by added_at, address`);
+    select w.address, w.store_id, w.claim_link_id from chain_watched_wallets w
+    where w.chain_id = ${chainId} ${open} order by w.added_at, w.address`);
   for (const row of rows) add(row.address, 'pool', row.store_id, row.claim_link_id);
   return [...byKey.values()];
 }
@@ -70,14 +91,18 @@ export async function watchedPool(
   };
 }
 
-/** Pools whose history before the indexer learnt them has not been read yet. */
+/**
+ * Pools whose history before the indexer learnt them has not been read yet; closed pools need none
+ * (their closing transfer was stored, and what they send after it is not ours to book).
+ */
 export async function poolsToCatchUp(
   db: DbExecutor,
   chainId: number,
 ): Promise<{ address: `0x${string}`; fromBlock: bigint }[]> {
   const { rows } = await db.execute<{ address: string; from_block: string }>(sql`
-    select address, from_block::text from chain_watched_wallets
-    where chain_id = ${chainId} and not caught_up order by from_block, address`);
+    select w.address, w.from_block::text from chain_watched_wallets w
+    where w.chain_id = ${chainId} and not w.caught_up and not ${poolClosed}
+    order by w.from_block, w.address`);
   return rows.map((r) => ({
     address: r.address.toLowerCase() as `0x${string}`,
     fromBlock: BigInt(r.from_block),

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
+import { watchedWallets } from '../../../src/chain/watchedWallets.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
@@ -177,5 +178,41 @@ describe('claim link funded and refunded within one matcher batch', () => {
       where kind like 'chain.transfer_%_unmatched' and metadata->>'tx_hash' = ${refund.txHash}`);
     expect(unmatched.rows).toEqual([]);
     for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
+  });
+
+  it('behavior: a pool whose refund is booked leaves the log filter; orphaning the refund brings it back', async () => {
+    const pool = (await kit.chain.wallet('pool:cl_race')).toLowerCase();
+    const filterHas = async () =>
+      (await watchedWallets(kit.db.db, { stores: kit.stores }, CHAIN_ID, { closedPools: 'exclude' })).some(
+        (w) => w.address === pool,
+      );
+    // The matcher still knows it (rows stored before are classified by it); the filter does not.
+    const all = await watchedWallets(kit.db.db, { stores: kit.stores }, CHAIN_ID);
+    expect(all.some((w) => w.address === pool && w.role === 'pool')).toBe(true);
+    expect(await filterHas()).toBe(false);
+
+    // The service sweeps the fee left in the pool: not ours to book, and no longer read.
+    const sweep = await kit.chain.transfer(
+      'USDT',
+      'pool:cl_race',
+      await kit.chain.wallet('service:fees'),
+      FEE,
+    );
+    await indexUntilFinal();
+    const stored = await kit.db.db.execute(
+      sql`select 1 from chain_transfers where tx_hash = ${sweep.txHash}`,
+    );
+    expect(stored.rows).toEqual([]);
+
+    // A reorg that orphans the refund (rule 3 will unwind it): the pool is watched again, so the
+    // refund's new inclusion is read.
+    const refundRow = sql`from_address = ${pool} and matched_as = 'claim_link_refunded'`;
+    await kit.db.db.execute(sql`update chain_transfers set state = 'orphaned' where ${refundRow}`);
+    try {
+      expect(await filterHas()).toBe(true);
+    } finally {
+      await kit.db.db.execute(sql`update chain_transfers set state = 'final' where ${refundRow}`);
+    }
+    expect(await filterHas()).toBe(false);
   });
 });
