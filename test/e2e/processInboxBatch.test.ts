@@ -45,6 +45,21 @@ async function paidAndStored(n: number): Promise<Array<{ intentId: string; webho
 }
 
 /** The transaction ids that last wrote these intents' rows. */
+/** The stored bytes of a webhook. */
+async function storedBody(webhookId: string): Promise<Buffer> {
+  const { rows } = await pipeline.db.execute<{ body: Buffer }>(
+    sql`select body from webhook_inbox where webhook_id = ${webhookId}`,
+  );
+  return Buffer.from(rows[0]!.body);
+}
+
+/** A checkout webhook row as the intake leaves it (received), made up by the test. */
+async function storeInboxRow(webhookId: string, storeId: string, body: Buffer): Promise<void> {
+  await pipeline.db.execute(sql`
+    insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body)
+    values (${webhookId}, ${storeId}, 'checkout', 'received', '{}'::jsonb, ${body})`);
+}
+
 async function writers(intentIds: string[]): Promise<Set<string>> {
   const { rows } = await pipeline.db.execute<{ x: string }>(sql`
     select xmin::text as x from checkout_intents where id = any(${sql.param(intentIds)}::text[])`);
@@ -133,15 +148,18 @@ describe('processInboxBatch', () => {
 
   it('error: a webhook for an intent the service does not know is failed with a finding; the rest of its batch is applied', async () => {
     const paid = await paidAndStored(2);
-    const { rows: source } = await pipeline.db.execute<{ body: Buffer }>(
-      sql`select body from webhook_inbox where webhook_id = ${paid[0]!.webhookId}`,
-    );
-    const body = JSON.parse(Buffer.from(source[0]!.body).toString('utf8')) as Record<string, unknown>;
+    const body = JSON.parse((await storedBody(paid[0]!.webhookId)).toString('utf8')) as Record<
+      string,
+      unknown
+    >;
     const unknownId = 'ffffffffffffffffffffffff';
-    await pipeline.db.execute(sql`
-      insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body)
-      values ('batch-unknown', 'st_a', 'checkout', 'received', '{}'::jsonb,
-              convert_to(${JSON.stringify({ ...body, all_svc_checkout_intent_id: unknownId, webhook_id: 'batch-unknown' })}, 'UTF8'))`);
+    await storeInboxRow(
+      'batch-unknown',
+      'st_a',
+      Buffer.from(
+        JSON.stringify({ ...body, all_svc_checkout_intent_id: unknownId, webhook_id: 'batch-unknown' }),
+      ),
+    );
 
     const results = await processInboxBatch(pipeline.payments, [
       'batch-unknown',
@@ -158,12 +176,7 @@ describe('processInboxBatch', () => {
 
   it('error: a webhook of a store no longer configured fails its own job only', async () => {
     const paid = await paidAndStored(2);
-    const { rows: source } = await pipeline.db.execute<{ body: Buffer }>(
-      sql`select body from webhook_inbox where webhook_id = ${paid[0]!.webhookId}`,
-    );
-    await pipeline.db.execute(sql`
-      insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body)
-      values ('batch-gone-store', 'st_gone', 'checkout', 'received', '{}'::jsonb, ${source[0]!.body})`);
+    await storeInboxRow('batch-gone-store', 'st_gone', await storedBody(paid[0]!.webhookId));
     const deps = {
       ...pipeline.payments,
       client: (storeId: string) => {
