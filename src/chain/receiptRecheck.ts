@@ -12,7 +12,8 @@ import { storeTransfers } from './storeTransfers.ts';
  * indexer's hash checks do not cover: before such a row becomes final, and after a reorg orphaned
  * one. When the transaction now sits in another block, the old inclusion is orphaned and the new
  * one stored (a log's index can change with its block, so the new log is the one with the same
- * token, sender, recipient and value, in order).
+ * token, sender, recipient and value, in order); when it is back in the block of an orphaned row,
+ * that row is revived (storeTransfers.ts).
  */
 export interface ReceiptRow {
   id: bigint;
@@ -31,7 +32,7 @@ export interface RecheckResult {
   confirmedIds: bigint[];
   /** Rows orphaned now (the transaction is gone or in another block). */
   orphanedIds: bigint[];
-  /** New inclusions stored (pending, source receipt). */
+  /** New inclusions stored, or orphaned ones revived (pending). */
   insertedIds: bigint[];
   /** Transactions whose receipt could not be read this time (they stay as they are). */
   unavailable: number;
@@ -58,10 +59,13 @@ export async function recheckReceiptRows(
     }
     const landedIn = receipt.status === 'success' ? receipt.blockHash : null;
     const stale = txRows.filter((r) => r.blockHash !== landedIn);
+    // An orphaned row whose transaction is back in that very block is revived by storing it again.
+    const returned = txRows.filter((r) => r.blockHash === landedIn && r.state === 'orphaned');
     for (const r of txRows)
       if (r.blockHash === landedIn && r.state !== 'orphaned') result.confirmedIds.push(r.id);
-    if (stale.length === 0) continue;
-    const reincluded = receipt.status === 'success' ? correspondingTransfers(stale, receipt.transfers) : [];
+    if (stale.length === 0 && returned.length === 0) continue;
+    const reincluded =
+      receipt.status === 'success' ? correspondingTransfers([...stale, ...returned], receipt.transfers) : [];
     await deps.db.transaction(async (tx) => {
       const toOrphan = stale.filter((r) => r.state !== 'orphaned').map((r) => r.id.toString());
       if (toOrphan.length > 0) {

@@ -39,7 +39,11 @@ export const chainCursors = pgTable('chain_cursors', {
  * - matched_as / matched_ref: what the ledger booked from it (ChainEntryRole kind) and for what
  *   (intent or claim-link id); null until applied, `ignored` when it books nothing;
  * - applied_at: a final row was matched and booked; unwound_at: an orphaned row's booking was
- *   reversed.
+ *   reversed;
+ * - revival: how many times the inclusion came back after its booking was unwound (the chain
+ *   returned to the block hash: a flip-back reorg, or a false reorg from one lying URL). The row is
+ *   read again as pending, and what it books now carries the revival in its idempotency keys, so
+ *   it does not collide with the reversed entries of before (storeTransfers.ts).
  * Also indexed, outside this declaration (drizzle cannot express INCLUDE): chain_transfers_payment_ref_idx
  * on matched_ref, including value, over final payment proofs, for reconciliation's matching
  * (migration 0007).
@@ -71,6 +75,7 @@ export const chainTransfers = pgTable(
     appliedAt: timestamp('applied_at', { withTimezone: true }),
     /** When the entry booked from an orphaned inclusion was reversed (rule 3). */
     unwoundAt: timestamp('unwound_at', { withTimezone: true }),
+    revival: integer('revival').notNull().default(0),
   },
   (t) => [
     unique('chain_transfers_inclusion').on(t.chainId, t.txHash, t.logIndex, t.blockHash),
@@ -85,6 +90,7 @@ export const chainTransfers = pgTable(
       and ${t.token} = lower(${t.token}) and ${t.fromAddress} = lower(${t.fromAddress}) and ${t.toAddress} = lower(${t.toAddress})`,
     ),
     check('chain_transfers_value', sql`${t.value} >= 0`),
+    check('chain_transfers_revival', sql`${t.revival} >= 0`),
   ],
 );
 

@@ -20,12 +20,13 @@ export type TransferRow = {
   matched_as: string | null;
   matched_ref: string | null;
   store_id: string | null;
+  revival: number;
 };
 
 /** The columns of TransferRow, for `select ${transferColumns} from chain_transfers ...`. */
 export const transferColumns = sql.raw(
   `id::text, chain_id::text, tx_hash, log_index, block_number::text, block_hash, block_time, token,
-   from_address, to_address, value::text, state, final_at, matched_as, matched_ref, store_id`,
+   from_address, to_address, value::text, state, final_at, matched_as, matched_ref, store_id, revival`,
 );
 
 export function transferFact(row: TransferRow): ChainTransferFact {
@@ -40,6 +41,7 @@ export function transferFact(row: TransferRow): ChainTransferFact {
     to: row.to_address as `0x${string}`,
     amount: BigInt(row.value),
     occurredAt: new Date(row.block_time),
+    revival: row.revival,
   };
 }
 

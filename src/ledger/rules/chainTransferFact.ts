@@ -26,6 +26,11 @@ export interface ChainTransferFact {
   amount: bigint;
   /** Block time. */
   occurredAt: Date;
+  /**
+   * How many times this inclusion came back after what it booked was reversed (the chain returned
+   * to the block hash); 0 or absent for the first time. A revived inclusion books under new keys.
+   */
+  revival?: number;
 }
 
 /** The transfer's identity independent of the block it landed in: `<chainId>:<txHash>:<logIndex>`. */
@@ -33,9 +38,13 @@ export function chainTransferId(t: ChainTransferFact): string {
   return `${t.chainId}:${t.txHash.toLowerCase()}:${t.logIndex}`;
 }
 
-/** The part of an idempotency key that names one inclusion: `<chainId>:<txHash>:<logIndex>:<blockHash>`. */
+/**
+ * The part of an idempotency key that names one inclusion: `<chainId>:<txHash>:<logIndex>:<blockHash>`,
+ * and `:r<n>` after it for the n-th revival (the keys of the first time stay as they always were).
+ */
 export function chainInclusionKeyPart(t: ChainTransferFact): string {
-  return `${chainTransferId(t)}:${t.blockHash.toLowerCase()}`;
+  const revival = t.revival ? `:r${t.revival}` : '';
+  return `${chainTransferId(t)}:${t.blockHash.toLowerCase()}${revival}`;
 }
 
 export function sameAddress(a: string, b: string): boolean {
@@ -54,6 +63,7 @@ export function chainTransferDetails(t: ChainTransferFact): Record<string, unkno
     from: t.from.toLowerCase(),
     to: t.to.toLowerCase(),
     value: t.amount.toString(),
+    ...(t.revival ? { revival: t.revival } : {}),
   };
 }
 
@@ -64,6 +74,9 @@ export function assertTransferShape(t: ChainTransferFact): void {
   }
   if (!Number.isInteger(t.logIndex) || t.logIndex < 0) {
     throw new RangeError(`transfer ${t.txHash} has an invalid log index ${t.logIndex}`);
+  }
+  if (t.revival !== undefined && (!Number.isInteger(t.revival) || t.revival < 0)) {
+    throw new RangeError(`transfer ${chainTransferId(t)} has an invalid revival ${t.revival}`);
   }
 }
 

@@ -177,6 +177,23 @@ describe('reorgReversal (rule 3)', () => {
     expect(balanceOf(totals, 'assets:in_transit', USDC_BASE)).toBe(-N6);
   });
 
+  it('behavior: an inclusion revived after its reversal books under keys of its own; the first keys are unchanged', () => {
+    const revived = { ...original, revival: 1 };
+    const first = paymentProven(proofInput(original)).entry!;
+    const again = paymentProven(proofInput(revived)).entry!;
+    expect(first.idempotencyKey).toBe(`chain:proof:8453:${hash(7)}:0:${hash(500, 1)}`);
+    expect(paymentProven(proofInput({ ...original, revival: 0 })).entry!.idempotencyKey).toBe(
+      first.idempotencyKey,
+    );
+    expect(again.idempotencyKey).toBe(`chain:proof:8453:${hash(7)}:0:${hash(500, 1)}:r1`);
+    expect(reorgReversal({ transfer: revived, posted: { kind: 'payment_proof' } }).reverse).toBe(
+      again.idempotencyKey,
+    );
+    const totals = trialBalance([first, reversalOf(first), again]);
+    expect(balanceOf(totals, 'assets:wallet', USDC_BASE)).toBe(N6);
+    expect(() => paymentProven(proofInput({ ...original, revival: -1 }))).toThrow(/invalid revival -1/);
+  });
+
   it('behavior: an orphaned transfer nothing was booked from still reports, reverses nothing', () => {
     const decision = reorgReversal({ transfer: original, posted: null });
     expect(decision.reverse).toBeNull();

@@ -1,0 +1,2 @@
+ALTER TABLE "chain_transfers" ADD COLUMN "revival" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE "chain_transfers" ADD CONSTRAINT "chain_transfers_revival" CHECK ("chain_transfers"."revival" >= 0);
