@@ -1,15 +1,15 @@
 import type { Job } from 'bullmq';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { pollIntent } from '../src/payments/pollIntent.ts';
-import { SvcApiError } from '../src/svc/errors.ts';
+import { rateLimitWaitMs, SvcApiError } from '../src/svc/errors.ts';
 import type { JobContext } from './jobContext.ts';
 import { pollJob } from './queues.ts';
 import { schedulePoll } from './schedulePoll.ts';
 
 /**
  * polls-<store> queues: one poll, then the next one on the adaptive schedule. A 40001 pauses the
- * whole queue of that API key for retry_after (every process shares the pause) and puts the job
- * back; an error no retry can fix fails the job at once.
+ * whole queue of that API key for retry_after (every process shares the pause; the client sets it,
+ * jobs/keyPause.ts) and puts the job back; an error no retry can fix fails the job at once.
  */
 export function pollProcessor(ctx: JobContext) {
   return async (job: Job): Promise<string> => {
@@ -18,9 +18,9 @@ export function pollProcessor(ctx: JobContext) {
     try {
       outcome = await pollIntent(ctx.payments, intentId, { scale: ctx.pollScale });
     } catch (err) {
-      if (err instanceof SvcApiError && err.code === 40001) {
+      if (rateLimitWaitMs(err) !== undefined) {
+        // The client has paused the key (this queue's rate limit) for as long as the service asked.
         ctx.metrics.polls.inc({ outcome: 'rate_limited' });
-        await ctx.queues.polls(storeId).rateLimit(err.retryAfterMs ?? 1000);
         throw Worker.RateLimitError();
       }
       ctx.metrics.polls.inc({ outcome: 'error' });

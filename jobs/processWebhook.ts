@@ -1,8 +1,8 @@
-import { type Job, UnrecoverableError } from 'bullmq';
+import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { createMicroBatcher } from '../src/batching/microBatcher.ts';
 import { processInboxBatch } from '../src/payments/processInboxBatch.ts';
 import type { InboxOutcome } from '../src/payments/processInboxWebhook.ts';
-import { SvcError } from '../src/svc/errors.ts';
+import { rateLimitWaitMs, SvcError } from '../src/svc/errors.ts';
 import type { JobContext } from './jobContext.ts';
 import { webhookJob } from './queues.ts';
 import { schedulePoll } from './schedulePoll.ts';
@@ -19,12 +19,19 @@ export function webhookProcessor(ctx: JobContext) {
     // Two batches overlap: one fetching its intents from the API while the other writes.
     maxInFlight: 2,
   });
-  return async (job: Job): Promise<string> => {
+  return async (job: Job, token?: string): Promise<string> => {
     const { webhookId } = webhookJob.data.parse(job.data);
     let outcome: InboxOutcome;
     try {
       outcome = await batches.add(webhookId);
     } catch (err) {
+      // The store's API key is paused (a 40001, here or in another process): wait it out without
+      // spending an attempt, so a long rate limit cannot fail the webhook.
+      const waitMs = rateLimitWaitMs(err);
+      if (waitMs !== undefined && token) {
+        await job.moveToDelayed(Date.now() + waitMs, token);
+        throw new DelayedError();
+      }
       // No retry fixes a refused request; the inbox row stays `received` for a person (and the
       // sweeper tries again later, in case the cause was fixed).
       if (err instanceof SvcError && !err.retryable) throw new UnrecoverableError(err.message);

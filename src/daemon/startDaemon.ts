@@ -5,6 +5,7 @@ import { alertProcessor } from '../../jobs/alerts.ts';
 import { type ChainJobDeps, chainProcessor } from '../../jobs/chain.ts';
 import { claimLinkProcessor } from '../../jobs/claimLinks.ts';
 import type { JobContext } from '../../jobs/jobContext.ts';
+import { queueKeyPause } from '../../jobs/keyPause.ts';
 import { maintenanceProcessor } from '../../jobs/maintenance.ts';
 import { pollProcessor } from '../../jobs/pollIntent.ts';
 import { webhookProcessor } from '../../jobs/processWebhook.ts';
@@ -153,8 +154,10 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
           baseUrl: config.svcBaseUrl,
           credentials: store,
           clock,
-          // A 40001 is handed to the job, which pauses the key's queue for every process.
+          // A 40001 pauses the key for every process (the poll queue's rate limit) and is handed
+          // to the job, which waits out the pause without spending an attempt.
           retry: { maxAttempts: 3, maxRetryAfterMs: 0 },
+          keyPause: queueKeyPause(pollsQueue(storeId)),
           onAttempt: (a) => {
             metrics.apiRequests.inc({ endpoint: a.endpoint, outcome: String(a.outcome) });
             metrics.apiRequestSeconds.observe({ endpoint: a.endpoint }, a.durationMs / 1000);

@@ -76,7 +76,8 @@ export async function processInboxBatch(
           (err: unknown) => {
             // An intent the service does not know is recorded by the webhook's own path (failed,
             // with a finding). Any other error is the job's: asking again at once would double
-            // the calls while the service refuses them (40001), so BullMQ's backoff retries it.
+            // the calls while the service struggles, so the job retries it later (after the
+            // key's pause, for a 40001).
             results.set(
               webhookId,
               isUnknownIntentError(err)

@@ -3,8 +3,10 @@ import { z } from 'zod';
 import { type Clock, systemClock, unixSeconds } from '../clock.ts';
 import {
   ResponseSignatureError,
+  rateLimitWaitMs,
   SvcApiError,
   SvcInvalidRequestError,
+  SvcKeyPausedError,
   SvcProtocolError,
   SvcTransportError,
   UnknownOutcomeError,
@@ -78,9 +80,21 @@ export interface SvcClientOptions {
   retry?: Partial<RetrySettings>;
   timeouts?: { defaultMs?: number; claimLinkCreateMs?: number };
   onAttempt?: (attempt: SvcAttempt) => void;
+  /**
+   * The key's pause after a 40001, shared by every process that holds the key (the daemon keeps
+   * it in Redis, beside the key's poll queue). A request during the pause is not sent
+   * (SvcKeyPausedError); a 40001 starts or renews it for the retry_after the service gave.
+   */
+  keyPause?: SvcKeyPause;
   /** Injected in tests to observe waits without spending them. */
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
+}
+
+export interface SvcKeyPause {
+  /** How long the key stays paused, in ms; 0 when it is not. */
+  remainingMs(): Promise<number>;
+  start(ms: number): Promise<void>;
 }
 
 export type SvcEndpoint =
@@ -269,9 +283,16 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
 
   async function call<T>(spec: CallSpec<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      // Outside the try: a request not sent needs neither the retry policy nor an unknown outcome.
+      // If the pause cannot be read, the request goes: the service enforces its limit anyway.
+      const pausedMs = (await options.keyPause?.remainingMs().catch(() => 0)) ?? 0;
+      if (pausedMs > 0) throw new SvcKeyPausedError(spec.endpoint, pausedMs);
       try {
         return await attemptOnce(spec, attempt);
       } catch (err) {
+        const waitMs = rateLimitWaitMs(err);
+        // The caller must still get the service's 40001, even if the pause could not be saved.
+        if (waitMs !== undefined) await options.keyPause?.start(waitMs).catch(() => undefined);
         if (spec.idempotency === 'unsafe' && mayHaveActed(err)) {
           throw new UnknownOutcomeError(
             spec.endpoint,

@@ -136,3 +136,31 @@ export class SvcInvalidRequestError extends SvcError {
     super(`${endpoint}: invalid request: ${problems.join('; ')}`);
   }
 }
+
+/**
+ * Not sent: the service rate-limited this API key (40001) and asked us to wait, and the wait
+ * (shared by every process holding the key, see SvcClientOptions.keyPause) is not over.
+ */
+export class SvcKeyPausedError extends SvcError {
+  override name = 'SvcKeyPausedError';
+  readonly retryable = true;
+  constructor(
+    readonly endpoint: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(
+      `${endpoint}: not sent: the service rate-limited this API key (40001); ` +
+        `it is paused for another ${Math.ceil(retryAfterMs / 1000)} s`,
+    );
+  }
+}
+
+/** How long to wait before using the API key again, when the error says it is rate-limited. */
+export function rateLimitWaitMs(err: unknown): number | undefined {
+  if (err instanceof SvcKeyPausedError) return err.retryAfterMs;
+  if (err instanceof SvcApiError && err.code === 40001) return err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
+  return undefined;
+}
+
+/** The wait after a 40001 that did not say how long (retry_after absent or unreadable). */
+export const DEFAULT_RATE_LIMIT_WAIT_MS = 1000;

@@ -1,5 +1,7 @@
+import { Queue } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { QUEUE, webhookJob } from '../../jobs/queues.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { applyIntentSnapshot } from '../../src/payments/applyIntentSnapshot.ts';
 import { createIntent } from '../../src/payments/createIntent.ts';
@@ -236,6 +238,50 @@ describe('payments delivery faults: API bursts', () => {
     expect(faults).toMatchObject({ rateLimitNext: 0, errorNext: null });
     expect([...(await entriesPerIntent(ids)).values()]).toEqual(Array(8).fill(1));
     for (const id of ids) expect(await ledgerLinesOf(pipeline.db, id)).toEqual(EXACT_LINES);
+    await expectTrialBalanceZero();
+  }, 60_000);
+
+  /** Every API request the daemon sent, whatever the answer. */
+  async function apiRequestsSent(): Promise<number> {
+    const metric = await daemon.metrics.apiRequests.get();
+    return metric.values.reduce((n, v) => n + v.value, 0);
+  }
+
+  it('behavior: a 40001 pauses the API key for retry_after: no request of that key until it ends, then each webhook is posted once', async () => {
+    const first = await untrackedIntent();
+    const rest = await Promise.all(Array.from({ length: 3 }, () => untrackedIntent()));
+    const limited = await apiAnswers(40001);
+    await control('/_sandbox/faults', { rate_limit_next: 1, retry_after: '4s' });
+    await control(`/_sandbox/intents/${first}/pay`, {});
+    await pipeline.waitFor(async () => (await apiAnswers(40001)) > limited);
+    const pausedAt = Date.now();
+    const sentAtPause = await apiRequestsSent();
+
+    // Three more webhooks of the same key arrive during the pause: stored, but nothing is asked of
+    // the API for them (nor for the first one again) while the service said to wait.
+    await Promise.all(rest.map((id) => control(`/_sandbox/intents/${id}/pay`, {})));
+    await pipeline.waitFor(async () => (await inboxRows(rest[2]!)).length > 0);
+    while (Date.now() - pausedAt < 2_500) {
+      expect(await apiRequestsSent()).toBe(sentAtPause);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    for (const id of [first, ...rest]) expect(await postedLines(id)).toEqual(EXACT_LINES);
+    expect(Date.now() - pausedAt).toBeGreaterThanOrEqual(3_000);
+    expect(await apiAnswers(40001)).toBe(limited + 1);
+    expect([...(await entriesPerIntent([first, ...rest])).values()]).toEqual([1, 1, 1, 1]);
+    // The refused webhook's job waited out the pause instead of failing an attempt.
+    const queue = new Queue(QUEUE.webhooks, {
+      connection: { url: pipeline.config.redisUrl },
+      prefix: pipeline.config.queuePrefix,
+    });
+    try {
+      const [row] = await inboxRows(first);
+      const job = await queue.getJob(webhookJob.jobId(row!.webhook_id));
+      expect(await job?.getState()).toBe('completed');
+      expect(job?.attemptsMade).toBe(1);
+    } finally {
+      await queue.close();
+    }
     await expectTrialBalanceZero();
   }, 60_000);
 

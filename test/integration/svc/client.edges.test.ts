@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSvcClient } from '../../../src/svc/client.ts';
-import { SvcTransportError } from '../../../src/svc/errors.ts';
+import { SvcApiError, SvcKeyPausedError, SvcTransportError } from '../../../src/svc/errors.ts';
 import {
   API_KEY,
   API_SECRET,
@@ -27,6 +27,39 @@ describe('client edges', () => {
     const { delays, sleep } = recordingSleep();
     await expect(makeClient(service, { sleep }).ping()).resolves.toMatchObject({ pong: 'ok' });
     expect(delays).toEqual([2000]);
+  });
+
+  it('retry: a 40001 pauses the key for its retry_after; during the pause nothing is sent', async () => {
+    const service = await startFakeService();
+    service.script(apiError(40001, 429, { retry_after: '3s' }), ok({ pong: 'ok' }), ok({ pong: 'ok' }));
+    let pausedUntil = 0;
+    let now = 1_000;
+    const starts: number[] = [];
+    const keyPause = {
+      remainingMs: async () => Math.max(0, pausedUntil - now),
+      start: async (ms: number) => {
+        starts.push(ms);
+        pausedUntil = now + ms;
+      },
+    };
+    // The daemon's settings: a 40001 is not waited for inside the client.
+    const client = makeClient(service, { retry: { maxAttempts: 3, maxRetryAfterMs: 0 }, keyPause });
+    const refused = await client.ping().catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(SvcApiError);
+    expect(starts).toEqual([3000]);
+    now += 1_000;
+    const paused = await client.ping().catch((err: unknown) => err);
+    expect(paused).toBeInstanceOf(SvcKeyPausedError);
+    expect(paused).toMatchObject({ retryAfterMs: 2000, retryable: true });
+    expect(service.requests).toHaveLength(1);
+    now += 2_000;
+    await expect(client.ping()).resolves.toMatchObject({ pong: 'ok' });
+    expect(service.requests).toHaveLength(2);
+    // A pause that cannot be read (Redis down) does not stop the request.
+    const unreadable = makeClient(service, {
+      keyPause: { remainingMs: () => Promise.reject(new Error('redis down')), start: async () => {} },
+    });
+    await expect(unreadable.ping()).resolves.toMatchObject({ pong: 'ok' });
   });
 
   it('cancel: 50108 "cancelled" without a reason is still already cancelled', async () => {
