@@ -13,6 +13,7 @@ import {
 import { proveIntentPayment } from '../payments/proveIntentPayment.ts';
 import { recordFinding } from '../recon/recordFinding.ts';
 import { applyClaimLinkTransfer, applyCustodyOutflow } from './claimLinkTransfers.ts';
+import { applyPaymentReturn } from './paymentReturns.ts';
 import {
   type MatchDecision,
   markApplied,
@@ -24,7 +25,8 @@ import { type WatchedWallet, watchedPool, watchedWallets } from './watchedWallet
 
 /**
  * Turns what the indexer stored into ledger entries: every final transfer is matched once to what
- * it pays (an intent's proof, a claim link's funding, claim or refund, or nothing: rule 9), and
+ * it pays (an intent's proof, a claim link's funding, claim or refund, a payment sent back, or
+ * nothing: rule 9), and
  * every orphaned transfer that was booked is unwound (rule 3). Each row is its own transaction,
  * claimed with SKIP LOCKED, so any number of workers can run this at once.
  *
@@ -148,6 +150,12 @@ async function applyOne(
         : funding;
     }
   }
+  // Money leaving a merchant wallet: an intent's payment the service sent back to its payer.
+  const merchantStore = from?.role === 'merchant' ? from.storeIds[0] : undefined;
+  if (merchantStore) {
+    const returned = await applyPaymentReturn(tx, deps, row, merchantStore, graceOver);
+    if (returned) return returned;
+  }
   if (to?.role === 'merchant') {
     const intent = (
       await tx.execute<{ id: string; status: number | null }>(sql`
@@ -212,6 +220,7 @@ async function unwindOne(tx: DbExecutor, id: string): Promise<boolean> {
     const link = row.matched_ref ?? '';
     switch (kind) {
       case 'payment_proof':
+      case 'payment_returned':
       case 'transfer_in_unmatched':
       case 'transfer_out_unmatched':
         return [{ kind }];

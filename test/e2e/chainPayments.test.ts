@@ -6,6 +6,7 @@ import { createChainRpcs } from '../../src/chain/rpcClients.ts';
 import { rawRpc } from '../../src/devservices/anvil.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
+import { createIntent } from '../../src/payments/createIntent.ts';
 import { proveBalances } from '../../src/recon/balanceProofs.ts';
 import {
   sandboxTokenAbi,
@@ -217,6 +218,54 @@ describe('chain: transfers nobody explains', () => {
       select severity from findings where kind = 'unmatched_transfer_in' and resolved_at is null
         and details->>'tx_hash' = ${sent.txHash.toLowerCase()}`);
     expect(finding.rows).toEqual([{ severity: 'warning' }]);
+    await expectProofsHold();
+  });
+});
+
+describe('chain: a payment the service sends back', () => {
+  it('behavior: an underpaid direct payment and its return clear each other: no suspense, no owner transfer, no open finding', async () => {
+    // Tracked (created through stablebooks): the poller learns the failure, as the service sends
+    // no webhook for it.
+    const { created } = await createIntent(pipeline.payments, 'st_a', {
+      stable_coin: 1,
+      amount_cents: 2500n,
+    });
+    const id = created.allsvc_checkout_intent_id;
+    const res = await pipeline.sandbox.control<{
+      status: number;
+      sandbox: { payment?: { refund_tx_hash?: string } };
+    }>(`/_sandbox/intents/${id}/pay`, { route: 'direct', amount: '20' });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.status).toBe(CheckoutStatus.UNDERPAID);
+    const returnHash = res.body.sandbox.payment?.refund_tx_hash?.toLowerCase() ?? '';
+    expect(returnHash).toMatch(/^0x[0-9a-f]{64}$/);
+    await mine(3);
+
+    const lines = await linesOnceCounted(id, 'chain.payment_returned', 1);
+    expect(lines).toEqual([
+      'chain.payment_returned: assets:suspense 20000000',
+      'chain.payment_returned: assets:wallet -20000000',
+    ]);
+    const { rows: intent } = await pipeline.db.execute<{ status: number; tx_hash: string }>(
+      sql`select status, lower(tx_hash) as tx_hash from checkout_intents where id = ${id}`,
+    );
+    expect(intent).toEqual([{ status: CheckoutStatus.UNDERPAID, tx_hash: expect.any(String) }]);
+    const paidHash = intent[0]!.tx_hash;
+    // The arrival went to suspense (rule 9); nothing of either transfer is an owner transfer.
+    const byTx = await pipeline.db.execute<{ kind: string; tx: string }>(sql`
+      select kind, metadata->>'tx_hash' as tx from ledger_entries
+      where metadata->>'tx_hash' in (${paidHash}, ${returnHash}) order by id`);
+    expect(byTx.rows).toEqual([
+      { kind: 'chain.transfer_in_unmatched', tx: paidHash },
+      { kind: 'chain.payment_returned', tx: returnHash },
+    ]);
+    const open = await pipeline.db.execute(sql`
+      select kind from findings where resolved_at is null and details->>'tx_hash' in (${paidHash}, ${returnHash})`);
+    expect(open.rows).toEqual([]);
+    const matched = await pipeline.db.execute<{ matched_as: string; matched_ref: string }>(
+      sql`select matched_as, matched_ref from chain_transfers where tx_hash = ${returnHash}`,
+    );
+    expect(matched.rows).toEqual([{ matched_as: 'payment_returned', matched_ref: id }]);
     await expectProofsHold();
   });
 });

@@ -1,8 +1,9 @@
 /**
  * Posting rules for facts from the chain: DESIGN.md section 6, rule 2 (a final transfer proves a
  * confirmed payment), rule 3 (a proven transfer was orphaned by a reorg) and rule 9 (a transfer
- * into or out of a watched wallet that matches nothing). Pure: the same fact always gives the same
- * outcome and the same idempotency key.
+ * into or out of a watched wallet that matches nothing), with its one exception: a payment the
+ * service sent back to its payer clears the suspense its arrival was booked to. Pure: the same
+ * fact always gives the same outcome and the same idempotency key.
  *
  * Glossary
  * - transfer: one ERC-20 Transfer log in one block (`ChainTransferFact`); the caller passes only
@@ -53,9 +54,27 @@ export interface UnmatchedTransferInput {
   wallet: { address: `0x${string}`; role: WatchedWalletRole };
 }
 
+/**
+ * A payment into the merchant wallet that the service sent back whole to the wallet it came from
+ * (SEND_BACK of an underpaid or rejected direct payment): its arrival matched no confirmed intent
+ * and went to suspense (rule 9); the return clears that suspense instead of being an owner
+ * transfer.
+ */
+export interface PaymentReturnedInput {
+  storeId: string;
+  intentId: string;
+  /** The transfer out of the merchant wallet back to the payer. */
+  returned: ChainTransferFact;
+  /** The intent's payment into the merchant wallet that it returns. */
+  paid: ChainTransferFact;
+  /** Accepted token of both transfers. */
+  token: Token;
+}
+
 /** What the ledger booked from one inclusion of a transfer, for rule 3. */
 export type ChainEntryRole =
   | { kind: 'payment_proof' }
+  | { kind: 'payment_returned' }
   | { kind: 'transfer_in_unmatched' }
   | { kind: 'transfer_out_unmatched' }
   | { kind: 'claim_link_funding_fee'; claimLinkId: string }
@@ -79,6 +98,10 @@ export function paymentProofKey(transfer: ChainTransferFact): string {
   return `chain:proof:${chainInclusionKeyPart(transfer)}`;
 }
 
+export function paymentReturnedKey(returned: ChainTransferFact): string {
+  return `chain:returned:${chainInclusionKeyPart(returned)}`;
+}
+
 export function unmatchedTransferKey(transfer: ChainTransferFact, direction: 'in' | 'out'): string {
   return `chain:unmatched_${direction}:${chainInclusionKeyPart(transfer)}`;
 }
@@ -88,6 +111,8 @@ export function chainEntryKey(transfer: ChainTransferFact, role: ChainEntryRole)
   switch (role.kind) {
     case 'payment_proof':
       return paymentProofKey(transfer);
+    case 'payment_returned':
+      return paymentReturnedKey(transfer);
     case 'transfer_in_unmatched':
       return unmatchedTransferKey(transfer, 'in');
     case 'transfer_out_unmatched':
@@ -260,4 +285,45 @@ export function unmatchedTransfer(input: UnmatchedTransferInput): RuleOutcome {
       },
     ],
   };
+}
+
+/**
+ * A payment sent back (see PaymentReturnedInput): debit assets:suspense X, credit the merchant
+ * wallet X, where X is the returned amount. The caller matched the pair (same token and amount,
+ * from the wallet the payment reached back to the wallet it came from); a pair that is not one
+ * is a bug in that match, refused here.
+ */
+export function paymentReturned(input: PaymentReturnedInput): RuleOutcome {
+  const { returned, paid, token } = input;
+  assertTransferShape(returned);
+  assertTransferShape(paid);
+  assertTokenOfTransfer(token, returned);
+  if (
+    !sameAddress(returned.from, paid.to) ||
+    !sameAddress(returned.to, paid.from) ||
+    !sameAddress(returned.tokenAddress, paid.tokenAddress) ||
+    returned.amount !== paid.amount ||
+    returned.chainId !== paid.chainId
+  ) {
+    throw new RangeError(
+      `transfer ${chainTransferId(returned)} does not send payment ${chainTransferId(paid)} back ` +
+        '(same chain, token and amount, from its recipient to its sender)',
+    );
+  }
+  const X = returned.amount;
+  const entry = draftEntry(
+    {
+      idempotencyKey: paymentReturnedKey(returned),
+      kind: 'chain.payment_returned',
+      occurredAt: returned.occurredAt,
+      storeId: input.storeId,
+      ref: { type: 'checkout_intent', id: input.intentId },
+      metadata: { ...chainTransferDetails(returned), paid_tx_hash: paid.txHash.toLowerCase() },
+    },
+    [
+      debit(account('assets:suspense', input.storeId, token), X),
+      credit(account('assets:wallet', input.storeId, token), X),
+    ],
+  );
+  return { entry, findings: [] };
 }

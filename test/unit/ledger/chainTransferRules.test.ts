@@ -5,6 +5,8 @@ import {
   type PaymentProofInput,
   paymentProofKey,
   paymentProven,
+  paymentReturned,
+  paymentReturnedKey,
   reorgReversal,
   unmatchedTransfer,
 } from '../../../src/ledger/rules/chainTransferRules.ts';
@@ -201,6 +203,7 @@ describe('reorgReversal (rule 3)', () => {
   });
 
   it.each([
+    [{ kind: 'payment_returned' } as const, 'chain:returned:'],
     [{ kind: 'transfer_in_unmatched' } as const, 'chain:unmatched_in:'],
     [{ kind: 'transfer_out_unmatched' } as const, 'chain:unmatched_out:'],
     [{ kind: 'claim_link_funding_fee', claimLinkId: 'cl1' } as const, 'claim_link:funding_fee:cl1:'],
@@ -346,5 +349,65 @@ describe('unmatchedTransfer (rule 9)', () => {
         wallet: { address: MERCHANT_WALLET, role: 'merchant' },
       }),
     ).toThrow(/neither enters nor leaves/);
+  });
+});
+
+describe('paymentReturned (rule 9: a payment sent back)', () => {
+  const paid = transfer(USDC_BASE, {
+    amount: 20_000_000n,
+    from: STRANGER,
+    to: MERCHANT_WALLET,
+    txHash: hash(30),
+  });
+  const returned = transfer(USDC_BASE, {
+    amount: 20_000_000n,
+    from: MERCHANT_WALLET,
+    to: STRANGER,
+    txHash: hash(31),
+    blockNumber: 600n,
+    blockHash: hash(600, 3),
+  });
+
+  it('behavior: clears the suspense the arrival was booked to: with it, wallet and suspense net to zero', () => {
+    const arrival = unmatchedTransfer({
+      storeId: STORE,
+      transfer: paid,
+      token: USDC_BASE,
+      wallet: { address: MERCHANT_WALLET, role: 'merchant' },
+    }).entry!;
+    const { entry, findings } = paymentReturned({
+      storeId: STORE,
+      intentId: 'i9',
+      returned,
+      paid,
+      token: USDC_BASE,
+    });
+    expect(findings).toEqual([]);
+    expect(entry).toMatchObject({
+      kind: 'chain.payment_returned',
+      idempotencyKey: `chain:returned:8453:${hash(31)}:0:${hash(600, 3)}`,
+      ref: { type: 'checkout_intent', id: 'i9' },
+    });
+    expect(entry!.idempotencyKey).toBe(paymentReturnedKey(returned));
+    expect(linesByKind(entry)).toEqual({ 'assets:suspense': 20_000_000n, 'assets:wallet': -20_000_000n });
+    const totals = trialBalance([arrival, entry!]);
+    expect(balanceOf(totals, 'assets:wallet', USDC_BASE)).toBe(0n);
+    expect(balanceOf(totals, 'assets:suspense', USDC_BASE)).toBe(0n);
+  });
+
+  it.each([
+    ['another amount', { amount: 19_999_999n }],
+    ['another recipient', { to: CUSTODY_WALLET }],
+    ['another token contract', { tokenAddress: USDT_BNB.address }],
+  ])('error: a transfer that does not mirror the payment (%s) is refused', (_name, change) => {
+    expect(() =>
+      paymentReturned({
+        storeId: STORE,
+        intentId: 'i9',
+        returned: { ...returned, ...change },
+        paid,
+        token: USDC_BASE,
+      }),
+    ).toThrow(RangeError);
   });
 });

@@ -1,0 +1,111 @@
+import { type SQL, sql } from 'drizzle-orm';
+import type { Config } from '../config/loadConfig.ts';
+import type { DbExecutor } from '../db/database.ts';
+import type { AccountCache } from '../ledger/ensureAccounts.ts';
+import { postEntry } from '../ledger/postEntry.ts';
+import { chainTransferId } from '../ledger/rules/chainTransferFact.ts';
+import { paymentReturned } from '../ledger/rules/chainTransferRules.ts';
+import { resolveFinding } from '../recon/recordFinding.ts';
+import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
+import {
+  type MatchDecision,
+  markApplied,
+  type TransferRow,
+  transferColumns,
+  transferFact,
+} from './transferRow.ts';
+
+/**
+ * A final transfer out of a merchant wallet that sends an intent's payment back to its payer: the
+ * service's SEND_BACK of an underpaid or KYT-rejected payment made directly to the merchant
+ * wallet. The payment's arrival matched no confirmed intent and went to suspense with a finding
+ * (rule 9); its return clears that suspense and resolves the finding, instead of being booked as
+ * an owner transfer with a finding of its own.
+ *
+ * The pair: the same chain, token and amount, from the wallet the payment reached back to the
+ * wallet it came from, where the payment is an intent's tx_hash and the intent is sent back
+ * (SEND_BACK) or ended in a failure status. Each payment is returned at most once.
+ *
+ * Returns null when the transfer returns no payment (rule 9 applies), `deferred` when it may: the
+ * payment's intent has not told us yet that it failed (a webhook or poll may be on its way, as for
+ * a transfer in), or the payment itself is not booked yet.
+ */
+interface Deps {
+  config: Pick<Config, 'chains'>;
+  accounts: AccountCache;
+}
+
+export async function applyPaymentReturn(
+  tx: DbExecutor,
+  deps: Deps,
+  row: TransferRow,
+  storeId: string,
+  graceOver: boolean,
+): Promise<MatchDecision | null> {
+  if (BigInt(row.value) === 0n) return null;
+  const token = deps.config.chains.token(Number(row.chain_id), row.token);
+  if (!token) return null;
+  // The payment it mirrors: into this wallet from the recipient, same token and amount, earlier.
+  // Its intent may not be known yet (tx_hash comes with a poll or webhook): then, as for a
+  // transfer in, the grace gives it the time to be.
+  const { rows } = await tx.execute<{
+    id: string;
+    intent_id: string | null;
+    intent_status: number | null;
+  }>(sql`
+    select p.id::text, i.id as intent_id, i.status as intent_status
+    from chain_transfers p
+    left join checkout_intents i on i.chain_id = p.chain_id
+      and (lower(i.tx_hash) = p.tx_hash or lower(i.tx_hash_2) = p.tx_hash)
+    where p.chain_id = ${row.chain_id}::bigint and p.to_address = ${row.from_address}
+      and p.from_address = ${row.to_address} and p.token = ${row.token} and p.value = ${row.value}::numeric
+      and p.state = 'final' and p.id <> ${row.id}::bigint
+      and (p.block_number, p.log_index) < (${row.block_number}::bigint, ${row.log_index}::int)
+      and (i.id is null
+           or (i.status is distinct from ${CheckoutStatus.CONFIRMED} and not exists (${returnOf(sql`i.id`)})))
+    order by p.block_number, p.log_index
+    limit 1`);
+  const candidate = rows[0];
+  if (!candidate) return null;
+  if (candidate.intent_id === null) return graceOver ? null : { kind: 'deferred' };
+  // Two workers may hold two transfers that could both return this payment: the intent's lock
+  // (the matcher's order: transfer row, then intent) makes them take turns, and the second,
+  // reading after the first committed, finds the payment returned already.
+  const intentId = candidate.intent_id;
+  await tx.execute(sql`select 1 from checkout_intents where id = ${intentId} for update`);
+  const taken = await tx.execute(sql`${returnOf(sql`${intentId}`)}`);
+  if (taken.rows.length > 0) return null;
+  const status = candidate.intent_status;
+  const sentBack = status === CheckoutStatus.SEND_BACK || (status !== null && status < 0);
+  if (!sentBack) return graceOver ? null : { kind: 'deferred' };
+  const paid = (
+    await tx.execute<TransferRow>(
+      sql`select ${transferColumns} from chain_transfers where id = ${candidate.id}::bigint`,
+    )
+  ).rows[0];
+  // Booked to suspense first (rule 9, at once for a failed intent): that is what the return clears.
+  if (!paid || paid.matched_as === null) return { kind: 'deferred' };
+  if (!paid.matched_as.split(',').includes('transfer_in_unmatched')) return null;
+
+  const paidFact = transferFact(paid);
+  const outcome = paymentReturned({
+    storeId,
+    intentId,
+    returned: transferFact(row),
+    paid: paidFact,
+    token,
+  });
+  if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+  await resolveFinding(tx, 'unmatched_transfer_in', {
+    type: 'chain_transfer',
+    id: chainTransferId(paidFact),
+  });
+  await markApplied(tx, row.id, ['payment_returned'], intentId, storeId);
+  return { kind: 'applied' };
+}
+
+/** The transfer already booked as the return of this intent's payment (not orphaned), if any. */
+function returnOf(intentId: SQL) {
+  return sql`select 1 from chain_transfers r
+    where r.matched_as = 'payment_returned' and r.matched_ref = ${intentId} and r.state <> 'orphaned'`;
+}
