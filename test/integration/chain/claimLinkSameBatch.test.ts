@@ -5,7 +5,6 @@ import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { watchedWallets } from '../../../src/chain/watchedWallets.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
-import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
 import { claimLinkFunded } from '../../../src/ledger/rules/claimLinkRules.ts';
 import { markCancelled } from '../../../src/payouts/closeLink.ts';
@@ -20,15 +19,9 @@ import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
  */
 const kit = await createIndexerKit('claim_link_same_batch');
 const deps = kit.deps();
-const accounts = createAccountCache();
 const clock = createManualClock(new Date());
-const applyDeps = {
-  db: kit.db.db,
-  config: { stores: kit.stores, chains: kit.registry },
-  accounts,
-  clock,
-  unmatchedGraceMs: 60_000,
-};
+const applyDeps = kit.applyDeps(clock, 60_000);
+const { accounts } = kit;
 const USDT = kit.registry.token(CHAIN_ID, kit.chain.tokens.USDT.address)!;
 const FEE = 500_000n;
 

@@ -6,7 +6,6 @@ import { loadReceiptRows, recheckReceiptRows } from '../../../src/chain/receiptR
 import { receiptTransfers, storeReceiptTransfers } from '../../../src/chain/receiptTransfers.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
-import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { startRpcProxy } from '../../helpers/rpcProxy.ts';
 import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
 
@@ -19,15 +18,8 @@ import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
  */
 const kit = await createIndexerKit('flip_back');
 const honest = kit.deps();
-const accounts = createAccountCache();
 const clock = createManualClock(new Date());
-const applyDeps = {
-  db: kit.db.db,
-  config: { stores: kit.stores, chains: kit.registry },
-  accounts,
-  clock,
-  unmatchedGraceMs: 0,
-};
+const applyDeps = kit.applyDeps(clock, 0);
 /** The matcher, at the wall clock's now (the indexer stamps final_at with it): no intent will come, rule 9. */
 function apply() {
   clock.set(new Date());

@@ -1,11 +1,14 @@
 import { sql } from 'drizzle-orm';
 import type { Address } from 'viem';
 import { afterAll } from 'vitest';
+import type { ChainApplyDeps } from '../../../src/chain/applyChainTransfers.ts';
 import type { IndexerDeps } from '../../../src/chain/indexChain.ts';
 import { type ChainRegistry, createChainRegistry } from '../../../src/chain/registry.ts';
 import { type ChainRpcOptions, createChainRpc } from '../../../src/chain/rpcClients.ts';
+import type { Clock } from '../../../src/clock.ts';
 import type { StoreConfig } from '../../../src/config/stores.ts';
 import { type EphemeralAnvil, rawRpc, startAnvil } from '../../../src/devservices/anvil.ts';
+import { type AccountCache, createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { createMetrics, type Metrics } from '../../../src/metrics/metrics.ts';
 import { createSandboxChain } from '../../../src/sandbox/chain/sandboxChain.ts';
 import type { SandboxChain } from '../../../src/sandbox/chain/types.ts';
@@ -31,6 +34,10 @@ export interface IndexerKit {
   logLines: string[];
   /** Indexer dependencies over these RPC URLs (default: anvil itself), with fresh metrics. */
   deps(urls?: string[], options?: ChainRpcOptions): IndexerDeps & { metrics: Metrics };
+  /** The ledger accounts cache the kit's matcher posts with (use it for entries of your own). */
+  accounts: AccountCache;
+  /** The matcher's dependencies over this kit's database and stores. */
+  applyDeps(clock: Clock, unmatchedGraceMs: number): ChainApplyDeps;
   rows(): Promise<TransferRowView[]>;
   /** The head, read fresh (the sandbox chain's headBlock() is cached by viem for a few seconds). */
   head(): Promise<bigint>;
@@ -97,6 +104,7 @@ export async function createIndexerKit(
   ];
   const raw = (method: string, params: unknown[]) => rawRpc(anvil.rpcUrl, method, params);
   const { logger, lines: logLines } = captureLogger();
+  const accounts = createAccountCache();
   return {
     anvil,
     chain,
@@ -106,6 +114,14 @@ export async function createIndexerKit(
     custody,
     stores,
     logLines,
+    accounts,
+    applyDeps: (clock, unmatchedGraceMs) => ({
+      db: db.db,
+      config: { stores, chains: registry },
+      accounts,
+      clock,
+      unmatchedGraceMs,
+    }),
     deps(urls = [anvil.rpcUrl], rpcOptions = { retryDelayMs: 20, retryCount: 3, timeoutMs: 5_000 }) {
       const metrics = createMetrics();
       const info = registry.chain(CHAIN_ID)!;

@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
-import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
 import { verifyPayments } from '../../../src/payments/verifyPayments.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
@@ -15,7 +14,7 @@ import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
  */
 const kit = await createIndexerKit('verify_payments');
 const deps = kit.deps();
-const accounts = createAccountCache();
+const { accounts } = kit;
 const clock = createManualClock(new Date());
 const GRACE = 60_000;
 const verifyDeps = {
@@ -120,16 +119,7 @@ describe('verifyPayments', () => {
     expect(await findingsOf(id)).toEqual([]);
     await kit.raw('anvil_mine', ['0x3']);
     await indexChainPass(deps, CHAIN_ID);
-    const applied = await applyChainTransfers(
-      {
-        db: kit.db.db,
-        config: { stores: kit.stores, chains: kit.registry },
-        accounts,
-        clock,
-        unmatchedGraceMs: GRACE,
-      },
-      CHAIN_ID,
-    );
+    const applied = await applyChainTransfers(kit.applyDeps(clock, GRACE), CHAIN_ID);
     expect(applied.applied).toBeGreaterThan(0);
     const proof = await kit.db.db.execute<{ kind: string }>(
       sql`select kind from ledger_entries where ref_id = ${id} order by id`,
@@ -144,13 +134,7 @@ describe('suspense is a waiting room', () => {
     const hash = await pay(kit.merchant, 25_000_000n);
     await kit.raw('anvil_mine', ['0x3']);
     await indexChainPass(deps, CHAIN_ID);
-    const applyDeps = {
-      db: kit.db.db,
-      config: { stores: kit.stores, chains: kit.registry },
-      accounts,
-      clock,
-      unmatchedGraceMs: GRACE,
-    };
+    const applyDeps = kit.applyDeps(clock, GRACE);
     // Within the grace the transfer waits; after it, rule 9 books it to suspense.
     await applyChainTransfers(applyDeps, CHAIN_ID);
     const metadataOf = sql`metadata->>'tx_hash' = ${hash.toLowerCase()}`;
