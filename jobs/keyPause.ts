@@ -3,8 +3,9 @@ import type { SvcKeyPause } from '../src/svc/client.ts';
 
 /**
  * An API key's pause after a 40001, kept as the rate limit of the key's poll queue: BullMQ stops
- * handing out that queue's jobs until it ends, in every process, and the key's other calls
- * (webhook processing, intent creation) read the same Redis key before they send anything.
+ * handing out that queue's jobs until it ends, in every process, and the daemon's other calls
+ * with the key (fetching the intents of webhooks) read the same Redis key before they send
+ * anything. The CLI's one-off calls do not: they wait out a 40001 in the client instead.
  *
  * `queue.rateLimit(ms)` sets the limiter key to MAX_SAFE_INTEGER for ms; the poll queue's ordinary
  * limiter counts jobs there and never reaches that value, so only a forced pause is read as one.
@@ -25,7 +26,11 @@ export function queueKeyPause(queue: Queue): SvcKeyPause {
     },
     async start(ms) {
       clearUntil = 0;
-      await queue.rateLimit(Math.max(1, Math.ceil(ms)));
+      const wait = Math.max(1, Math.ceil(ms));
+      // Only ever longer: a 40001 without retry_after (1 s) must not cut short a 30 s pause that
+      // another process was asked for. (Two answers in the same instant may still race; the
+      // shorter then wins, and the next 40001 sets it again.)
+      if ((await queue.getRateLimitTtl(FORCED)) < wait) await queue.rateLimit(wait);
     },
   };
 }

@@ -13,7 +13,7 @@ import {
 import { proveIntentPayment } from '../payments/proveIntentPayment.ts';
 import { recordFinding } from '../recon/recordFinding.ts';
 import { applyClaimLinkTransfer, applyCustodyOutflow } from './claimLinkTransfers.ts';
-import { applyPaymentReturn } from './paymentReturns.ts';
+import { applyPaymentReturn, reopenReturnedPayment } from './paymentReturns.ts';
 import {
   type MatchDecision,
   markApplied,
@@ -69,7 +69,7 @@ export async function applyChainTransfers(
     where chain_id = ${chainId} and state = 'orphaned' and applied_at is not null and unwound_at is null
     order by block_number, log_index limit ${limit}`);
   for (const { id } of orphaned.rows) {
-    if (await deps.db.transaction((tx) => unwindOne(tx, id))) outcome.unwound++;
+    if (await deps.db.transaction((tx) => unwindOne(tx, deps, id))) outcome.unwound++;
   }
 
   // A transfer into a merchant wallet waits for its intent (see above): only those whose grace
@@ -207,7 +207,7 @@ async function applyOne(
 }
 
 /** Rule 3: reverses what was booked from an orphaned inclusion and undoes what it told the payouts. */
-async function unwindOne(tx: DbExecutor, id: string): Promise<boolean> {
+async function unwindOne(tx: DbExecutor, deps: ChainApplyDeps, id: string): Promise<boolean> {
   const row = (
     await tx.execute<TransferRow>(sql`
       select ${transferColumns} from chain_transfers
@@ -242,6 +242,7 @@ async function unwindOne(tx: DbExecutor, id: string): Promise<boolean> {
     if (entry.rows[0]) {
       await reverseEntry(tx, BigInt(entry.rows[0].id), `block ${row.block_hash} orphaned by a reorg`);
     }
+    if (role.kind === 'payment_returned') await reopenReturnedPayment(tx, deps, row);
     if (role.kind === 'claim_link_claimed') {
       await tx.execute(sql`update payouts set claimed_at = null, link_status = 'link_sent', updated_at = now()
         where claim_link_id = ${role.claimLinkId}`);

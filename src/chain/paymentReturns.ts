@@ -4,8 +4,8 @@ import type { DbExecutor } from '../db/database.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import { postEntry } from '../ledger/postEntry.ts';
 import { chainTransferId } from '../ledger/rules/chainTransferFact.ts';
-import { paymentReturned } from '../ledger/rules/chainTransferRules.ts';
-import { resolveFinding } from '../recon/recordFinding.ts';
+import { paymentReturned, unmatchedTransfer } from '../ledger/rules/chainTransferRules.ts';
+import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import {
   type MatchDecision,
@@ -28,7 +28,8 @@ import {
  *
  * Returns null when the transfer returns no payment (rule 9 applies), `deferred` when it may: the
  * payment's intent has not told us yet that it failed (a webhook or poll may be on its way, as for
- * a transfer in), or the payment itself is not booked yet.
+ * a transfer in), the payment itself is not booked yet, or another worker just returned it (the
+ * next pass looks again).
  */
 interface Deps {
   config: Pick<Config, 'chains'>;
@@ -45,15 +46,16 @@ export async function applyPaymentReturn(
   if (BigInt(row.value) === 0n) return null;
   const token = deps.config.chains.token(Number(row.chain_id), row.token);
   if (!token) return null;
-  // The payment it mirrors: into this wallet from the recipient, same token and amount, earlier.
-  // Its intent may not be known yet (tx_hash comes with a poll or webhook): then, as for a
-  // transfer in, the grace gives it the time to be.
+  // The payments it may mirror: into this wallet from the recipient, same token and amount,
+  // earlier, not confirmed and not returned already. The one returned is the oldest whose intent
+  // is sent back and whose arrival went to suspense; the others only decide whether to wait.
   const { rows } = await tx.execute<{
     id: string;
     intent_id: string | null;
     intent_status: number | null;
+    matched_as: string | null;
   }>(sql`
-    select p.id::text, i.id as intent_id, i.status as intent_status
+    select p.id::text, i.id as intent_id, i.status as intent_status, p.matched_as
     from chain_transfers p
     left join checkout_intents i on i.chain_id = p.chain_id
       and (lower(i.tx_hash) = p.tx_hash or lower(i.tx_hash_2) = p.tx_hash)
@@ -64,28 +66,37 @@ export async function applyPaymentReturn(
       and (i.id is null
            or (i.status is distinct from ${CheckoutStatus.CONFIRMED} and not exists (${returnOf(sql`i.id`)})))
     order by p.block_number, p.log_index
-    limit 1`);
-  const candidate = rows[0];
-  if (!candidate) return null;
-  if (candidate.intent_id === null) return graceOver ? null : { kind: 'deferred' };
+    limit 50`);
+  const sentBack = (status: number | null) =>
+    status === CheckoutStatus.SEND_BACK || (status !== null && status < 0);
+  const inSuspense = (matchedAs: string | null) =>
+    matchedAs?.split(',').includes('transfer_in_unmatched') ?? false;
+  const candidate = rows.find(
+    (r) => r.intent_id !== null && sentBack(r.intent_status) && inSuspense(r.matched_as),
+  );
+  if (!candidate?.intent_id) {
+    // A sent-back payment not booked yet will be (rule 9, at once for a failed intent): wait for
+    // it. A payment whose intent is unknown or not settled may still turn out sent back: wait
+    // the grace, as a transfer in does, then rule 9.
+    if (rows.some((r) => r.intent_id !== null && sentBack(r.intent_status) && r.matched_as === null))
+      return { kind: 'deferred' };
+    if (!graceOver && rows.some((r) => r.intent_id === null || !sentBack(r.intent_status)))
+      return { kind: 'deferred' };
+    return null;
+  }
   // Two workers may hold two transfers that could both return this payment: the intent's lock
   // (the matcher's order: transfer row, then intent) makes them take turns, and the second,
   // reading after the first committed, finds the payment returned already.
   const intentId = candidate.intent_id;
   await tx.execute(sql`select 1 from checkout_intents where id = ${intentId} for update`);
   const taken = await tx.execute(sql`${returnOf(sql`${intentId}`)}`);
-  if (taken.rows.length > 0) return null;
-  const status = candidate.intent_status;
-  const sentBack = status === CheckoutStatus.SEND_BACK || (status !== null && status < 0);
-  if (!sentBack) return graceOver ? null : { kind: 'deferred' };
+  if (taken.rows.length > 0) return { kind: 'deferred' };
   const paid = (
     await tx.execute<TransferRow>(
       sql`select ${transferColumns} from chain_transfers where id = ${candidate.id}::bigint`,
     )
   ).rows[0];
-  // Booked to suspense first (rule 9, at once for a failed intent): that is what the return clears.
-  if (!paid || paid.matched_as === null) return { kind: 'deferred' };
-  if (!paid.matched_as.split(',').includes('transfer_in_unmatched')) return null;
+  if (!paid) return { kind: 'deferred' };
 
   const paidFact = transferFact(paid);
   const outcome = paymentReturned({
@@ -108,4 +119,36 @@ export async function applyPaymentReturn(
 function returnOf(intentId: SQL) {
   return sql`select 1 from chain_transfers r
     where r.matched_as = 'payment_returned' and r.matched_ref = ${intentId} and r.state <> 'orphaned'`;
+}
+
+/**
+ * Rule 3 for a return (called when its inclusion was orphaned and its entry reversed): the money
+ * is in suspense again, so the arrival's `unmatched_transfer_in` finding, resolved by the return,
+ * is open again until a return is booked anew.
+ */
+export async function reopenReturnedPayment(
+  tx: DbExecutor,
+  deps: Pick<Deps, 'config'>,
+  row: TransferRow,
+): Promise<void> {
+  const token = deps.config.chains.token(Number(row.chain_id), row.token);
+  if (!token || !row.matched_ref || !row.store_id) return;
+  const paid = (
+    await tx.execute<TransferRow>(sql`
+      select ${transferColumns} from chain_transfers p
+      where p.chain_id = ${row.chain_id}::bigint and p.to_address = ${row.from_address}
+        and p.from_address = ${row.to_address} and p.token = ${row.token} and p.value = ${row.value}::numeric
+        and p.state = 'final' and p.matched_as like '%transfer_in_unmatched%'
+        and exists (select 1 from checkout_intents i where i.id = ${row.matched_ref} and i.chain_id = p.chain_id
+                    and (lower(i.tx_hash) = p.tx_hash or lower(i.tx_hash_2) = p.tx_hash))
+      order by p.block_number, p.log_index limit 1`)
+  ).rows[0];
+  if (!paid) return;
+  const arrival = unmatchedTransfer({
+    storeId: row.store_id,
+    transfer: transferFact(paid),
+    token,
+    wallet: { address: row.from_address as `0x${string}`, role: 'merchant' },
+  });
+  for (const f of arrival.findings) await recordFinding(tx, f, row.store_id);
 }

@@ -80,9 +80,10 @@ export async function receiptTransfers(
 }
 
 /**
- * Stores a verification's transfers: source `receipt`, pending (on conflict do nothing). The
+ * Stores a verification's transfers: source `receipt`, pending; a row stored before is left as it
+ * is, unless it was orphaned: then it is revived as a receipt row (storeTransfers.ts). The
  * indexer's finality step re-reads the receipt before such a row becomes final while the indexer
- * has not read its block itself. Returns the ids of the rows that were new.
+ * has not read its block itself. Returns the ids of the rows that were new or revived.
  */
 export async function storeReceiptTransfers(
   db: DbExecutor,

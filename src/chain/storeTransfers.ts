@@ -15,6 +15,9 @@ import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
  * - booked and unwound (its entries reversed): its matching is cleared and its revival counted,
  *   so the matcher books it again under keys of their own (chainInclusionKeyPart).
  * The unwinder holds the row's lock while it reverses, so the revival sees either before or after.
+ * The row takes the source of the read that revived it: a row from a receipt is checked by
+ * receipt before it becomes final, while a row from logs is vouched for by the cursor's hash,
+ * which says nothing about a receipt from a node on another fork.
  */
 const ROWS_PER_STATEMENT = 1000;
 
@@ -41,7 +44,7 @@ export async function storeTransfers(
          value, source)
       values ${values}
       on conflict (chain_id, tx_hash, log_index, block_hash) do update set
-        state = 'pending', orphaned_at = null, final_at = null,
+        state = 'pending', orphaned_at = null, final_at = null, source = excluded.source,
         revival = chain_transfers.revival + (chain_transfers.unwound_at is not null)::int,
         matched_as = case when chain_transfers.unwound_at is null then chain_transfers.matched_as end,
         matched_ref = case when chain_transfers.unwound_at is null then chain_transfers.matched_ref end,

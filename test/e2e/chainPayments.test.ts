@@ -241,11 +241,16 @@ describe('chain: a payment the service sends back', () => {
     expect(returnHash).toMatch(/^0x[0-9a-f]{64}$/);
     await mine(3);
 
-    const lines = await linesOnceCounted(id, 'chain.payment_returned', 1);
-    expect(lines).toEqual([
-      'chain.payment_returned: assets:suspense 20000000',
-      'chain.payment_returned: assets:wallet -20000000',
-    ]);
+    const lines = await pipeline.waitFor(async () => {
+      const { rows } = await pipeline.db.execute<{ line: string }>(sql`
+        select split_part(a.code, ':', 1) || ':' || split_part(a.code, ':', 2) || ' ' || p.amount::text as line
+        from ledger_entries e join ledger_postings p on p.entry_id = e.id join ledger_accounts a on a.id = p.account_id
+        where e.kind = 'chain.payment_returned' and e.metadata->>'intent_id' = ${id} order by a.code`);
+      return rows.length > 0 ? rows.map((r) => r.line) : undefined;
+    }, 40_000);
+    expect(lines).toEqual(['assets:suspense 20000000', 'assets:wallet -20000000']);
+    // Rule 4: the failed intent itself has no entry; the two chain facts name it.
+    expect(await ledgerLinesOf(pipeline.db, id)).toEqual([]);
     const { rows: intent } = await pipeline.db.execute<{ status: number; tx_hash: string }>(
       sql`select status, lower(tx_hash) as tx_hash from checkout_intents where id = ${id}`,
     );

@@ -317,8 +317,14 @@ export function paymentReturned(input: PaymentReturnedInput): RuleOutcome {
       kind: 'chain.payment_returned',
       occurredAt: returned.occurredAt,
       storeId: input.storeId,
-      ref: { type: 'checkout_intent', id: input.intentId },
-      metadata: { ...chainTransferDetails(returned), paid_tx_hash: paid.txHash.toLowerCase() },
+      // Like the arrival's rule-9 entry, a fact of the chain: the failed intent itself has no
+      // entry (rule 4), and names it in the metadata.
+      ref: transferRef(returned),
+      metadata: {
+        ...chainTransferDetails(returned),
+        paid_tx_hash: paid.txHash.toLowerCase(),
+        intent_id: input.intentId,
+      },
     },
     [
       debit(account('assets:suspense', input.storeId, token), X),

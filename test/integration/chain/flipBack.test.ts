@@ -132,6 +132,20 @@ describe('transfer indexer: the chain returns to an orphaned block', () => {
     for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
   });
 
+  it('behavior: a row from logs revived by a receipt becomes a receipt row, so it is checked by receipt before it is final', async () => {
+    const paid = await kit.chain.transfer('USDC', 'buyer:fb', kit.merchant, 3n);
+    await indexChainPass(honest, CHAIN_ID);
+    expect(await falseReorgAt(paid.blockNumber)).toBe(1);
+    // The verifier reads the receipt (of whatever node answers it) for a payment whose rows are all orphaned.
+    const receipt = await receiptTransfers(honest.rpc, kit.registry, CHAIN_ID, paid.txHash);
+    if (receipt.status !== 'success') throw new Error('expected a receipt');
+    await storeReceiptTransfers(kit.db.db, receipt.transfers);
+    const { rows } = await kit.db.db.execute<{ state: string; source: string }>(
+      sql`select state, source from chain_transfers where tx_hash = ${paid.txHash}`,
+    );
+    expect(rows).toEqual([{ state: 'pending', source: 'receipt' }]);
+  });
+
   it('behavior: a verified transaction orphaned with its block is revived by its receipt, which still shows that block', async () => {
     await indexChainPass(honest, CHAIN_ID);
     const stranger = await kit.chain.wallet('stranger:fb'); // no watched wallet: only a receipt knows it

@@ -386,7 +386,8 @@ describe('paymentReturned (rule 9: a payment sent back)', () => {
     expect(entry).toMatchObject({
       kind: 'chain.payment_returned',
       idempotencyKey: `chain:returned:8453:${hash(31)}:0:${hash(600, 3)}`,
-      ref: { type: 'checkout_intent', id: 'i9' },
+      ref: { type: 'chain_transfer', id: `8453:${hash(31)}:0` },
+      metadata: expect.objectContaining({ intent_id: 'i9', paid_tx_hash: hash(30) }),
     });
     expect(entry!.idempotencyKey).toBe(paymentReturnedKey(returned));
     expect(linesByKind(entry)).toEqual({ 'assets:suspense': 20_000_000n, 'assets:wallet': -20_000_000n });

@@ -1,0 +1,100 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
+import { indexChainPass } from '../../../src/chain/indexChain.ts';
+import { createManualClock } from '../../../src/clock.ts';
+import { balances, trialBalance } from '../../../src/ledger/balances.ts';
+import { CheckoutStatus } from '../../../src/svc/models/checkoutStatus.ts';
+import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
+
+/**
+ * Payments the service sent back out of the merchant wallet (src/chain/paymentReturns.ts), on a
+ * real anvil: which payment a return clears when one payer paid the same amount more than once,
+ * and what a reorg of the return leaves for a person.
+ */
+const kit = await createIndexerKit('payment_returns');
+const deps = kit.deps();
+const clock = createManualClock(new Date());
+const GRACE = 60_000;
+const applyDeps = kit.applyDeps(clock, GRACE);
+const X = 20_000_000n;
+
+await kit.chain.mint('USDC', await kit.chain.wallet('payer:pr'), 100_000_000n);
+
+async function intent(id: string, status: number, txHash: string): Promise<void> {
+  await kit.db.db.execute(sql`
+    insert into checkout_intents (id, store_id, status, tracked_via, tx_hash, chain_id, amount_coins)
+    values (${id}, 'st_a', ${status}, 'api', ${txHash}, ${CHAIN_ID}, '25')`);
+}
+
+async function indexUntilFinal(): Promise<void> {
+  await kit.chain.mine(3);
+  for (let i = 0; i < 5; i++) {
+    await indexChainPass(deps, CHAIN_ID);
+    if ((await kit.rows()).every((r) => r.state !== 'pending')) return;
+  }
+  throw new Error('transfers not final');
+}
+
+/** The matcher, at the wall clock's now (the indexer stamps final_at with it): within the grace. */
+function applyNow() {
+  clock.set(new Date());
+  return applyChainTransfers(applyDeps, CHAIN_ID);
+}
+
+async function openFindings(txHash: string): Promise<string[]> {
+  const { rows } = await kit.db.db.execute<{ kind: string }>(sql`
+    select kind from findings where resolved_at is null and details->>'tx_hash' = ${txHash.toLowerCase()}
+    order by id`);
+  return rows.map((r) => r.kind);
+}
+
+async function suspense(): Promise<bigint> {
+  let sum = 0n;
+  for (const b of await balances(kit.db.db, { storeId: 'st_a' })) {
+    if (b.symbol === 'USDC' && b.code.startsWith('assets:suspense')) sum += b.balance;
+  }
+  return sum;
+}
+
+describe('a payment sent back out of the merchant wallet', () => {
+  it('behavior: of two payments of one payer and amount, the return clears the sent-back one, not the older; a reorg of it reopens the finding', async () => {
+    const waiting = await kit.chain.transfer('USDC', 'payer:pr', kit.merchant, X);
+    const underpaid = await kit.chain.transfer('USDC', 'payer:pr', kit.merchant, X);
+    const returned = await kit.chain.transfer('USDC', 'merchant:st_a', await kit.chain.wallet('payer:pr'), X);
+    await intent('ci_waiting', CheckoutStatus.MANUAL_OPERATION, waiting.txHash);
+    await intent('ci_underpaid', CheckoutStatus.UNDERPAID, underpaid.txHash);
+    await indexUntilFinal();
+    const suspenseBefore = await suspense();
+
+    // Within the grace: the failed intent's payment goes to suspense at once, the return clears
+    // it; the payment of the intent still under review waits (not even taken up).
+    expect(await applyNow()).toEqual({ applied: 2, deferred: 0, unwound: 0 });
+    const { rows } = await kit.db.db.execute<{
+      tx_hash: string;
+      matched_as: string | null;
+      matched_ref: string | null;
+    }>(
+      sql`select tx_hash, matched_as, matched_ref from chain_transfers
+          where tx_hash in (${waiting.txHash}, ${underpaid.txHash}, ${returned.txHash}) order by block_number, log_index`,
+    );
+    expect(rows).toEqual([
+      { tx_hash: waiting.txHash, matched_as: null, matched_ref: null },
+      { tx_hash: underpaid.txHash, matched_as: 'transfer_in_unmatched', matched_ref: null },
+      { tx_hash: returned.txHash, matched_as: 'payment_returned', matched_ref: 'ci_underpaid' },
+    ]);
+    expect(await openFindings(underpaid.txHash)).toEqual([]);
+    expect(await openFindings(returned.txHash)).toEqual([]);
+    expect(await suspense()).toBe(suspenseBefore);
+
+    // The return's block leaves the chain: its entry is reversed, the money is in suspense again,
+    // and the payment's finding is open again for a person.
+    await kit.db.db.execute(sql`update chain_transfers set state = 'orphaned', orphaned_at = now()
+      where tx_hash = ${returned.txHash}`);
+    expect(await applyNow()).toMatchObject({ unwound: 1 });
+    expect(await suspense()).toBe(suspenseBefore - X);
+    expect(await openFindings(underpaid.txHash)).toEqual(['unmatched_transfer_in']);
+    expect(await openFindings(returned.txHash)).toEqual(['reorged_transfer']);
+    for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
+  });
+});
