@@ -157,25 +157,35 @@ async function applyOne(
     if (returned) return returned;
   }
   if (to?.role === 'merchant') {
-    const intent = (
+    // Every intent this transaction pays: one transaction may pay several (a batch payment).
+    const intents = (
       await tx.execute<{ id: string; status: number | null }>(sql`
         select id, status from checkout_intents
         where chain_id = ${Number(row.chain_id)} and (lower(tx_hash_2) = ${row.tx_hash} or lower(tx_hash) = ${row.tx_hash})
-        limit 1 for update`)
-    ).rows[0];
-    if (intent?.status === 20) {
+        order by id for update`)
+    ).rows;
+    const confirmed = intents.filter((i) => i.status === 20);
+    for (const intent of confirmed) {
       const proof = await proveIntentPayment(
         tx,
         { chains: deps.config.chains, accounts: deps.accounts },
         intent.id,
       );
       for (const f of proof.findings) await recordFinding(tx, f, to.storeIds[0] ?? null);
-      return { kind: 'applied' };
     }
-    const terminalFailure = intent?.status !== undefined && intent.status !== null && intent.status < 0;
-    if (!terminalFailure && !graceOver) return { kind: 'deferred' };
+    if (confirmed.length > 0) {
+      const applied = await tx.execute(
+        sql`select 1 from chain_transfers where id = ${row.id}::bigint and applied_at is not null`,
+      );
+      if (applied.rows.length > 0) return { kind: 'applied' };
+      // A log of their transaction that proved none of them (the wallet paid twice in one
+      // transaction, or a log another matcher holds is the proof): after the grace, rule 9.
+      if (!graceOver) return { kind: 'deferred' };
+    } else {
+      const terminalFailure = intents.some((i) => i.status !== null && i.status < 0);
+      if (!terminalFailure && !graceOver) return { kind: 'deferred' };
+    }
   }
-
   const booked: string[] = [];
   let storeId: string | null = null;
   for (const [wallet, address] of [

@@ -54,6 +54,8 @@ export const intentRowColumns = sql.raw(
  * A transfer booked to suspense before its intent was known (rule 9) is moved: that entry is
  * reversed and its finding resolved. Runs in the caller's transaction; the caller holds the
  * intent's row lock. Without a final transfer it does nothing: the money stays in in_transit.
+ * One transaction may pay several intents (a batch payment): each takes a log no proof has taken,
+ * the one of its own N first (docs/decisions.md, "One transaction can pay several intents").
  *
  * Locks: the chain matcher locks the transfer row, then the intent; the intent's side locks the
  * intent, then the transfer with SKIP LOCKED. A transfer row another transaction holds is being
@@ -77,24 +79,52 @@ export async function proveIntentPayment(
     ).rows[0];
   const hash = intent?.tx_hash_2 ?? intent?.tx_hash;
   if (intent?.status !== 20 || !hash || !intent.tx_to || intent.chain_id === null) return none;
+  const txHash = hash.toLowerCase();
+  const txTo = intent.tx_to.toLowerCase();
+  // One decision per intent: once a log of its transaction proved it, or was found not to pay it
+  // (a mismatch, with its findings), later calls from either side change nothing.
+  const decided = await executePrepared(
+    tx,
+    sql`
+    select 1 from chain_transfers
+    where chain_id = ${intent.chain_id}::bigint and tx_hash = ${txHash} and matched_ref = ${intentId}
+      and state <> 'orphaned' and (matched_as like '%payment_proof%' or matched_as like '%payment_mismatch%')
+    limit 1`,
+  );
+  if (decided.rows.length > 0) return none;
+  let inTransit = await inTransitOf(tx, intentId);
+  // The transaction's final logs that no proof has taken: one transaction may pay several intents
+  // into one wallet (a batch payment), or the wallet twice. The log to tx_to of exactly N first.
   const candidates = (
     await executePrepared<TransferRow>(
       tx,
       sql`
       select ${transferColumns} from chain_transfers
-      where chain_id = ${intent.chain_id}::bigint and tx_hash = ${hash.toLowerCase()} and state = 'final'
-      order by (to_address = ${intent.tx_to.toLowerCase()}) desc, log_index
+      where chain_id = ${intent.chain_id}::bigint and tx_hash = ${txHash} and state = 'final'
+        and (matched_as is null or matched_as like '%transfer_in_unmatched%')
+      order by (to_address = ${txTo}) desc, (value = ${(inTransit ?? -1n).toString()}::numeric) desc, log_index
       for update skip locked`,
     )
   ).rows;
   const row = candidates[0];
   if (!row) return none;
-  if (row.matched_as?.split(',').includes('payment_proof')) return none;
+  if (inTransit !== null && row.to_address === txTo && BigInt(row.value) !== inTransit) {
+    // Not N: with other logs into the wallet in this transaction, this one may be another
+    // intent's, and the one of N may be locked by a matcher right now. Only a lone log is a
+    // mismatch; otherwise wait for the exact one (unproven, in_transit stays, and recon says so).
+    const { rows: intoWallet } = await executePrepared<{ n: string }>(
+      tx,
+      sql`
+      select count(*)::text as n from chain_transfers
+      where chain_id = ${intent.chain_id}::bigint and tx_hash = ${txHash} and state = 'final'
+        and to_address = ${txTo}`,
+    );
+    if (Number(intoWallet[0]?.n ?? 0) > 1) return none;
+  }
 
   const expectedToken = intent.coin_contract
     ? deps.chains.token(Number(intent.chain_id), intent.coin_contract)
     : undefined;
-  let inTransit = await inTransitOf(tx, intentId);
   const findings: RuleFinding[] = [];
   if (inTransit === null && intent.amount_coins !== null && intent.confirmed_at !== null) {
     // Rule 1 waited for the chain (reported P - F != N): the proven value settles it.
