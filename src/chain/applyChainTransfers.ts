@@ -162,7 +162,7 @@ async function applyOne(
       await tx.execute<{ id: string; status: number | null }>(sql`
         select id, status from checkout_intents
         where chain_id = ${Number(row.chain_id)} and (lower(tx_hash_2) = ${row.tx_hash} or lower(tx_hash) = ${row.tx_hash})
-        order by id for update`)
+        order by id collate "C" for update`)
     ).rows;
     const confirmed = intents.filter((i) => i.status === 20);
     for (const intent of confirmed) {

@@ -112,6 +112,8 @@ export async function applyPaymentReturn(
     id: chainTransferId(paidFact),
   });
   await markApplied(tx, row.id, ['payment_returned'], intentId, storeId);
+  // The arrival now belongs to that intent: no other intent's proof may take it (proveIntentPayment).
+  await tx.execute(sql`update chain_transfers set matched_ref = ${intentId} where id = ${paid.id}::bigint`);
   return { kind: 'applied' };
 }
 
@@ -144,6 +146,7 @@ export async function reopenReturnedPayment(
       order by p.block_number, p.log_index limit 1`)
   ).rows[0];
   if (!paid) return;
+  await tx.execute(sql`update chain_transfers set matched_ref = null where id = ${paid.id}::bigint`);
   const arrival = unmatchedTransfer({
     storeId: row.store_id,
     transfer: transferFact(paid),

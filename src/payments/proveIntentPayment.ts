@@ -1,14 +1,16 @@
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../chain/registry.ts';
 import { markApplied, type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
+import type { Token } from '../ledger/accounts.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
 import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
 import { chainTransferId } from '../ledger/rules/chainTransferFact.ts';
 import { paymentProven, unmatchedTransferKey } from '../ledger/rules/chainTransferRules.ts';
 import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
+import { parseDecimalAmount } from '../money/decimalAmount.ts';
 import { resolveFinding } from '../recon/recordFinding.ts';
 import { bookConfirmation } from './bookConfirmation.ts';
 
@@ -93,38 +95,49 @@ export async function proveIntentPayment(
   );
   if (decided.rows.length > 0) return none;
   let inTransit = await inTransitOf(tx, intentId);
-  // The transaction's final logs that no proof has taken: one transaction may pay several intents
-  // into one wallet (a batch payment), or the wallet twice. The log to tx_to of exactly N first.
+  const expectedToken = intent.coin_contract
+    ? deps.chains.token(Number(intent.chain_id), intent.coin_contract)
+    : undefined;
+  // The amounts that would prove it: N as rule 1 booked it, or, while rule 1 waits for the chain
+  // (reported P - F != N), the reported N and P - F.
+  const expected =
+    inTransit !== null ? [inTransit] : expectedToken ? reportedNets(intent, expectedToken.decimals) : [];
+  const sameTx = sql`chain_id = ${intent.chain_id}::bigint and tx_hash = ${txHash} and state = 'final'`;
+  const intoWallet = sql`to_address = ${txTo} and token = ${(expectedToken?.address ?? intent.coin_contract ?? '').toLowerCase()}`;
+  // The transaction's logs into tx_to of the intent's token that no proof has taken (nor a
+  // return: matched_ref is another intent's), the one of an expected amount first. One
+  // transaction may pay several intents into one wallet (a batch payment), or the wallet twice.
   const candidates = (
     await executePrepared<TransferRow>(
       tx,
       sql`
       select ${transferColumns} from chain_transfers
-      where chain_id = ${intent.chain_id}::bigint and tx_hash = ${txHash} and state = 'final'
-        and (matched_as is null or matched_as like '%transfer_in_unmatched%')
-      order by (to_address = ${txTo}) desc, (value = ${(inTransit ?? -1n).toString()}::numeric) desc, log_index
+      where ${sameTx} and ${intoWallet}
+        and (matched_as is null or (matched_as like '%transfer_in_unmatched%' and matched_as not like '%payment%'))
+        and (matched_ref is null or matched_ref = ${intentId})
+      order by (value = any(${sql.param(expected.map(String))}::numeric[])) desc, log_index
       for update skip locked`,
     )
   ).rows;
   const row = candidates[0];
-  if (!row) return none;
-  if (inTransit !== null && row.to_address === txTo && BigInt(row.value) !== inTransit) {
-    // Not N: with other logs into the wallet in this transaction, this one may be another
-    // intent's, and the one of N may be locked by a matcher right now. Only a lone log is a
-    // mismatch; otherwise wait for the exact one (unproven, in_transit stays, and recon says so).
-    const { rows: intoWallet } = await executePrepared<{ n: string }>(
+  if (!row) {
+    // Nothing into the wallet to prove it with. A transaction whose one log went elsewhere (another
+    // recipient or token) is worth findings for a person; nothing is marked, so a log that comes
+    // later still proves it.
+    const findings = await lonelyLogFindings(tx, deps.chains, sameTx, intent, expectedToken, inTransit);
+    return { proven: null, findings };
+  }
+  if (!expected.includes(BigInt(row.value))) {
+    // Not an expected amount: with other logs into the wallet in this transaction, this one may be
+    // another intent's, and the exact one may be locked by a matcher right now. Only a lone log is
+    // a mismatch; otherwise the intent waits unproven (in_transit stays, and recon says so).
+    const { rows: into } = await executePrepared<{ n: string }>(
       tx,
-      sql`
-      select count(*)::text as n from chain_transfers
-      where chain_id = ${intent.chain_id}::bigint and tx_hash = ${txHash} and state = 'final'
-        and to_address = ${txTo}`,
+      sql`select count(*)::text as n from chain_transfers where ${sameTx} and ${intoWallet}`,
     );
-    if (Number(intoWallet[0]?.n ?? 0) > 1) return none;
+    if (Number(into[0]?.n ?? 0) > 1) return none;
   }
 
-  const expectedToken = intent.coin_contract
-    ? deps.chains.token(Number(intent.chain_id), intent.coin_contract)
-    : undefined;
   const findings: RuleFinding[] = [];
   if (inTransit === null && intent.amount_coins !== null && intent.confirmed_at !== null) {
     // Rule 1 waited for the chain (reported P - F != N): the proven value settles it.
@@ -164,8 +177,11 @@ export async function proveIntentPayment(
     expected: { token: expectedToken, recipient: intent.tx_to as `0x${string}`, amount: inTransit },
   });
   findings.push(...outcome.findings);
+  // What rule 9 booked on the row stays named (for rule 3), except the suspense entry a proof
+  // reverses below.
+  const kinds = (row.matched_as ?? '').split(',').filter((k) => k !== '');
   if (!outcome.entry) {
-    await markApplied(tx, row.id, ['payment_mismatch'], intentId, intent.store_id);
+    await markApplied(tx, row.id, [...kinds, 'payment_mismatch'], intentId, intent.store_id);
     return { proven: null, findings };
   }
   if (row.matched_as?.split(',').includes('transfer_in_unmatched')) {
@@ -179,8 +195,53 @@ export async function proveIntentPayment(
     await resolveFinding(tx, 'unmatched_transfer_in', { type: 'chain_transfer', id: chainTransferId(fact) });
   }
   const proven = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
-  await markApplied(tx, row.id, ['payment_proof'], intentId, intent.store_id);
+  const stillBooked = kinds.filter((k) => k !== 'transfer_in_unmatched');
+  await markApplied(tx, row.id, [...stillBooked, 'payment_proof'], intentId, intent.store_id);
   return { proven, findings };
+}
+
+/** N as reported (net_income_amount) and P - F, in base units: what a proof may be while rule 1 waits. */
+function reportedNets(intent: IntentRow, decimals: number): bigint[] {
+  const parse = (text: string | null) => {
+    if (text === null) return null;
+    try {
+      return parseDecimalAmount(text, decimals);
+    } catch {
+      return null;
+    }
+  };
+  const n = parse(intent.net_income_amount);
+  const p = parse(intent.actual_paid_amount);
+  const f = parse(intent.service_fee_amount);
+  return [n, p !== null && f !== null ? p - f : null].filter((v): v is bigint => v !== null && v >= 0n);
+}
+
+/**
+ * Findings for an intent whose transaction has exactly one log and it does not go into tx_to in
+ * the intent's token (another recipient or token): rule 2's findings for that log, nothing marked.
+ */
+async function lonelyLogFindings(
+  tx: DbExecutor,
+  chains: ChainRegistry,
+  sameTx: SQL,
+  intent: IntentRow,
+  expectedToken: Token | undefined,
+  inTransit: bigint | null,
+): Promise<RuleFinding[]> {
+  if (inTransit === null || !expectedToken || !intent.tx_to) return [];
+  const { rows } = await tx.execute<TransferRow>(
+    sql`select ${transferColumns} from chain_transfers where ${sameTx} limit 2`,
+  );
+  const only = rows.length === 1 ? rows[0] : undefined;
+  if (!only) return [];
+  const fact = transferFact(only);
+  return paymentProven({
+    storeId: intent.store_id,
+    intentId: intent.id,
+    transfer: fact,
+    token: chains.token(fact.chainId, fact.tokenAddress) ?? null,
+    expected: { token: expectedToken, recipient: intent.tx_to as `0x${string}`, amount: inTransit },
+  }).findings;
 }
 
 /** N as rule 1 booked it (the in_transit debit of the intent's entry), or null when not booked. */

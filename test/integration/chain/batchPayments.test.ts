@@ -17,13 +17,20 @@ const kit = await createIndexerKit('batch_payments');
 const clock = createManualClock(new Date());
 const GRACE = 60_000;
 const applyDeps = kit.applyDeps(clock, GRACE);
-const USDT = kit.chain.tokens.USDT.address.toLowerCase();
 const merchant = kit.merchant.toLowerCase();
 let seq = 0;
 
-/** Records a CONFIRMED direct payment of `coins` USDT (no fee) paid by `txHash`. */
-async function confirmedIntent(txHash: string, coins: string): Promise<string> {
+/**
+ * Records a CONFIRMED direct payment of `coins` (no fee) paid by `txHash`; `net` is the reported
+ * net when it should disagree with P - F (rule 1 then waits for the chain).
+ */
+async function confirmedIntent(
+  txHash: string,
+  coins: string,
+  options: { token?: 'USDT' | 'USDC'; net?: string } = {},
+): Promise<string> {
   const id = `intent-batch-${seq++}`;
+  const symbol = options.token ?? 'USDT';
   const intent = {
     all_svc_checkout_intent_id: id,
     currency: null,
@@ -31,8 +38,8 @@ async function confirmedIntent(txHash: string, coins: string): Promise<string> {
     amount_cents: null,
     chain_id: CHAIN_ID,
     amount_coins: coins,
-    coin_symbol: 'USDT',
-    coin_contract: kit.chain.tokens.USDT.address,
+    coin_symbol: symbol,
+    coin_contract: kit.chain.tokens[symbol].address,
     currency_rate: null,
     status: 20,
     order_id: null,
@@ -46,7 +53,7 @@ async function confirmedIntent(txHash: string, coins: string): Promise<string> {
     tx_to: kit.merchant,
     actual_paid_amount: coins,
     service_fee_amount: '0',
-    net_income_amount: coins,
+    net_income_amount: options.net ?? coins,
     payment_method_type: 1,
     accepted_stable_coins: 1,
   } as CheckoutIntent;
@@ -60,15 +67,19 @@ async function confirmedIntent(txHash: string, coins: string): Promise<string> {
   return id;
 }
 
-/** Final Transfer logs of one transaction into the merchant wallet, in log order. */
-async function storeLogs(txHash: string, values: bigint[]): Promise<void> {
+type Log = bigint | { value: bigint; token?: 'USDT' | 'USDC'; to?: string };
+
+/** Final Transfer logs of one transaction (into the merchant wallet in USDT unless said), in log order. */
+async function storeLogs(txHash: string, logs: Log[]): Promise<void> {
   const block = 1_000 + seq++;
-  for (const [logIndex, value] of values.entries()) {
+  for (const [logIndex, log] of logs.entries()) {
+    const { value, token = 'USDT', to = merchant } = typeof log === 'bigint' ? { value: log } : log;
     await kit.db.db.execute(sql`
       insert into chain_transfers (chain_id, tx_hash, log_index, block_number, block_hash, block_time, token,
                                    from_address, to_address, value, state, source, final_at)
       values (${CHAIN_ID}, ${txHash}, ${logIndex}, ${block}, ${`0x${block.toString(16).padStart(64, '0')}`}, now(),
-              ${USDT}, ${`0x${'77'.repeat(20)}`}, ${merchant}, ${value.toString()}, 'final', 'logs', now())`);
+              ${kit.chain.tokens[token].address.toLowerCase()}, ${`0x${'77'.repeat(20)}`}, ${to}, ${value.toString()},
+              'final', 'logs', now())`);
   }
 }
 
@@ -150,5 +161,60 @@ describe('one transaction, several transfers into the merchant wallet', () => {
     expect(await usdt('assets:wallet')).toBe(walletBefore + 28_000_000n);
     expect(await openFindings()).toEqual(['unmatched_transfer_in']);
     for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
+  });
+
+  it('behavior: a USDT and a USDC invoice of the same amount in one transaction each take the log of their own token', async () => {
+    const hash = txHashOf(seq++);
+    await storeLogs(hash, [
+      { value: 10_000_000n, token: 'USDC' },
+      { value: 10_000_000n, token: 'USDT' },
+    ]);
+    const usdtIntent = await confirmedIntent(hash, '10');
+    const usdcIntent = await confirmedIntent(hash, '10', { token: 'USDC' });
+    expect(await matched(hash)).toEqual([
+      { log_index: 0, matched_as: 'payment_proof', matched_ref: usdcIntent },
+      { log_index: 1, matched_as: 'payment_proof', matched_ref: usdtIntent },
+    ]);
+  });
+
+  it("behavior: while rule 1 waits for the chain (reported net != P - F), the proof takes the log of P - F, not the other intent's", async () => {
+    const hash = txHashOf(seq++);
+    await storeLogs(hash, [10_000_000n, 25_000_000n]);
+    const reportedWrong = await confirmedIntent(hash, '25', { net: '24' });
+    const plain = await confirmedIntent(hash, '10');
+    expect(await matched(hash)).toEqual([
+      { log_index: 0, matched_as: 'payment_proof', matched_ref: plain },
+      { log_index: 1, matched_as: 'payment_proof', matched_ref: reportedWrong },
+    ]);
+    expect(await usdt('assets:in_transit')).toBe(0n);
+  });
+
+  it('behavior: the paying log held by a matcher at that moment: the intent side marks nothing else, and the proof comes once it is free', async () => {
+    const hash = txHashOf(seq++);
+    // A fee to someone else first, then the payment: the service's own split.
+    await storeLogs(hash, [{ value: 1_000_000n, to: `0x${'55'.repeat(20)}` }, 25_000_000n]);
+    const locker = await kit.db.pool.connect();
+    let id: string;
+    try {
+      await locker.query('begin');
+      await locker.query('select 1 from chain_transfers where tx_hash = $1 and log_index = 1 for update', [
+        hash,
+      ]);
+      id = await confirmedIntent(hash, '25');
+      expect(await matched(hash)).toEqual([
+        { log_index: 0, matched_as: null, matched_ref: null },
+        { log_index: 1, matched_as: null, matched_ref: null },
+      ]);
+    } finally {
+      await locker.query('rollback');
+      locker.release();
+    }
+    clock.set(new Date());
+    await applyChainTransfers(applyDeps, CHAIN_ID);
+    expect(await matched(hash)).toEqual([
+      { log_index: 0, matched_as: 'ignored', matched_ref: null },
+      { log_index: 1, matched_as: 'payment_proof', matched_ref: id },
+    ]);
+    expect(await usdt('assets:in_transit')).toBe(0n);
   });
 });

@@ -80,7 +80,7 @@ describe('a payment sent back out of the merchant wallet', () => {
     );
     expect(rows).toEqual([
       { tx_hash: waiting.txHash, matched_as: null, matched_ref: null },
-      { tx_hash: underpaid.txHash, matched_as: 'transfer_in_unmatched', matched_ref: null },
+      { tx_hash: underpaid.txHash, matched_as: 'transfer_in_unmatched', matched_ref: 'ci_underpaid' },
       { tx_hash: returned.txHash, matched_as: 'payment_returned', matched_ref: 'ci_underpaid' },
     ]);
     expect(await openFindings(underpaid.txHash)).toEqual([]);
