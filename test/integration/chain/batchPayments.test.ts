@@ -3,8 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
-import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
-import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
 
 /**
@@ -20,51 +18,12 @@ const applyDeps = kit.applyDeps(clock, GRACE);
 const merchant = kit.merchant.toLowerCase();
 let seq = 0;
 
-/**
- * Records a CONFIRMED direct payment of `coins` (no fee) paid by `txHash`; `net` is the reported
- * net when it should disagree with P - F (rule 1 then waits for the chain).
- */
-async function confirmedIntent(
+function confirmedIntent(
   txHash: string,
   coins: string,
   options: { token?: 'USDT' | 'USDC'; net?: string } = {},
-): Promise<string> {
-  const id = `intent-batch-${seq++}`;
-  const symbol = options.token ?? 'USDT';
-  const intent = {
-    all_svc_checkout_intent_id: id,
-    currency: null,
-    currency_symbol: null,
-    amount_cents: null,
-    chain_id: CHAIN_ID,
-    amount_coins: coins,
-    coin_symbol: symbol,
-    coin_contract: kit.chain.tokens[symbol].address,
-    currency_rate: null,
-    status: 20,
-    order_id: null,
-    order_description: null,
-    user_id: null,
-    user_name: null,
-    error_message: null,
-    tx_hash: txHash,
-    tx_hash_2: null,
-    tx_from: null,
-    tx_to: kit.merchant,
-    actual_paid_amount: coins,
-    service_fee_amount: '0',
-    net_income_amount: options.net ?? coins,
-    payment_method_type: 1,
-    accepted_stable_coins: 1,
-  } as CheckoutIntent;
-  await kit.db.db.transaction((tx) =>
-    applyIntentSnapshot(
-      tx,
-      { chains: kit.registry, accounts: kit.accounts },
-      { storeId: 'st_a', intent, source: 'poll', observedAt: clock.now() },
-    ),
-  );
-  return id;
+) {
+  return kit.confirmedIntent(txHash, { coins, ...options, observedAt: clock.now() });
 }
 
 type Log = bigint | { value: bigint; token?: 'USDT' | 'USDC'; to?: string };

@@ -10,8 +10,10 @@ import type { StoreConfig } from '../../../src/config/stores.ts';
 import { type EphemeralAnvil, rawRpc, startAnvil } from '../../../src/devservices/anvil.ts';
 import { type AccountCache, createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { createMetrics, type Metrics } from '../../../src/metrics/metrics.ts';
+import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
 import { createSandboxChain } from '../../../src/sandbox/chain/sandboxChain.ts';
 import type { SandboxChain } from '../../../src/sandbox/chain/types.ts';
+import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { captureLogger } from '../../helpers/captureLogger.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 
@@ -38,6 +40,15 @@ export interface IndexerKit {
   accounts: AccountCache;
   /** The matcher's dependencies over this kit's database and stores. */
   applyDeps(clock: Clock, unmatchedGraceMs: number): ChainApplyDeps;
+  /**
+   * Records a CONFIRMED direct payment of store st_a (no fee) paid by `txHash` to the merchant
+   * wallet, as a poll would: `coins` of `token` (default 25 USDT); `net` is the reported net when
+   * it should disagree with P - F (rule 1 then waits for the chain). Returns the intent id.
+   */
+  confirmedIntent(
+    txHash: string,
+    options?: { coins?: string; token?: 'USDT' | 'USDC'; net?: string; observedAt?: Date },
+  ): Promise<string>;
   rows(): Promise<TransferRowView[]>;
   /** The head, read fresh (the sandbox chain's headBlock() is cached by viem for a few seconds). */
   head(): Promise<bigint>;
@@ -105,6 +116,7 @@ export async function createIndexerKit(
   const raw = (method: string, params: unknown[]) => rawRpc(anvil.rpcUrl, method, params);
   const { logger, lines: logLines } = captureLogger();
   const accounts = createAccountCache();
+  let intents = 0;
   return {
     anvil,
     chain,
@@ -122,6 +134,45 @@ export async function createIndexerKit(
       clock,
       unmatchedGraceMs,
     }),
+    async confirmedIntent(txHash, opts = {}) {
+      const id = `intent-${label}-${intents++}`;
+      const coins = opts.coins ?? '25';
+      const symbol = opts.token ?? 'USDT';
+      const intent = {
+        all_svc_checkout_intent_id: id,
+        currency: null,
+        currency_symbol: null,
+        amount_cents: null,
+        chain_id: CHAIN_ID,
+        amount_coins: coins,
+        coin_symbol: symbol,
+        coin_contract: chain.tokens[symbol].address,
+        currency_rate: null,
+        status: 20,
+        order_id: null,
+        order_description: null,
+        user_id: null,
+        user_name: null,
+        error_message: null,
+        tx_hash: txHash,
+        tx_hash_2: null,
+        tx_from: null,
+        tx_to: merchant,
+        actual_paid_amount: coins,
+        service_fee_amount: '0',
+        net_income_amount: opts.net ?? coins,
+        payment_method_type: 1,
+        accepted_stable_coins: 1,
+      } as CheckoutIntent;
+      await db.db.transaction((tx) =>
+        applyIntentSnapshot(
+          tx,
+          { chains: registry, accounts },
+          { storeId: 'st_a', intent, source: 'poll', observedAt: opts.observedAt ?? new Date() },
+        ),
+      );
+      return id;
+    },
     deps(urls = [anvil.rpcUrl], rpcOptions = { retryDelayMs: 20, retryCount: 3, timeoutMs: 5_000 }) {
       const metrics = createMetrics();
       const info = registry.chain(CHAIN_ID)!;

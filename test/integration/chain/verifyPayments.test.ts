@@ -3,9 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
-import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
 import { verifyPayments } from '../../../src/payments/verifyPayments.ts';
-import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
 
 /**
@@ -26,43 +24,9 @@ const verifyDeps = {
 };
 let seq = 0;
 
-/** Records a CONFIRMED direct payment of 25 USDT (fee 0) paid by `txHash` to the merchant wallet. */
-async function confirmedIntent(txHash: string): Promise<string> {
-  const id = `intent-verify-${seq++}`;
-  const intent: CheckoutIntent = {
-    all_svc_checkout_intent_id: id,
-    currency: null,
-    currency_symbol: null,
-    amount_cents: null,
-    chain_id: CHAIN_ID,
-    amount_coins: '25',
-    coin_symbol: 'USDT',
-    coin_contract: kit.chain.tokens.USDT.address,
-    currency_rate: null,
-    status: 20,
-    order_id: null,
-    order_description: null,
-    user_id: null,
-    user_name: null,
-    error_message: null,
-    tx_hash: txHash,
-    tx_hash_2: null,
-    tx_from: null,
-    tx_to: kit.merchant,
-    actual_paid_amount: '25',
-    service_fee_amount: '0',
-    net_income_amount: '25',
-    payment_method_type: 1,
-    accepted_stable_coins: 1,
-  } as CheckoutIntent;
-  await kit.db.db.transaction((tx) =>
-    applyIntentSnapshot(
-      tx,
-      { chains: kit.registry, accounts },
-      { storeId: 'st_a', intent, source: 'poll', observedAt: clock.now() },
-    ),
-  );
-  return id;
+/** A CONFIRMED direct payment of 25 USDT (fee 0) paid by `txHash` to the merchant wallet. */
+function confirmedIntent(txHash: string): Promise<string> {
+  return kit.confirmedIntent(txHash, { observedAt: clock.now() });
 }
 
 async function findingsOf(id: string): Promise<Array<{ kind: string; details: Record<string, unknown> }>> {
