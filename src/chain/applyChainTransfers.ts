@@ -165,6 +165,7 @@ async function applyOne(
         order by id collate "C" for update`)
     ).rows;
     const confirmed = intents.filter((i) => i.status === 20);
+    let matched = false;
     for (const intent of confirmed) {
       const proof = await proveIntentPayment(
         tx,
@@ -172,12 +173,10 @@ async function applyOne(
         intent.id,
       );
       for (const f of proof.findings) await recordFinding(tx, f, to.storeIds[0] ?? null);
+      if (proof.matchedRowId === row.id) matched = true;
     }
     if (confirmed.length > 0) {
-      const applied = await tx.execute(
-        sql`select 1 from chain_transfers where id = ${row.id}::bigint and applied_at is not null`,
-      );
-      if (applied.rows.length > 0) return { kind: 'applied' };
+      if (matched) return { kind: 'applied' };
       // A log of their transaction that proved none of them (the wallet paid twice in one
       // transaction, or a log another matcher holds is the proof): after the grace, rule 9.
       if (!graceOver) return { kind: 'deferred' };

@@ -1,9 +1,8 @@
-import { type SQL, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../chain/registry.ts';
 import { markApplied, type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
-import type { Token } from '../ledger/accounts.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
 import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
@@ -17,6 +16,8 @@ import { bookConfirmation } from './bookConfirmation.ts';
 export interface ProofResult {
   proven: PostedEntry | null;
   findings: RuleFinding[];
+  /** The chain_transfers row this call matched to the intent (as proof or mismatch), if any. */
+  matchedRowId: string | null;
 }
 
 /** The intent's columns rule 2 reads; applyIntentSnapshot passes the row its update returned. */
@@ -71,7 +72,7 @@ export async function proveIntentPayment(
   /** The intent as this transaction last wrote it (saves reading it again). */
   known?: IntentRow,
 ): Promise<ProofResult> {
-  const none: ProofResult = { proven: null, findings: [] };
+  const none: ProofResult = { proven: null, findings: [], matchedRowId: null };
   const intent =
     known ??
     (
@@ -83,17 +84,23 @@ export async function proveIntentPayment(
   if (intent?.status !== 20 || !hash || !intent.tx_to || intent.chain_id === null) return none;
   const txHash = hash.toLowerCase();
   const txTo = intent.tx_to.toLowerCase();
+  // The transaction's final logs, read once (no lock): most calls come from a confirmation whose
+  // transfer is not final yet, and end here.
+  const logs = (
+    await executePrepared<TransferRow>(
+      tx,
+      sql`
+      select ${transferColumns} from chain_transfers
+      where chain_id = ${intent.chain_id}::bigint and tx_hash = ${txHash} and state = 'final'
+      order by log_index`,
+    )
+  ).rows;
+  if (logs.length === 0) return none;
   // One decision per intent: once a log of its transaction proved it, or was found not to pay it
   // (a mismatch, with its findings), later calls from either side change nothing.
-  const decided = await executePrepared(
-    tx,
-    sql`
-    select 1 from chain_transfers
-    where chain_id = ${intent.chain_id}::bigint and tx_hash = ${txHash} and matched_ref = ${intentId}
-      and state <> 'orphaned' and (matched_as like '%payment_proof%' or matched_as like '%payment_mismatch%')
-    limit 1`,
-  );
-  if (decided.rows.length > 0) return none;
+  if (logs.some((l) => l.matched_ref === intentId && /payment_(proof|mismatch)/.test(l.matched_as ?? ''))) {
+    return none;
+  }
   let inTransit = await inTransitOf(tx, intentId);
   const expectedToken = intent.coin_contract
     ? deps.chains.token(Number(intent.chain_id), intent.coin_contract)
@@ -102,41 +109,52 @@ export async function proveIntentPayment(
   // (reported P - F != N), the reported N and P - F.
   const expected =
     inTransit !== null ? [inTransit] : expectedToken ? reportedNets(intent, expectedToken.decimals) : [];
-  const sameTx = sql`chain_id = ${intent.chain_id}::bigint and tx_hash = ${txHash} and state = 'final'`;
-  const intoWallet = sql`to_address = ${txTo} and token = ${(expectedToken?.address ?? intent.coin_contract ?? '').toLowerCase()}`;
-  // The transaction's logs into tx_to of the intent's token that no proof has taken (nor a
-  // return: matched_ref is another intent's), the one of an expected amount first. One
-  // transaction may pay several intents into one wallet (a batch payment), or the wallet twice.
-  const candidates = (
+  const isExpected = (l: TransferRow) => expected.includes(BigInt(l.value));
+  // Its logs into tx_to in the intent's token: one transaction may pay several intents into one
+  // wallet (a batch payment), or the wallet twice. Free ones are those no proof has taken and no
+  // other intent owns (a sent-back arrival carries its intent in matched_ref); the one of an
+  // expected amount first.
+  const intoWallet = logs.filter(
+    (l) => l.to_address === txTo && l.token === expectedToken?.address.toLowerCase(),
+  );
+  const free = intoWallet
+    .filter((l) => isFree(l.matched_as) && (l.matched_ref === null || l.matched_ref === intentId))
+    .sort((a, b) => Number(isExpected(b)) - Number(isExpected(a)));
+  if (free.length === 0) {
+    // Nothing into the wallet to prove it with. A transaction whose one log went elsewhere (another
+    // recipient or token) is worth rule 2's findings for a person; nothing is marked, so a log
+    // that comes later still proves it.
+    const only = logs.length === 1 && intoWallet.length === 0 ? logs[0] : undefined;
+    if (!only || inTransit === null || !expectedToken) return none;
+    const fact = transferFact(only);
+    const { findings } = paymentProven({
+      storeId: intent.store_id,
+      intentId,
+      transfer: fact,
+      token: deps.chains.token(fact.chainId, fact.tokenAddress) ?? null,
+      expected: { token: expectedToken, recipient: intent.tx_to as `0x${string}`, amount: inTransit },
+    });
+    return { ...none, findings };
+  }
+  // Locked in that order, skipping rows another matcher holds; the lock re-reads each row, so one
+  // a proof took since the read above is left out.
+  const locked = (
     await executePrepared<TransferRow>(
       tx,
       sql`
       select ${transferColumns} from chain_transfers
-      where ${sameTx} and ${intoWallet}
+      where id = any(${sql.param(free.map((l) => l.id))}::bigint[]) and state = 'final'
         and (matched_as is null or (matched_as like '%transfer_in_unmatched%' and matched_as not like '%payment%'))
         and (matched_ref is null or matched_ref = ${intentId})
-      order by (value = any(${sql.param(expected.map(String))}::numeric[])) desc, log_index
       for update skip locked`,
     )
   ).rows;
-  const row = candidates[0];
-  if (!row) {
-    // Nothing into the wallet to prove it with. A transaction whose one log went elsewhere (another
-    // recipient or token) is worth findings for a person; nothing is marked, so a log that comes
-    // later still proves it.
-    const findings = await lonelyLogFindings(tx, deps.chains, sameTx, intent, expectedToken, inTransit);
-    return { proven: null, findings };
-  }
-  if (!expected.includes(BigInt(row.value))) {
-    // Not an expected amount: with other logs into the wallet in this transaction, this one may be
-    // another intent's, and the exact one may be locked by a matcher right now. Only a lone log is
-    // a mismatch; otherwise the intent waits unproven (in_transit stays, and recon says so).
-    const { rows: into } = await executePrepared<{ n: string }>(
-      tx,
-      sql`select count(*)::text as n from chain_transfers where ${sameTx} and ${intoWallet}`,
-    );
-    if (Number(into[0]?.n ?? 0) > 1) return none;
-  }
+  const row = free.map((l) => locked.find((r) => r.id === l.id)).find((r) => r !== undefined);
+  if (!row) return none;
+  // Not an expected amount: with other logs into the wallet in this transaction, this one may be
+  // another intent's, and the exact one may be held by a matcher right now. Only a lone log is a
+  // mismatch; otherwise the intent waits unproven (in_transit stays, and recon says so).
+  if (!isExpected(row) && intoWallet.length > 1) return none;
 
   const findings: RuleFinding[] = [];
   if (inTransit === null && intent.amount_coins !== null && intent.confirmed_at !== null) {
@@ -166,7 +184,7 @@ export async function proveIntentPayment(
     findings.push(...booked.findings);
     inTransit = await inTransitOf(tx, intentId);
   }
-  if (inTransit === null || !expectedToken) return { proven: null, findings };
+  if (inTransit === null || !expectedToken) return { ...none, findings };
 
   const fact = transferFact(row);
   const outcome = paymentProven({
@@ -182,7 +200,7 @@ export async function proveIntentPayment(
   const kinds = (row.matched_as ?? '').split(',').filter((k) => k !== '');
   if (!outcome.entry) {
     await markApplied(tx, row.id, [...kinds, 'payment_mismatch'], intentId, intent.store_id);
-    return { proven: null, findings };
+    return { proven: null, findings, matchedRowId: row.id };
   }
   if (row.matched_as?.split(',').includes('transfer_in_unmatched')) {
     const key = unmatchedTransferKey(fact, 'in');
@@ -197,7 +215,14 @@ export async function proveIntentPayment(
   const proven = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
   const stillBooked = kinds.filter((k) => k !== 'transfer_in_unmatched');
   await markApplied(tx, row.id, [...stillBooked, 'payment_proof'], intentId, intent.store_id);
-  return { proven, findings };
+  return { proven, findings, matchedRowId: row.id };
+}
+
+/** A log no proof has taken: unmatched, or booked to suspense only (a proof may move it). */
+function isFree(matchedAs: string | null): boolean {
+  return (
+    matchedAs === null || (matchedAs.includes('transfer_in_unmatched') && !matchedAs.includes('payment'))
+  );
 }
 
 /** N as reported (net_income_amount) and P - F, in base units: what a proof may be while rule 1 waits. */
@@ -214,34 +239,6 @@ function reportedNets(intent: IntentRow, decimals: number): bigint[] {
   const p = parse(intent.actual_paid_amount);
   const f = parse(intent.service_fee_amount);
   return [n, p !== null && f !== null ? p - f : null].filter((v): v is bigint => v !== null && v >= 0n);
-}
-
-/**
- * Findings for an intent whose transaction has exactly one log and it does not go into tx_to in
- * the intent's token (another recipient or token): rule 2's findings for that log, nothing marked.
- */
-async function lonelyLogFindings(
-  tx: DbExecutor,
-  chains: ChainRegistry,
-  sameTx: SQL,
-  intent: IntentRow,
-  expectedToken: Token | undefined,
-  inTransit: bigint | null,
-): Promise<RuleFinding[]> {
-  if (inTransit === null || !expectedToken || !intent.tx_to) return [];
-  const { rows } = await tx.execute<TransferRow>(
-    sql`select ${transferColumns} from chain_transfers where ${sameTx} limit 2`,
-  );
-  const only = rows.length === 1 ? rows[0] : undefined;
-  if (!only) return [];
-  const fact = transferFact(only);
-  return paymentProven({
-    storeId: intent.store_id,
-    intentId: intent.id,
-    transfer: fact,
-    token: chains.token(fact.chainId, fact.tokenAddress) ?? null,
-    expected: { token: expectedToken, recipient: intent.tx_to as `0x${string}`, amount: inTransit },
-  }).findings;
 }
 
 /** N as rule 1 booked it (the in_transit debit of the intent's entry), or null when not booked. */
