@@ -29,4 +29,12 @@ describe('signaturesEqual', () => {
     expect(signaturesEqual('v1=abc', 'v1=abc=')).toBe(false);
     expect(signaturesEqual('', 'v1=abc')).toBe(false);
   });
+
+  test('error: a non-ASCII character is compared by its bytes, never throwing', () => {
+    // Same number of characters, different number of bytes: comparing buffers of unequal
+    // length would throw in timingSafeEqual.
+    expect(signaturesEqual('v1=abé', 'v1=abc')).toBe(false);
+    // Same number of bytes, different content.
+    expect(signaturesEqual('v1=abé', 'v1=abcd')).toBe(false);
+  });
 });
