@@ -40,6 +40,12 @@ export interface ApplyResult {
   previousStatus: number | null;
   status: number;
   terminal: boolean;
+  /**
+   * Whether nothing more is to be learnt from the service: a terminal status whose facts are in
+   * the books. A CONFIRMED intent that rule 1 could not book yet is terminal but not settled, and
+   * its polls go on.
+   */
+  settled: boolean;
   posted: PostedEntry | null;
   reversed: PostedEntry | null;
   findings: RuleFinding[];
@@ -78,7 +84,8 @@ export async function applyIntentSnapshot(
     // A stale observation (a poll answered before the terminal status was recorded): a terminal
     // status never changes back, so the facts stay as they are.
     const status = previousStatus;
-    return { previousStatus, status, terminal: true, posted: null, reversed: null, findings: [] };
+    const settled = before?.settled_by != null;
+    return { previousStatus, status, terminal: true, settled, posted: null, reversed: null, findings: [] };
   }
   const status = intent.status;
   const terminal = isTerminalCheckoutStatus(status);
@@ -88,7 +95,7 @@ export async function applyIntentSnapshot(
       : status === CheckoutStatus.CONFIRMED
         ? obs.observedAt
         : null;
-  const settledBy = before?.settled_by ?? (terminal ? obs.source : null);
+  let settledBy = before?.settled_by ?? (terminal ? obs.source : null);
   const changed = previousStatus !== status;
 
   // The facts and, when the status changed, its history row in one round trip; the row comes
@@ -146,6 +153,11 @@ export async function applyIntentSnapshot(
     });
     findings.push(...booked.findings);
     posted = booked.posted;
+    if (!booked.settled && settledBy !== null) {
+      // Rare (no amounts, unknown token, an amount the token cannot hold): keep polling it.
+      await tx.execute(sql`update checkout_intents set settled_by = null where id = ${id}`);
+      settledBy = null;
+    }
     // The chain may have proven the payment before the service's confirmation reached us.
     const proof = await proveIntentPayment(tx, deps, id, row);
     findings.push(...proof.findings);
@@ -169,7 +181,7 @@ export async function applyIntentSnapshot(
     }
   }
   for (const finding of findings) await recordFinding(tx, finding, obs.storeId);
-  return { previousStatus, status, terminal, posted, reversed, findings };
+  return { previousStatus, status, terminal, settled: settledBy !== null, posted, reversed, findings };
 }
 
 /** A webhook that disagrees with the API is a finding for a person, never a crash. */
@@ -189,7 +201,12 @@ function compareWebhook(webhook: CheckoutWebhookPayload, intent: CheckoutIntent)
   }
   if (!same(webhook.tx_hash, intent.tx_hash))
     differences.tx_hash = { webhook: webhook.tx_hash, api: intent.tx_hash };
-  if (webhook.status === CheckoutStatus.CONFIRMED && intent.status !== CheckoutStatus.CONFIRMED) {
+  // Paid or not is what counts (any status but 20 is not paid); a null status predates the field
+  // and says nothing either way.
+  if (
+    webhook.status !== null &&
+    (webhook.status === CheckoutStatus.CONFIRMED) !== (intent.status === CheckoutStatus.CONFIRMED)
+  ) {
     differences.status = { webhook: webhook.status, api: intent.status };
   }
   if (Object.keys(differences).length === 0) return [];

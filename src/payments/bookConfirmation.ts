@@ -1,9 +1,13 @@
+import { sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../chain/registry.ts';
 import type { DbExecutor } from '../db/database.ts';
+import { accountCode } from '../ledger/accounts.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
-import type { RuleFinding } from '../ledger/entryDraft.ts';
+import type { EntryDraft, RuleFinding, RuleOutcome } from '../ledger/entryDraft.ts';
+import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { type PostedEntry, postEntry } from '../ledger/postEntry.ts';
 import { checkoutConfirmed } from '../ledger/rules/checkoutRules.ts';
+import { AmountFormatError } from '../money/decimalAmount.ts';
 
 /** What rule 1 needs of a CONFIRMED intent, as stored in checkout_intents (decimal strings as sent). */
 export interface ConfirmedIntentFacts {
@@ -25,6 +29,19 @@ export interface ConfirmedIntentFacts {
   confirmedAt: Date;
 }
 
+export interface BookedConfirmation {
+  /** The entry this call wrote, or null (already in the books, waiting, or not bookable). */
+  posted: PostedEntry | null;
+  findings: RuleFinding[];
+  /**
+   * Whether rule 1 is done with this intent: its entry is in the books, or it waits only for the
+   * chain's proof of the net (which settles it without the service). False when the facts cannot
+   * be booked yet (no amounts, unknown token, an amount the token cannot hold): the intent is
+   * then polled on, since a later answer or a configuration fix can still book it.
+   */
+  settled: boolean;
+}
+
 /**
  * Posts rule 1 for a confirmed intent, from a webhook, a poll or the chain. `provenNet` is what
  * the chain proved reached the merchant wallet: it settles an intent whose reported P - F != N.
@@ -35,7 +52,7 @@ export async function bookConfirmation(
   deps: { chains: ChainRegistry; accounts?: AccountCache },
   facts: ConfirmedIntentFacts,
   provenNet?: bigint,
-): Promise<{ posted: PostedEntry | null; findings: RuleFinding[] }> {
+): Promise<BookedConfirmation> {
   const ref = { type: 'checkout_intent', id: facts.intentId };
   const token =
     facts.chainId !== null && facts.coinContract
@@ -44,6 +61,7 @@ export async function bookConfirmation(
   if (!token) {
     return {
       posted: null,
+      settled: false,
       findings: [
         {
           kind: 'unknown_token',
@@ -61,23 +79,86 @@ export async function bookConfirmation(
   if (facts.actualPaidAmount === null || facts.serviceFeeAmount === null || facts.netIncomeAmount === null) {
     return {
       posted: null,
+      settled: false,
       findings: [{ kind: 'confirmed_without_amounts', severity: 'warning', ref, details: { status: 20 } }],
     };
   }
-  const outcome = checkoutConfirmed({
-    storeId: facts.storeId,
-    intentId: facts.intentId,
-    occurredAt: facts.confirmedAt,
-    token,
-    amountCoins: facts.amountCoins,
-    actualPaidAmount: facts.actualPaidAmount,
-    serviceFeeAmount: facts.serviceFeeAmount,
-    netIncomeAmount: facts.netIncomeAmount,
-    fiat: { amountCents: facts.amountCents, currency: facts.currency, currencyRate: facts.currencyRate },
-    txHash: facts.txHash,
-    txHash2: facts.txHash2,
-    provenNet,
-  });
-  const posted = outcome.entry ? await postEntry(tx, outcome.entry, { accounts: deps.accounts }) : null;
-  return { posted, findings: outcome.findings };
+  let outcome: RuleOutcome;
+  try {
+    outcome = checkoutConfirmed({
+      storeId: facts.storeId,
+      intentId: facts.intentId,
+      occurredAt: facts.confirmedAt,
+      token,
+      amountCoins: facts.amountCoins,
+      actualPaidAmount: facts.actualPaidAmount,
+      serviceFeeAmount: facts.serviceFeeAmount,
+      netIncomeAmount: facts.netIncomeAmount,
+      fiat: { amountCents: facts.amountCents, currency: facts.currency, currencyRate: facts.currencyRate },
+      txHash: facts.txHash,
+      txHash2: facts.txHash2,
+      provenNet,
+    });
+  } catch (err) {
+    if (!(err instanceof AmountFormatError)) throw err;
+    // An amount finer than the token (docs/decisions.md, "Amounts in models") cannot be booked,
+    // but the intent's facts are still recorded by the caller: a person decides, the job does not
+    // fail for ever.
+    return {
+      posted: null,
+      settled: false,
+      findings: [
+        {
+          kind: 'amount_format_error',
+          severity: 'critical',
+          ref,
+          details: { amount: err.text, decimals: err.decimals, token: token.symbol, chain_id: token.chainId },
+        },
+      ],
+    };
+  }
+  if (!outcome.entry) return { posted: null, findings: outcome.findings, settled: true };
+  try {
+    const posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+    return { posted, findings: outcome.findings, settled: true };
+  } catch (err) {
+    if (!(err instanceof IdempotencyConflictError)) throw err;
+    const changed = await amountsChangedSinceBooked(tx, err.existingEntryId, outcome.entry);
+    return { posted: null, findings: [...outcome.findings, ...changed], settled: true };
+  }
+}
+
+/**
+ * Rule 1 was booked from an earlier observation and this one differs. The entry is immutable and
+ * keeps what was known when it was booked: a field learnt later (tx_hash_2, a fee written another
+ * way) changes the facts row, not the books. Only different amounts are a finding, critical: the
+ * service changed a confirmed payment's figures, and a person decides whether to reverse.
+ */
+async function amountsChangedSinceBooked(
+  tx: DbExecutor,
+  entryId: bigint,
+  draft: EntryDraft,
+): Promise<RuleFinding[]> {
+  const { rows } = await tx.execute<{ code: string; amount: string }>(sql`
+    select a.code, p.amount::text from ledger_postings p join ledger_accounts a on a.id = p.account_id
+    where p.entry_id = ${entryId.toString()}::bigint`);
+  const sum = (lines: Array<[string, bigint]>) => {
+    const byAccount = new Map<string, bigint>();
+    for (const [code, amount] of lines) byAccount.set(code, (byAccount.get(code) ?? 0n) + amount);
+    return byAccount;
+  };
+  const booked = sum(rows.map((r) => [r.code, BigInt(r.amount)]));
+  const now = sum(draft.lines.map((l) => [accountCode(l.account), l.amount]));
+  const same = booked.size === now.size && [...booked].every(([code, amount]) => now.get(code) === amount);
+  if (same) return [];
+  const show = (m: Map<string, bigint>) =>
+    Object.fromEntries([...m].map(([code, a]) => [code, a.toString()]));
+  return [
+    {
+      kind: 'confirmed_amounts_changed',
+      severity: 'critical',
+      ref: draft.ref,
+      details: { entry_id: entryId.toString(), booked: show(booked), observed: show(now) },
+    },
+  ];
 }

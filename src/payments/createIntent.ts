@@ -5,6 +5,13 @@ import type { CreateCheckoutIntentResult } from '../svc/models/checkoutIntent.ts
 import { type ApplyResult, applyIntentSnapshot } from './applyIntentSnapshot.ts';
 import type { PaymentsDeps } from './paymentsDeps.ts';
 
+export interface CreatedIntent {
+  created: CreateCheckoutIntentResult;
+  /** The first read of the intent, applied; null when that read failed (firstReadError). */
+  applied: ApplyResult | null;
+  firstReadError: string | null;
+}
+
 /**
  * Creates a checkout intent at the service and starts tracking it. The call is recorded before
  * it is made: create has no idempotency key, so an outcome the client cannot know
@@ -14,7 +21,7 @@ export async function createIntent(
   deps: PaymentsDeps,
   storeId: string,
   request: CreateCheckoutIntentInput,
-): Promise<{ created: CreateCheckoutIntentResult; applied: ApplyResult }> {
+): Promise<CreatedIntent> {
   const recorded = await deps.db.execute<{ id: string }>(sql`
     insert into checkout_intent_creations (store_id, order_id, request, outcome)
     values (${storeId}, ${request.order_id ?? null},
@@ -32,9 +39,25 @@ export async function createIntent(
     await settle(err instanceof UnknownOutcomeError ? 'unknown' : 'failed', null, (err as Error).message);
     throw err;
   }
-  await settle('created', created.allsvc_checkout_intent_id, null);
-  const applied = await trackIntent(deps, storeId, created.allsvc_checkout_intent_id, 'create');
-  return { created, applied };
+  const intentId = created.allsvc_checkout_intent_id;
+  // The outcome and the tracking row commit together: if the first read below fails (or the
+  // process dies), the poll sweeper still finds the intent (never polled) and polls it, so an
+  // intent created here is never left untracked, and nobody re-runs the create for it.
+  await deps.db.execute(sql`
+    with c as (
+      update checkout_intent_creations set outcome = 'created', intent_id = ${intentId}, error = null, updated_at = now()
+      where id = ${creationId}::bigint
+    )
+    insert into checkout_intents (id, store_id, tracked_via, tracked_at)
+    values (${intentId}, ${storeId}, 'create', ${deps.clock.now().toISOString()}::timestamptz)
+    on conflict (id) do nothing`);
+  try {
+    const applied = await trackIntent(deps, storeId, intentId, 'create');
+    return { created, applied, firstReadError: null };
+  } catch (err) {
+    deps.logger.warn({ intentId, err }, 'intent created; its first read failed, polling will catch up');
+    return { created, applied: null, firstReadError: err instanceof Error ? err.message : String(err) };
+  }
 }
 
 /** Starts tracking an intent created elsewhere (`stablebooks intents track <id>`), or refreshes it. */

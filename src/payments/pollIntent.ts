@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
 import { loadTrackedIntent } from './intentTracking.ts';
 import type { PaymentsDeps } from './paymentsDeps.ts';
@@ -14,7 +15,8 @@ export interface PollOutcome {
 
 /**
  * One poll of a tracked intent: GET status (cheap); on a change, GET the full intent and apply it
- * through the same function as a webhook. Errors from the service propagate (a 40001 carries
+ * through the same function as a webhook. Polling stops once the intent is settled (a terminal
+ * status in the books). Errors from the service propagate (a 40001 carries
  * retryAfterMs for the caller to pause the key's queue).
  */
 export async function pollIntent(
@@ -33,13 +35,14 @@ export async function pollIntent(
     where id = ${intentId}`);
   let changed = false;
   let settled = false;
-  if (status !== tracked.status) {
+  // A confirmed intent still polled is one rule 1 could not book yet: read it whole every time.
+  if (status !== tracked.status || status === CheckoutStatus.CONFIRMED) {
     const intent = await client.getCheckoutIntent(intentId);
     const result = await deps.db.transaction((tx) =>
       applyIntentSnapshot(tx, deps, { storeId: tracked.storeId, intent, source: 'poll', observedAt: now }),
     );
     changed = result.previousStatus !== result.status;
-    settled = result.terminal;
+    settled = result.settled;
   }
   const nextDelayMs = nextPollDelayMs({
     status,

@@ -9,7 +9,7 @@ export interface PollScheduleInput {
   status: number | null;
   /** How long the intent has been tracked, in ms. */
   trackedForMs: number;
-  /** A terminal status already recorded, by a webhook or a poll. */
+  /** A terminal status already in the books, by a webhook or a poll (ApplyResult.settled). */
   settled: boolean;
   random: () => number;
   scale?: number;
@@ -19,10 +19,21 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 
 export function nextPollDelayMs(input: PollScheduleInput): number | null {
-  if (input.settled || (input.status !== null && isTerminalCheckoutStatus(input.status as CheckoutStatus)))
+  if (input.settled) return null;
+  // Failures are settled when recorded; only CONFIRMED can wait to be booked.
+  if (
+    input.status !== null &&
+    input.status !== CheckoutStatus.CONFIRMED &&
+    isTerminalCheckoutStatus(input.status as CheckoutStatus)
+  )
     return null;
   let base: number;
   switch (input.status) {
+    case CheckoutStatus.CONFIRMED:
+      // Confirmed but not booked yet (no amounts, unknown token, an unbookable amount): what can
+      // heal it is a later answer or a configuration fix, neither urgent.
+      base = 10 * MINUTE;
+      break;
     case CheckoutStatus.ON_CHAIN:
     case CheckoutStatus.TEMP_WALLET_RECEIVED:
       base = 10 * SECOND;

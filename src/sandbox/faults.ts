@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Faults a test or the demo injects through POST /_sandbox/faults: the next API requests answer
- * 40001 or an error code, and the next webhooks are duplicated, delayed, reordered or dropped.
+ * 40001 or an error code, the next confirmed intents read come without their amounts, and the next webhooks are duplicated, delayed, reordered or dropped.
  */
 export const faultsRequestSchema = z
   .object({
@@ -12,6 +12,12 @@ export const faultsRequestSchema = z
     retry_after: z.string().optional(),
     /** The next `count` signed API requests answer this error code (90000 and 99999 with HTTP 500). */
     error_next: z.object({ code: z.int(), count: z.int().min(1) }).optional(),
+    /**
+     * The next N reads of a full CONFIRMED intent answer actual_paid_amount, service_fee_amount
+     * and net_income_amount as null (the spec types them nullable): a confirmation whose figures
+     * come later.
+     */
+    withhold_amounts_next: z.int().min(0).optional(),
     webhooks: z
       .object({
         /** Deliver each of the next N webhooks twice (the second with a fresh nonce). */
@@ -32,6 +38,7 @@ export interface Faults {
   rateLimitNext: number;
   retryAfter: string;
   errorNext: { code: number; count: number } | null;
+  withholdAmountsNext: number;
   webhookDuplicate: number;
   webhookDelayMs: number;
   webhookReorder: number;
@@ -43,6 +50,7 @@ export function createFaults(): Faults {
     rateLimitNext: 0,
     retryAfter: '1s',
     errorNext: null,
+    withholdAmountsNext: 0,
     webhookDuplicate: 0,
     webhookDelayMs: 0,
     webhookReorder: 0,
@@ -54,6 +62,7 @@ export function applyFaults(faults: Faults, request: FaultsRequest): void {
   if (request.rate_limit_next !== undefined) faults.rateLimitNext = request.rate_limit_next;
   if (request.retry_after !== undefined) faults.retryAfter = request.retry_after;
   if (request.error_next !== undefined) faults.errorNext = { ...request.error_next };
+  if (request.withhold_amounts_next !== undefined) faults.withholdAmountsNext = request.withhold_amounts_next;
   const w = request.webhooks;
   if (w?.duplicate !== undefined) faults.webhookDuplicate = w.duplicate;
   if (w?.delay_ms !== undefined) faults.webhookDelayMs = w.delay_ms;

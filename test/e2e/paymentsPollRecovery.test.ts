@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { createIntent } from '../../src/payments/createIntent.ts';
+import type { PaymentsDeps } from '../../src/payments/paymentsDeps.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 
 /**
@@ -54,4 +55,72 @@ describe('payments poll recovery', () => {
     expect(await pollCount(id)).toBeGreaterThan(stalledAt);
     for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
   }, 60_000);
+
+  it('behavior: an intent whose first read fails after the create is still tracked and polled', async () => {
+    // The service created it; the read that follows fails (a network error, a 5xx burst, a crash).
+    const failingRead: PaymentsDeps = {
+      ...pipeline.payments,
+      client: (storeId) => {
+        const real = pipeline.payments.client(storeId);
+        return {
+          ...real,
+          getCheckoutIntent: async () => {
+            throw new Error('connection reset');
+          },
+        };
+      },
+    };
+    const result = await createIntent(failingRead, 'st_a', { stable_coin: 1, amount_cents: 2500n });
+    expect(result.applied).toBeNull();
+    expect(result.firstReadError).toBe('connection reset');
+    const id = result.created.allsvc_checkout_intent_id;
+    const creation = await pipeline.db.execute<{ outcome: string }>(
+      sql`select outcome from checkout_intent_creations where intent_id = ${id}`,
+    );
+    expect(creation.rows).toEqual([{ outcome: 'created' }]);
+    // Before: no checkout_intents row, so nothing ever polled it. Now the poll sweeper finds it.
+    const polled = await pipeline.waitFor(async () => {
+      const { rows } = await pipeline.db.execute<{ status: number | null; tracked_via: string }>(
+        sql`select status, tracked_via from checkout_intents where id = ${id} and poll_count > 0`,
+      );
+      return rows[0];
+    }, 45_000);
+    expect(polled).toEqual({ status: 1, tracked_via: 'create' });
+  }, 60_000);
+
+  it('behavior: a confirmation read without its amounts is polled again until they come, then posted', async () => {
+    const { created } = await createIntent(pipeline.payments, 'st_a', {
+      stable_coin: 1,
+      amount_cents: 2500n,
+    });
+    const id = created.allsvc_checkout_intent_id;
+    await pipeline.waitFor(async () => (await pollCount(id)) > 0);
+    // Only polling learns of it, and its first full read comes without the amounts.
+    await pipeline.sandbox.control('/_sandbox/faults', {
+      webhooks: { drop_next: 1 },
+      withhold_amounts_next: 1,
+    });
+    expect((await pipeline.sandbox.control(`/_sandbox/intents/${id}/pay`, {})).status).toBe(200);
+    await pipeline.waitFor(async () => {
+      const { rows } = await pipeline.db.execute(
+        sql`select 1 from findings where ref_id = ${id} and kind = 'confirmed_without_amounts'`,
+      );
+      return rows.length > 0;
+    }, 30_000);
+    // Before: CONFIRMED settled the intent at once, polling stopped and rule 1 was never posted.
+    const lines = await pipeline.waitFor(async () => {
+      const found = await ledgerLinesOf(pipeline.db, id);
+      return found.length > 0 ? found : undefined;
+    }, 45_000);
+    expect(lines).toEqual([
+      'checkout.confirmed: assets:in_transit 24750000',
+      'checkout.confirmed: expense:service_fees 250000',
+      'checkout.confirmed: income:sales -25000000',
+    ]);
+    const { rows } = await pipeline.db.execute<{ settled_by: string | null }>(
+      sql`select settled_by from checkout_intents where id = ${id}`,
+    );
+    expect(rows[0]?.settled_by).toBe('poll');
+    for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
+  }, 90_000);
 });

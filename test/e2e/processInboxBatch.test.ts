@@ -1,10 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
-import { account } from '../../src/ledger/accounts.ts';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { trialBalance } from '../../src/ledger/balances.ts';
-import { IdempotencyConflictError } from '../../src/ledger/errors.ts';
-import { postEntry } from '../../src/ledger/postEntry.ts';
-import { checkoutConfirmedKey } from '../../src/ledger/rules/checkoutRules.ts';
 import { processInboxBatch } from '../../src/payments/processInboxBatch.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 
@@ -197,17 +193,20 @@ describe('processInboxBatch', () => {
   it('error: a webhook that fails the batch fails alone; the others are applied one by one', async () => {
     const paid = await paidAndStored(4);
     const bad = paid[2]!;
-    // Rule 1's key already taken with other content: posting it throws an IdempotencyConflictError.
-    await postEntry(pipeline.db, {
-      idempotencyKey: checkoutConfirmedKey(bad.intentId),
-      kind: 'test.squatter',
-      occurredAt: new Date('2026-11-01T00:00:00Z'),
-      storeId: 'st_a',
-      ref: { type: 'test', id: bad.intentId },
-      lines: [
-        { account: account('assets:in_transit', 'st_a', usdtOf(pipeline)), amount: 1n },
-        { account: account('income:sales', 'st_a', usdtOf(pipeline)), amount: -1n },
-      ],
+    // The database refuses this intent's row (a trigger raising for its id): its statement fails,
+    // and with it the batch's transaction.
+    await pipeline.db.execute(
+      sql.raw(`
+      create or replace function test_refuse_intent() returns trigger language plpgsql as $$
+      begin
+        if new.id = '${bad.intentId}' then raise exception 'refused for the test'; end if;
+        return new;
+      end $$;
+      create trigger test_refuse_intent before insert or update on checkout_intents
+        for each row execute function test_refuse_intent();`),
+    );
+    onTestFinished(async () => {
+      await pipeline.db.execute(sql`drop trigger if exists test_refuse_intent on checkout_intents`);
     });
 
     const results = await processInboxBatch(
@@ -217,7 +216,7 @@ describe('processInboxBatch', () => {
     results.forEach((r, i) => {
       if (i === 2) {
         expect(r.ok).toBe(false);
-        if (!r.ok) expect(r.error).toBeInstanceOf(IdempotencyConflictError);
+        if (!r.ok) expect(`${r.error.message} ${String(r.error.cause)}`).toContain('refused for the test');
       } else {
         expect(r.ok && r.value.kind).toBe('applied');
       }
@@ -233,10 +232,3 @@ describe('processInboxBatch', () => {
     expect(pipeline.logs.join('')).toContain('webhook batch failed; processing its webhooks one by one');
   }, 120_000);
 });
-
-function usdtOf(p: typeof pipeline) {
-  const chainId = p.config.chains.chains()[0]?.chainId ?? 0;
-  const token = p.config.chains.tokenBySymbol(chainId, 'USDT');
-  if (!token) throw new Error('no USDT in the sandbox chain registry');
-  return token;
-}

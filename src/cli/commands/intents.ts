@@ -63,13 +63,20 @@ export function registerIntents(program: Command): void {
             : {}),
         };
         await withPayments(async (deps) => {
-          const { created, applied } = await createIntent(deps, opts.store, request);
-          printResult(opts.json, { ...created, status: applied.status }, (r) =>
-            [
-              `created intent ${r.allsvc_checkout_intent_id}: ${r.amount_coins} (${checkoutStatusName(r.status as never)})`,
-              `checkout URL: ${r.checkout_url}`,
-              'the daemon polls it until it settles',
-            ].join('\n'),
+          const { created, applied, firstReadError } = await createIntent(deps, opts.store, request);
+          // Created is success even when the first read failed: the intent is tracked and the
+          // daemon's polls read it; running the create again would make a second intent.
+          printResult(
+            opts.json,
+            { ...created, status: applied?.status ?? null, first_read_error: firstReadError },
+            (r) =>
+              [
+                `created intent ${r.allsvc_checkout_intent_id}: ${r.amount_coins}${r.status === null ? '' : ` (${checkoutStatusName(r.status as never)})`}`,
+                `checkout URL: ${r.checkout_url}`,
+                r.first_read_error
+                  ? `its first read failed (${r.first_read_error}); the daemon polls it until it settles, do not create it again`
+                  : 'the daemon polls it until it settles',
+              ].join('\n'),
           );
         });
       },

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CheckoutStatus } from '../../svc/models/checkoutStatus.ts';
 import type { CheckoutEngine } from '../checkout/checkoutEngine.ts';
 import { renderHostedCheckoutPage, renderUnknownCheckoutPage } from '../checkout/hostedCheckoutPage.ts';
 import { rawBody, sendEnvelope } from '../envelope.ts';
@@ -30,9 +31,19 @@ export function registerCheckoutRoutes(
   if (!app.hasRoute({ method: 'POST', url: '/v1/checkout_intents' }))
     app.post('/v1/checkout_intents', create);
 
-  app.get<{ Params: { id: string } }>('/v1/checkout_intents/:id', async (req, reply) =>
-    ok(req, reply, checkout.get(deps.identity(req), req.params.id)),
-  );
+  app.get<{ Params: { id: string } }>('/v1/checkout_intents/:id', async (req, reply) => {
+    const intent = checkout.get(deps.identity(req), req.params.id);
+    if (intent.status === CheckoutStatus.CONFIRMED && world.faults.withholdAmountsNext > 0) {
+      world.faults.withholdAmountsNext--;
+      return ok(req, reply, {
+        ...intent,
+        actual_paid_amount: null,
+        service_fee_amount: null,
+        net_income_amount: null,
+      });
+    }
+    return ok(req, reply, intent);
+  });
   app.get<{ Params: { id: string } }>('/v1/checkout_intents/:id/status', async (req, reply) =>
     ok(req, reply, checkout.status(deps.identity(req), req.params.id)),
   );

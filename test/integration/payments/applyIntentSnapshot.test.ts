@@ -285,6 +285,139 @@ describe('applyIntentSnapshot', () => {
     expect(await entriesOf(id)).toEqual([]);
   });
 
+  it('behavior: a webhook saying not paid while the API says paid is a finding', async () => {
+    const id = 'aa0000000000000000000010';
+    const webhook = checkoutWebhookPayloadSchema.parse({
+      all_svc_transaction_id: 't10',
+      all_svc_checkout_intent_id: id,
+      webhook_id: 'wh-10',
+      amount_cents: 2500,
+      amount_coins: '25',
+      coin_contract_address: USDC,
+      coin_symbol: 'USDC',
+      chain_id: 8453,
+      tx_hash: `0x${'1'.repeat(64)}`,
+      tx_from: `0x${'cd'.repeat(20)}`,
+      payment_method_type: 1,
+      status: -3,
+    });
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id),
+        source: 'webhook',
+        observedAt: at(12),
+        webhook,
+      }),
+    );
+    const { rows } = await db.execute<{ details: { differences: Record<string, unknown> } }>(
+      sql`select details from findings where ref_id = ${id} and kind = 'webhook_api_mismatch'`,
+    );
+    expect(rows[0]?.details.differences).toEqual({ status: { webhook: -3, api: 20 } });
+    // The books follow the API.
+    expect((await entriesOf(id)).map((e) => e.kind)).toEqual(['checkout.confirmed']);
+  });
+
+  it('behavior: a field learnt after booking (tx_hash_2) updates the facts; the one entry stays', async () => {
+    const id = 'aa0000000000000000000011';
+    const apply = (patch: Partial<CheckoutIntent>, s: number) =>
+      db.transaction((tx) =>
+        applyIntentSnapshot(tx, deps, {
+          storeId: 'st_a',
+          intent: intent(id, patch),
+          source: 'poll',
+          observedAt: at(s),
+        }),
+      );
+    const first = await apply({ tx_hash_2: null }, 13);
+    expect(first.posted?.created).toBe(true);
+    // Before: the entry's metadata differed, so the re-post threw IdempotencyConflictError and
+    // rolled the observation back, for ever.
+    const second = await apply({ tx_hash_2: `0x${'2'.repeat(64)}` }, 14);
+    expect(second.posted).toBeNull();
+    expect(second.settled).toBe(true);
+    const row = await db.execute<{ tx_hash_2: string | null }>(
+      sql`select tx_hash_2 from checkout_intents where id = ${id}`,
+    );
+    expect(row.rows[0]?.tx_hash_2).toBe(`0x${'2'.repeat(64)}`);
+    expect(await entriesOf(id)).toHaveLength(1);
+    expect(await findingsOf(id)).toEqual([]);
+  });
+
+  it('error: amounts changed after booking are a critical finding; the entry is not touched', async () => {
+    const id = 'aa0000000000000000000012';
+    const apply = (patch: Partial<CheckoutIntent>, s: number) =>
+      db.transaction((tx) =>
+        applyIntentSnapshot(tx, deps, {
+          storeId: 'st_a',
+          intent: intent(id, patch),
+          source: 'poll',
+          observedAt: at(s),
+        }),
+      );
+    await apply({}, 15);
+    const before = await entriesOf(id);
+    const changed = await apply({ service_fee_amount: '0.30', net_income_amount: '24.70' }, 16);
+    expect(changed.posted).toBeNull();
+    expect(await entriesOf(id)).toEqual(before);
+    const { rows } = await db.execute<{ severity: string; details: Record<string, Record<string, string>> }>(
+      sql`select severity, details from findings where ref_id = ${id} and kind = 'confirmed_amounts_changed'`,
+    );
+    expect(rows[0]?.severity).toBe('critical');
+    expect(rows[0]?.details.booked?.['expense:service_fees:st_a:8453:USDC']).toBe('250000');
+    expect(rows[0]?.details.observed?.['expense:service_fees:st_a:8453:USDC']).toBe('300000');
+    const facts = await db.execute<{ service_fee_amount: string }>(
+      sql`select service_fee_amount from checkout_intents where id = ${id}`,
+    );
+    expect(facts.rows[0]?.service_fee_amount).toBe('0.30');
+  });
+
+  it('error: an amount finer than the token is a critical finding; the facts are recorded and polling goes on', async () => {
+    const id = 'aa0000000000000000000013';
+    // Before: AmountFormatError rolled back the whole observation, so the intent was never recorded.
+    const r = await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id, { amount_coins: '25.0000001' }),
+        source: 'webhook',
+        observedAt: at(17),
+      }),
+    );
+    expect(r).toMatchObject({ status: 20, terminal: true, settled: false, posted: null });
+    const row = await db.execute<{ status: number; settled_by: string | null }>(
+      sql`select status, settled_by from checkout_intents where id = ${id}`,
+    );
+    expect(row.rows[0]).toEqual({ status: 20, settled_by: null });
+    expect(await entriesOf(id)).toEqual([]);
+    expect(await findingsOf(id)).toEqual(['amount_format_error']);
+  });
+
+  it('behavior: CONFIRMED without amounts is not settled; a later answer with them books and settles it', async () => {
+    const id = 'aa0000000000000000000014';
+    const apply = (patch: Partial<CheckoutIntent>, s: number) =>
+      db.transaction((tx) =>
+        applyIntentSnapshot(tx, deps, {
+          storeId: 'st_a',
+          intent: intent(id, patch),
+          source: 'poll',
+          observedAt: at(s),
+        }),
+      );
+    const bare = await apply(
+      { actual_paid_amount: null, service_fee_amount: null, net_income_amount: null },
+      18,
+    );
+    expect(bare).toMatchObject({ terminal: true, settled: false, posted: null });
+    expect(await findingsOf(id)).toEqual(['confirmed_without_amounts']);
+    const full = await apply({}, 19);
+    expect(full.settled).toBe(true);
+    expect(full.posted?.created).toBe(true);
+    const row = await db.execute<{ settled_by: string | null }>(
+      sql`select settled_by from checkout_intents where id = ${id}`,
+    );
+    expect(row.rows[0]?.settled_by).toBe('poll');
+  });
+
   it('behavior: the trial balance stays zero', async () => {
     for (const line of await trialBalance(db)) expect(line.net).toBe(0n);
   });
