@@ -41,8 +41,10 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
     status: 'processed' | 'failed',
     reason: string | null,
     finding?: { kind: string; details: Record<string, unknown> },
+    alsoInTransaction?: (tx: DbExecutor) => Promise<void>,
   ) => {
     await deps.db.transaction(async (tx) => {
+      await alsoInTransaction?.(tx);
       await tx.execute(sql`
         update webhook_inbox set status = ${status}, processed_at = now(), attempts = attempts + 1, error = ${reason}
         where webhook_id = ${webhookId} and status = 'received'`);
@@ -95,7 +97,16 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
       .map((i) => `${i.path.join('.')}: ${i.message}`)
       .slice(0, 3)
       .join('; ');
-    await finish('failed', reason, { kind: 'malformed_webhook', details: { reason } });
+    // The payload is unusable, but the intent it names may still be learnt from the API: we
+    // answered 200, so the service will not send it again, and an intent created elsewhere would
+    // otherwise never be polled.
+    const intentId = namedIntentId(json);
+    await finish(
+      'failed',
+      reason,
+      { kind: 'malformed_webhook', details: { reason, tracked_intent: intentId } },
+      intentId ? (tx) => trackFromWebhook(tx, intentId, row.store_id, deps.clock.now()) : undefined,
+    );
     return { kind: 'unusable', reason };
   }
   const payload = parsed.data;
@@ -129,6 +140,21 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
     storeId: row.store_id,
     terminal: result.terminal,
   };
+}
+
+/** The intent id a webhook names, when it has the spec's form (an ObjectId), else null. */
+function namedIntentId(json: unknown): string | null {
+  if (typeof json !== 'object' || json === null) return null;
+  const id = (json as Record<string, unknown>).all_svc_checkout_intent_id;
+  return typeof id === 'string' && /^[0-9a-f]{24}$/i.test(id) ? id : null;
+}
+
+/** Starts tracking an intent (the poll sweeper polls it first); an intent already tracked is left as it is. */
+async function trackFromWebhook(tx: DbExecutor, intentId: string, storeId: string, now: Date): Promise<void> {
+  await tx.execute(sql`
+    insert into checkout_intents (id, store_id, tracked_via, tracked_at)
+    values (${intentId}, ${storeId}, 'webhook', ${now.toISOString()}::timestamptz)
+    on conflict (id) do nothing`);
 }
 
 /** The service does not know the intent, or not for this store: retrying cannot help. */

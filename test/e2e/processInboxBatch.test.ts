@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { trialBalance } from '../../src/ledger/balances.ts';
+import { staleTrackedIntents } from '../../src/payments/intentTracking.ts';
 import { processInboxBatch } from '../../src/payments/processInboxBatch.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 
@@ -168,6 +169,26 @@ describe('processInboxBatch', () => {
       where w.webhook_id = 'batch-unknown'`);
     expect(rows).toEqual([{ status: 'failed', kind: 'webhook_for_unknown_intent' }]);
     for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+  }, 120_000);
+
+  it('error: a webhook the model refuses fails, and the intent it names is tracked for polling', async () => {
+    const [paid] = await paidAndStored(1);
+    const body = JSON.parse((await storedBody(paid!.webhookId)).toString('utf8')) as Record<string, unknown>;
+    await storeInboxRow('batch-refused', 'st_a', Buffer.from(JSON.stringify({ ...body, status: 'paid' })));
+    const [result] = await processInboxBatch(pipeline.payments, ['batch-refused']);
+    expect(result?.ok && result.value.kind).toBe('unusable');
+    const { rows } = await pipeline.db.execute<{ status: string }>(
+      sql`select status from webhook_inbox where webhook_id = 'batch-refused'`,
+    );
+    expect(rows).toEqual([{ status: 'failed' }]);
+    // Before: nothing tracked it, so a payment whose only webhook the model refused was never
+    // learnt. Now it is tracked and never polled: the poll sweeper's first pick.
+    const stale = await staleTrackedIntents(pipeline.db, 60_000);
+    expect(stale.map((i) => i.id)).toContain(paid!.intentId);
+    const tracked = await pipeline.db.execute<{ tracked_via: string; store_id: string }>(
+      sql`select tracked_via, store_id from checkout_intents where id = ${paid!.intentId}`,
+    );
+    expect(tracked.rows).toEqual([{ tracked_via: 'webhook', store_id: 'st_a' }]);
   }, 120_000);
 
   it('error: a webhook of a store no longer configured fails its own job only', async () => {
