@@ -11,6 +11,7 @@ import { registerPayouts } from './commands/payouts.ts';
 import { registerReport } from './commands/report.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerStart } from './commands/start.ts';
+import { registerWebhooks } from './commands/webhooks.ts';
 
 /** Builds the `stablebooks` command. Commands are thin: they parse options and call src/ modules. */
 export function buildProgram(): Command {
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerLedger(program);
   registerReport(program);
   registerFindings(program);
+  registerWebhooks(program);
   registerSandbox(program);
   registerDemo(program);
   return program;
