@@ -107,7 +107,9 @@ export function nonceLifetimeSeconds(args: {
   skewSeconds: number;
   nonceTtlSeconds: number;
 }): number {
-  const stillValidFor = args.timestamp + args.skewSeconds - unixSeconds(args.clock);
+  // +1: the clock is read in whole seconds (floored), so the timestamp keeps passing the check
+  // for up to a second beyond what the difference says.
+  const stillValidFor = args.timestamp + args.skewSeconds - unixSeconds(args.clock) + 1;
   return Math.max(args.nonceTtlSeconds, stillValidFor);
 }
 

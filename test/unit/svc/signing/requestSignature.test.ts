@@ -4,6 +4,7 @@ import { createMemoryNonceStore } from '../../../../src/svc/signing/nonceStore.t
 import type { HeaderBag } from '../../../../src/svc/signing/requestSignature.ts';
 import {
   canonicalRequestString,
+  nonceLifetimeSeconds,
   readHeader,
   signRequest,
   verifyRequestSignature,
@@ -457,5 +458,23 @@ describe('verifyRequestSignature', () => {
       nonceStore,
     });
     expect(result).toEqual({ ok: false, reason: 'bad_signature' });
+  });
+});
+
+describe('nonceLifetimeSeconds', () => {
+  test('security: the nonce outlives the last moment its timestamp passes the skew check', () => {
+    // Claimed 0.9 s into second T0 with a timestamp 300 s ahead: the check passes while the
+    // floored clock reads at most T0 + 600, i.e. until T0 + 601 exactly; held from T0 + 0.9 that
+    // needs more than 600 s.
+    const clock = createManualClock(new Date(T0 * 1000 + 900));
+    const held = nonceLifetimeSeconds({ timestamp: T0 + 300, clock, skewSeconds: 300, nonceTtlSeconds: 600 });
+    expect(T0 + 0.9 + held).toBeGreaterThanOrEqual(T0 + 601);
+  });
+
+  test('behavior: never less than the configured lifetime', () => {
+    const clock = createManualClock(new Date(T0 * 1000));
+    expect(nonceLifetimeSeconds({ timestamp: T0 - 300, clock, skewSeconds: 300, nonceTtlSeconds: 600 })).toBe(
+      600,
+    );
   });
 });
