@@ -37,7 +37,8 @@ export const chainCursors = pgTable('chain_cursors', {
  * - state: pending (above finality), final (at or below it), orphaned (its block left the chain);
  * - source: logs (the indexer's eth_getLogs) or receipt (single-transaction verification);
  * - matched_as / matched_ref: what the ledger booked from it (ChainEntryRole kind) and for what
- *   (intent or claim-link id); null until applied, `ignored` when it books nothing;
+ *   (intent or claim-link id); null until applied, `ignored` when it books nothing,
+ *   `claim_link_fee_sweep` for the service's fee leaving a pool (books nothing, counted by the matcher);
  * - applied_at: a final row was matched and booked; unwound_at: an orphaned row's booking was
  *   reversed;
  * - revival: how many times the inclusion came back after its booking was unwound (the chain

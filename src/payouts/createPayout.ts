@@ -9,7 +9,7 @@ import { addSecretValue } from '../logging/logger.ts';
 import { AmountFormatError, formatDecimalAmount, parseDecimalAmount } from '../money/decimalAmount.ts';
 import { recordFinding } from '../recon/recordFinding.ts';
 import type { CreateClaimLinkInput } from '../svc/client.ts';
-import { SvcApiError, SvcInvalidRequestError } from '../svc/errors.ts';
+import { SvcInvalidRequestError } from '../svc/errors.ts';
 import { type CreateClaimLinkResult, createClaimLinkRequestSchema } from '../svc/models/claimLink.ts';
 import { StableCoin, type StableCoinSymbol } from '../svc/models/stableCoin.ts';
 import { decideRetry, defaultRetrySettings, mayHaveActed, type RetrySettings } from '../svc/retryPolicy.ts';
@@ -88,7 +88,10 @@ export async function createPayout(deps: PayoutsDeps, input: CreatePayoutInput):
     storeId: request.storeId,
     referenceId: request.referenceId,
   });
-  let reachedService = false;
+  // An earlier run that ended unknown, or stopped mid-call (pending with attempts counted), may
+  // have funded the link: what this run hears cannot prove that nothing was paid.
+  let reachedService =
+    payout.createOutcome === 'unknown' || (payout.createOutcome === 'pending' && payout.attempts > 0);
   for (let attempt = 1; ; attempt++) {
     const attempts = await countAttempt(deps, payout.id);
     let result: CreateClaimLinkResult;
@@ -111,9 +114,12 @@ export async function createPayout(deps: PayoutsDeps, input: CreatePayoutInput):
         await sleep(decision.delayMs);
         continue;
       }
-      // A definite refusal settles it; otherwise an earlier attempt may have funded the link.
-      const refused = err instanceof SvcApiError && !acted && !err.retryable;
-      const outcome = refused || !reachedService ? 'failed' : 'unknown';
+      // A refusal proves only that this attempt paid nothing: once any attempt may have reached
+      // the service (a timeout that funded the link, then 50103 insufficient balance because it
+      // did), `failed` would hide a funded link whose funding the chain side then books to rule 9
+      // and a later run books again through its idempotent hit. Unknown sends the caller back to
+      // run the same create, which resumes safely.
+      const outcome = reachedService ? 'unknown' : 'failed';
       await recordError(deps, payout.id, reason, outcome);
       log.warn({ attempts, outcome, reason }, 'claim-link create did not fund a link');
       throw new PayoutCreateError(outcome, payout.id, request.referenceId, attempts, reason, { cause: err });

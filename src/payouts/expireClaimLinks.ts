@@ -14,6 +14,13 @@ import type { ClaimLinkJobDeps } from './payoutsDeps.ts';
  * moment of expiry, link_status expired, and rule 7 (`claim_link.expired`) dated at that moment.
  * Each link in its own transaction, under its row lock, so a run that fails half-way keeps what it
  * did and two runs at once expire each link once. Returns how many links this run expired.
+ *
+ * The clock alone cannot tell that nobody claimed the link in time: a claim mined before the
+ * expiry may not be final yet. A link whose pool has sent money the chain side has stored but not
+ * booked (pending, or final and not yet matched) waits for the matcher, which books the claim (or
+ * the refund, closing the link itself). A claim the indexer has not even stored yet is still
+ * possible; the matcher then books it out of the receivable this expiry created
+ * (claimLinkTransfers.ts, `claimed_after_expiry`).
  */
 export async function expireClaimLinks(
   deps: Omit<ClaimLinkJobDeps, 'refundGraceMs'>,
@@ -25,6 +32,10 @@ export async function expireClaimLinks(
       and funded_at <= ${new Date(now.getTime() - CLAIM_LINK_EXPIRY_MS).toISOString()}::timestamptz
       and claimed_at is null and cancelled_at is null and expired_at is null
       and coalesce(link_status, '') not in ('claiming', 'claimed', 'cancelled')
+      and (pool_address is null or not exists (
+        select 1 from chain_transfers t
+        where t.chain_id = payouts.chain_id and t.from_address = lower(payouts.pool_address)
+          and (t.state = 'pending' or (t.state = 'final' and t.applied_at is null))))
     order by funded_at`);
   let expired = 0;
   for (const { id } of due.rows) {

@@ -179,6 +179,20 @@ describe('stablebooks payouts', () => {
   }, 60_000);
 });
 
+describe('stablebooks payouts with CLOCK_URL', () => {
+  it('behavior: create follows the sandbox clock a day ahead: signed with it and funded at its time', async () => {
+    await pipeline.sandbox.control('/_sandbox/clock/advance', { seconds: 86_400 });
+    const run = await runCli(
+      [...createArgs('1').slice(0, -4), '--reference-id', `${reference}-clock`, '--json'],
+      { ...env, CLOCK_URL: `${pipeline.sandbox.url}/_sandbox/clock` },
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const fundedAt = Date.parse(String((JSON.parse(run.stdout) as { funded_at: string }).funded_at));
+    expect(Math.abs(fundedAt - pipeline.sandbox.world.clock.now().getTime())).toBeLessThan(60_000);
+  }, 60_000);
+});
+
 describe('stablebooks payouts create when the outcome cannot be known', () => {
   it('error: a service that fails after receiving the call exits 75 and says to run the same command again', async () => {
     const { createServer } = await import('node:http');

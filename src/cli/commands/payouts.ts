@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Clock } from '../../clock.ts';
 import { loadConfig, secretValues } from '../../config/loadConfig.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import type { PayoutsDeps } from '../../payouts/payoutsDeps.ts';
@@ -164,13 +165,31 @@ async function withPayouts<T>(
   fn: (deps: PayoutsDeps) => Promise<T>,
 ): Promise<T> {
   const config = loadConfig(process.env);
-  const [{ createDatabase }, { createAccountCache }, { createLogger }, { createSvcClient }] =
-    await Promise.all([
-      import('../../db/database.ts'),
-      import('../../ledger/ensureAccounts.ts'),
-      import('../../logging/logger.ts'),
-      import('../../svc/client.ts'),
-    ]);
+  const [
+    { createDatabase },
+    { createAccountCache },
+    { createLogger },
+    { createSvcClient },
+    { createFollowedClock },
+    { systemClock },
+  ] = await Promise.all([
+    import('../../db/database.ts'),
+    import('../../ledger/ensureAccounts.ts'),
+    import('../../logging/logger.ts'),
+    import('../../svc/client.ts'),
+    import('../../followedClock.ts'),
+    import('../../clock.ts'),
+  ]);
+  // The same clock as the daemon's: with CLOCK_URL (demo, tests) a funding or cancel is dated by
+  // the sandbox's time, and requests are signed with it (its timestamp check reads that clock).
+  // One reading is enough for a command that lasts seconds.
+  let clock: Clock = systemClock;
+  if (config.clockUrl) {
+    const followed = createFollowedClock(config.clockUrl);
+    await followed.start();
+    followed.stop();
+    clock = followed;
+  }
   // Errors only, and on stderr: stdout is the command's result (--json), and a failure is one line.
   const logger = createLogger({ level: 'error', secrets: secretValues(config), destination: process.stderr });
   const database = createDatabase(config.databaseUrl, { max: 2 });
@@ -180,7 +199,7 @@ async function withPayouts<T>(
       db: database.db,
       chains: config.chains,
       accounts: createAccountCache(),
-      clock: { now: () => new Date() },
+      clock,
       logger,
       encryptionKey: config.encryptionKey,
       client: (storeId) => {
@@ -189,6 +208,7 @@ async function withPayouts<T>(
         return createSvcClient({
           baseUrl: config.svcBaseUrl,
           credentials: store,
+          clock,
           ...(options.createClient ? { retry: { maxAttempts: 1 } } : {}),
         });
       },

@@ -182,12 +182,53 @@ export function claimLinkFundingProven(fact: ClaimLinkTransferFact): RuleOutcome
  * (what the pool held for it) with an `amount_mismatch` finding.
  */
 export function claimLinkClaimed(fact: ClaimLinkTransferFact): RuleOutcome {
+  return claimOutOf(fact, 'assets:claim_pool', {}, []);
+}
+
+/** A claim that became final after our books expired its link (rule 7 posted, no refund yet). */
+export interface ClaimLinkClaimedAfterExpiryFact extends ClaimLinkTransferFact {
+  /** When our books expired the link (the expiry entry's occurred_at). */
+  expiredAt: Date;
+}
+
+/**
+ * Rule 6 for a link whose expiry (rule 7) our books posted before its claim was final: the money
+ * went to the recipient, so the receivable the expiry created will never be refunded. Debit
+ * payouts, credit refund_receivable: rule 6 and the undoing of rule 7 in one entry, under rule 6's
+ * key (the claim's inclusion), so a reorg's rule 3 reverses both at once (the receivable is owed
+ * again, as it was) and a re-included claim posts it again. A `claimed_after_expiry` finding tells
+ * a person that our expiry was wrong.
+ */
+export function claimLinkClaimedAfterExpiry(fact: ClaimLinkClaimedAfterExpiryFact): RuleOutcome {
+  return claimOutOf(fact, 'assets:refund_receivable', { after_expiry: fact.expiredAt.toISOString() }, [
+    {
+      kind: 'claimed_after_expiry',
+      severity: 'warning',
+      ref: linkRef(fact.claimLinkId),
+      details: {
+        what: 'the link was claimed on chain, but our books had expired it: the expiry is undone by the claim entry',
+        amount: fact.amount,
+        expired_at: fact.expiredAt.toISOString(),
+        claimed_at: fact.transfer.occurredAt.toISOString(),
+        token: fact.token.symbol,
+        ...chainTransferDetails(fact.transfer),
+      },
+    },
+  ]);
+}
+
+function claimOutOf(
+  fact: ClaimLinkTransferFact,
+  from: 'assets:claim_pool' | 'assets:refund_receivable',
+  metadata: Record<string, unknown>,
+  findings: RuleFinding[],
+): RuleOutcome {
   checkTransfer(fact);
   const amount = linkAmount(fact);
   const acct = accounts(fact);
-  const findings: RuleFinding[] = [];
+  const all = [...findings];
   if (fact.transfer.amount !== amount) {
-    findings.push({
+    all.push({
       kind: 'amount_mismatch',
       severity: 'info',
       ref: linkRef(fact.claimLinkId),
@@ -207,11 +248,11 @@ export function claimLinkClaimed(fact: ClaimLinkTransferFact): RuleOutcome {
       occurredAt: fact.transfer.occurredAt,
       storeId: fact.storeId,
       ref: linkRef(fact.claimLinkId),
-      metadata: { amount: fact.amount, ...chainTransferDetails(fact.transfer) },
+      metadata: { amount: fact.amount, ...metadata, ...chainTransferDetails(fact.transfer) },
     },
-    [debit(acct('expense:payouts'), amount), credit(acct('assets:claim_pool'), amount)],
+    [debit(acct('expense:payouts'), amount), credit(acct(from), amount)],
   );
-  return { entry, findings };
+  return { entry, findings: all };
 }
 
 function closeEntry(

@@ -225,6 +225,63 @@ describe('createPayout', () => {
     expect(resumed).toMatchObject({ called: true, payout: { createOutcome: 'created', attempts: 4 } });
   });
 
+  it('behavior: a timeout that may have funded the link, then a definite refusal (50103): unknown, not failed; running it again settles it once', async () => {
+    const reference = ref('timeout-refused');
+    const quick = world.plainClient({ timeouts: { claimLinkCreateMs: 1500 } });
+    const refuseNext = () => world.sb.control('/_sandbox/faults', { error_next: { code: 50103, count: 1 } });
+    const spy = spyClient(world.plainClient(), async (request, call) => {
+      if (call === 1) {
+        // The funding waits for a block: the service funds the link after the client gave up.
+        await world.automine(false);
+        try {
+          return await quick.createClaimLinkAutoPayout(request);
+        } finally {
+          await world.automine(true);
+        }
+      }
+      // The next answers are refusals, as when the first attempt spent the custody balance.
+      if (call === 2 || call === 3) await refuseNext();
+      return world.plainClient().createClaimLinkAutoPayout(request);
+    });
+    world.useClient(spy);
+    const before = await world.custodyBalance();
+    try {
+      const err = await createPayout(deps, input(reference, '6')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PayoutCreateError);
+      expect((err as PayoutCreateError).outcome).toBe('unknown');
+      expect((err as Error).message).toMatch(
+        /outcome unknown after 2 attempt\(s\).*50103.*run the same command again/,
+      );
+      expect(await rowOf(reference)).toMatchObject({
+        createOutcome: 'unknown',
+        attempts: 2,
+        claimLinkId: null,
+      });
+      // The first attempt did fund it.
+      expect(await world.custodyBalance()).toBe(before - 6_000_000n - FEE);
+
+      // A run after an unknown one cannot learn from a refusal that nothing was paid either.
+      const again = await createPayout(deps, input(reference, '6')).catch((e: unknown) => e);
+      expect((again as PayoutCreateError).outcome).toBe('unknown');
+      expect(await rowOf(reference)).toMatchObject({ createOutcome: 'unknown', attempts: 3 });
+
+      // The run after that hears the service: an idempotent hit, rule 5 once, custody moved once.
+      const resumed = await createPayout(deps, input(reference, '6'));
+      expect(resumed).toMatchObject({
+        called: true,
+        idempotentHit: true,
+        payout: { createOutcome: 'created' },
+      });
+      expect(await world.custodyBalance()).toBe(before - 6_000_000n - FEE);
+      const id = (await rowOf(reference)).claimLinkId ?? '';
+      expect(await entriesOf(id)).toEqual([
+        { kind: 'claim_link.funded', idempotency_key: `claim_link:funded:${id}` },
+      ]);
+    } finally {
+      world.useClient(null);
+    }
+  });
+
   it('error: bad input is refused before anything is recorded', async () => {
     const reference = ref('bad');
     await expect(createPayout(deps, input(reference, '1.1234567'))).rejects.toThrow(/more precision/);

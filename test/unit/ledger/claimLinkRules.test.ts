@@ -6,6 +6,7 @@ import {
   type ClaimLinkFactBase,
   claimLinkCancelled,
   claimLinkClaimed,
+  claimLinkClaimedAfterExpiry,
   claimLinkClosedKey,
   claimLinkExpired,
   claimLinkExpiresAt,
@@ -162,6 +163,43 @@ describe('claimLinkClaimed (rule 6)', () => {
     expect(findings.map((f) => [f.kind, f.severity, f.details.transferred])).toEqual([
       ['amount_mismatch', 'info', '24.9'],
     ]);
+  });
+});
+
+describe('claimLinkClaimedAfterExpiry (rule 6 after rule 7)', () => {
+  it('behavior: the claim settles the receivable the expiry created, under the key of rule 6, with a finding', () => {
+    const expiredAt = new Date(T0.getTime() + 14 * DAY);
+    const transfer = claimTransfer(USDC_BASE, 25_000_000n);
+    const { entry, findings } = claimLinkClaimedAfterExpiry({ ...link(), transfer, expiredAt });
+    expect(linesByKind(entry)).toEqual({
+      'expense:payouts': 25_000_000n,
+      'assets:refund_receivable': -25_000_000n,
+    });
+    // The reorg path reverses rule 6 by this key: it must be the same.
+    expect(entry?.idempotencyKey).toBe(claimLinkClaimed({ ...link(), transfer }).entry?.idempotencyKey);
+    expect(entry).toMatchObject({
+      kind: 'claim_link.claimed',
+      metadata: { after_expiry: expiredAt.toISOString() },
+    });
+    expect(findings.map((f) => [f.kind, f.severity, f.details.expired_at])).toEqual([
+      ['claimed_after_expiry', 'warning', expiredAt.toISOString()],
+    ]);
+  });
+
+  it('behavior: with the expiry before it, the link nets to a claim: nothing left in claim_pool or refund_receivable', () => {
+    const entries = [
+      claimLinkFunded({ ...link(), occurredAt: T0 }).entry,
+      claimLinkExpired({ ...link(), fundedAt: T0, now: new Date(T0.getTime() + 14 * DAY) }).entry,
+      claimLinkClaimedAfterExpiry({
+        ...link(),
+        transfer: claimTransfer(USDC_BASE, 24_000_000n),
+        expiredAt: new Date(T0.getTime() + 14 * DAY),
+      }).entry,
+    ].filter((e): e is EntryDraft => e !== null);
+    const totals = trialBalance(entries);
+    expect(balanceOf(totals, 'assets:claim_pool', USDC_BASE)).toBe(0n);
+    expect(balanceOf(totals, 'assets:refund_receivable', USDC_BASE)).toBe(0n);
+    expect(balanceOf(totals, 'expense:payouts', USDC_BASE)).toBe(25_000_000n);
   });
 });
 
