@@ -44,6 +44,25 @@ function intent(id: string, patch: Partial<CheckoutIntent> = {}): CheckoutIntent
   } as CheckoutIntent;
 }
 
+/** The service's checkout webhook for intent `id` (25 USDC paid on Base), as the model parses it. */
+function webhookOf(id: string, n: number, patch: Record<string, unknown> = {}) {
+  return checkoutWebhookPayloadSchema.parse({
+    all_svc_transaction_id: `t${n}`,
+    all_svc_checkout_intent_id: id,
+    webhook_id: `wh-${n}`,
+    amount_cents: 2500,
+    amount_coins: '25',
+    coin_contract_address: USDC,
+    coin_symbol: 'USDC',
+    chain_id: 8453,
+    tx_hash: `0x${'1'.repeat(64)}`,
+    tx_from: `0x${'cd'.repeat(20)}`,
+    payment_method_type: 1,
+    status: 20,
+    ...patch,
+  });
+}
+
 const at = (s: number) => new Date(Date.UTC(2026, 10, 20, 12, 0, s));
 
 async function entriesOf(id: string) {
@@ -64,21 +83,7 @@ async function findingsOf(id: string) {
 describe('applyIntentSnapshot', () => {
   it('behavior: CONFIRMED posts rule 1 once, whether seen by poll, webhook or both, in any order', async () => {
     const id = 'aa0000000000000000000001';
-    const webhook = checkoutWebhookPayloadSchema.parse({
-      all_svc_transaction_id: 't1',
-      all_svc_checkout_intent_id: id,
-      webhook_id: 'wh-1',
-      amount_cents: 2500,
-      amount_coins: '25',
-      coin_contract_address: USDC,
-      coin_symbol: 'USDC',
-      chain_id: 8453,
-      tx_hash: `0x${'1'.repeat(64)}`,
-      tx_from: `0x${'cd'.repeat(20)}`,
-      payment_method_type: 1,
-      status: 20,
-      actual_paid_amount: '25',
-    });
+    const webhook = webhookOf(id, 1, { actual_paid_amount: '25' });
     const first = await db.transaction((tx) =>
       applyIntentSnapshot(tx, deps, {
         storeId: 'st_a',
@@ -255,20 +260,7 @@ describe('applyIntentSnapshot', () => {
 
   it('behavior: a webhook that disagrees with the API is a finding', async () => {
     const id = 'aa0000000000000000000009';
-    const webhook = checkoutWebhookPayloadSchema.parse({
-      all_svc_transaction_id: 't9',
-      all_svc_checkout_intent_id: id,
-      webhook_id: 'wh-9',
-      amount_cents: 2500,
-      amount_coins: '26',
-      coin_contract_address: USDC,
-      coin_symbol: 'USDC',
-      chain_id: 8453,
-      tx_hash: `0x${'1'.repeat(64)}`,
-      tx_from: `0x${'cd'.repeat(20)}`,
-      payment_method_type: 1,
-      status: 20,
-    });
+    const webhook = webhookOf(id, 9, { amount_coins: '26' });
     await db.transaction((tx) =>
       applyIntentSnapshot(tx, deps, {
         storeId: 'st_a',
@@ -287,20 +279,7 @@ describe('applyIntentSnapshot', () => {
 
   it('behavior: a webhook saying not paid while the API says paid is a finding', async () => {
     const id = 'aa0000000000000000000010';
-    const webhook = checkoutWebhookPayloadSchema.parse({
-      all_svc_transaction_id: 't10',
-      all_svc_checkout_intent_id: id,
-      webhook_id: 'wh-10',
-      amount_cents: 2500,
-      amount_coins: '25',
-      coin_contract_address: USDC,
-      coin_symbol: 'USDC',
-      chain_id: 8453,
-      tx_hash: `0x${'1'.repeat(64)}`,
-      tx_from: `0x${'cd'.repeat(20)}`,
-      payment_method_type: 1,
-      status: -3,
-    });
+    const webhook = webhookOf(id, 10, { status: -3 });
     await db.transaction((tx) =>
       applyIntentSnapshot(tx, deps, {
         storeId: 'st_a',
