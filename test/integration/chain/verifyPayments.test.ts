@@ -12,7 +12,6 @@ import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
  */
 const kit = await createIndexerKit('verify_payments');
 const deps = kit.deps();
-const { accounts } = kit;
 const clock = createManualClock(new Date());
 const GRACE = 60_000;
 const verifyDeps = {
