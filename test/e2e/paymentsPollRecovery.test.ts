@@ -81,7 +81,8 @@ describe('payments poll recovery', () => {
     // Before: no checkout_intents row, so nothing ever polled it. Now the poll sweeper finds it.
     const polled = await pipeline.waitFor(async () => {
       const { rows } = await pipeline.db.execute<{ status: number | null; tracked_via: string }>(
-        sql`select status, tracked_via from checkout_intents where id = ${id} and poll_count > 0`,
+        // poll_count is counted before the poll's snapshot is applied: wait for the status too.
+        sql`select status, tracked_via from checkout_intents where id = ${id} and poll_count > 0 and status is not null`,
       );
       return rows[0];
     }, 45_000);
