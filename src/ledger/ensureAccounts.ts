@@ -9,8 +9,10 @@ export interface ResolvedAccount {
 
 /**
  * Account ids by code, for accounts known to be committed. Accounts are immutable, so an id
- * never goes stale; only accounts read back (not ones this transaction inserted, which a rollback
- * could undo) are remembered.
+ * never goes stale; only accounts another transaction inserted are remembered. One this
+ * transaction inserted (in this statement or an earlier one: rule 1 then rule 2, or two intents
+ * of a batch) could be undone by a rollback, and a cached id of a row that no longer exists makes
+ * every later posting of the process fail its foreign key.
  */
 export type AccountCache = Map<string, ResolvedAccount>;
 
@@ -63,7 +65,10 @@ export async function ensureAccounts(
       )
       select id::text, code, asset, true as inserted from inserted
       union all
-      select a.id::text, a.code, a.asset, false from ledger_accounts a join input using (code)`);
+      -- A row this transaction inserted in an earlier statement reads back like any other; its
+      -- xmin tells it apart, so it is not cached before it commits.
+      select a.id::text, a.code, a.asset, coalesce(a.xmin = pg_current_xact_id_if_assigned()::xid, false)
+      from ledger_accounts a join input using (code)`);
     for (const row of rows) {
       const resolved = { id: BigInt(row.id), asset: row.asset };
       result.set(row.code, resolved);

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { account } from '../../../src/ledger/accounts.ts';
 import { accountBalance, balances, checkpointBalances, trialBalance } from '../../../src/ledger/balances.ts';
+import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import type { EntryDraft } from '../../../src/ledger/entryDraft.ts';
 import { IdempotencyConflictError, InvalidEntryError } from '../../../src/ledger/errors.ts';
 import { postEntry, reverseEntry } from '../../../src/ledger/postEntry.ts';
@@ -82,6 +83,25 @@ describe('postEntry', () => {
     expect(rows[0]!.n).toBe(0);
     // The account created inside the rolled-back transaction is gone too, and posting again works.
     expect((await postEntry(db, sale('rolled-back', 7n))).created).toBe(true);
+  });
+
+  it('behavior: a rolled-back transaction that posted twice to a new account leaves no stale id in the cache', async () => {
+    // A worker's transaction books rule 1 and rule 2 (or two intents of a batch) to an account it
+    // created: the second posting reads the account back. If that transaction then rolls back,
+    // the id must not stay cached, or every later posting of the process to that account fails
+    // its foreign key (seen in the demo: a worker stuck until restart).
+    const token = { ...USDC_BASE, chainId: 137, symbol: 'USDC' };
+    const cache = createAccountCache();
+    const twice = (key: string, amount: bigint): EntryDraft => ({ ...sale(key, amount, undefined, token) });
+    await expect(
+      db.transaction(async (tx) => {
+        await postEntry(tx, twice('cache-rb-1', 3n), { accounts: cache });
+        await postEntry(tx, twice('cache-rb-2', 4n), { accounts: cache });
+        throw new Error('the batch failed');
+      }),
+    ).rejects.toThrow('the batch failed');
+    expect((await postEntry(db, twice('cache-rb-3', 5n), { accounts: cache })).created).toBe(true);
+    expect(await balanceOf('income:sales:st_a:137:USDC')).toBe(-5n);
   });
 
   it('behavior: 6 and 18 decimal tokens keep exact base units beyond 2^53', async () => {
