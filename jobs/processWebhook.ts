@@ -37,7 +37,7 @@ export function webhookProcessor(ctx: JobContext) {
       if (err instanceof SvcError && !err.retryable) throw new UnrecoverableError(err.message);
       throw err;
     }
-    if (outcome.kind === 'applied' && !outcome.terminal) {
+    if (outcome.kind === 'applied' && !outcome.settled) {
       await schedulePoll(ctx, outcome.storeId, outcome.intentId, 0);
     }
     return outcome.kind;

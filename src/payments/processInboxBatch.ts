@@ -99,7 +99,7 @@ export async function processInboxBatch(
   if (ready.length > 0) {
     try {
       const applied = await deps.db.transaction(async (tx) => {
-        const out: Array<{ ready: Ready; terminal: boolean }> = [];
+        const out: Array<{ ready: Ready; settled: boolean }> = [];
         for (const r of ready) {
           const result = await applyIntentSnapshot(tx, deps, {
             storeId: r.storeId,
@@ -108,12 +108,12 @@ export async function processInboxBatch(
             observedAt: deps.clock.now(),
             webhook: r.payload,
           });
-          out.push({ ready: r, terminal: result.terminal });
+          out.push({ ready: r, settled: result.settled });
         }
         await markCheckoutWebhooksProcessed(tx, ready);
         return out;
       });
-      for (const { ready: r, terminal } of applied) {
+      for (const { ready: r, settled } of applied) {
         results.set(
           r.webhookId,
           Promise.resolve({
@@ -122,7 +122,7 @@ export async function processInboxBatch(
               kind: 'applied',
               intentId: r.intent.all_svc_checkout_intent_id,
               storeId: r.storeId,
-              terminal,
+              settled,
             },
           }),
         );

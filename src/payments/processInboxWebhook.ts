@@ -11,7 +11,7 @@ import type { PaymentsDeps } from './paymentsDeps.ts';
 
 export type InboxOutcome =
   | { kind: 'already_done' }
-  | { kind: 'applied'; intentId: string; storeId: string; terminal: boolean }
+  | { kind: 'applied'; intentId: string; storeId: string; settled: boolean }
   | { kind: 'claim_link_applied'; claimLinkId: string; storeId: string }
   | { kind: 'unusable'; reason: string };
 
@@ -138,7 +138,7 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
     kind: 'applied',
     intentId: intent.all_svc_checkout_intent_id,
     storeId: row.store_id,
-    terminal: result.terminal,
+    settled: result.settled,
   };
 }
 
