@@ -24,6 +24,21 @@ async function pollCount(id: string): Promise<number> {
   return rows[0]?.poll_count ?? 0;
 }
 
+/** Rule 1 of 25 USDT paid exactly. */
+const EXACT_LINES = [
+  'checkout.confirmed: assets:in_transit 24750000',
+  'checkout.confirmed: expense:service_fees 250000',
+  'checkout.confirmed: income:sales -25000000',
+];
+
+/** The intent's ledger lines once any are posted (polling can take the sweeper's interval). */
+function postedLines(id: string): Promise<string[]> {
+  return pipeline.waitFor(async () => {
+    const found = await ledgerLinesOf(pipeline.db, id);
+    return found.length > 0 ? found : undefined;
+  }, 45_000);
+}
+
 describe('payments poll recovery', () => {
   it('behavior: after a poll fails for good, the sweeper resumes polling and the payment is posted', async () => {
     const { created } = await createIntent(pipeline.payments, 'st_a', {
@@ -43,15 +58,7 @@ describe('payments poll recovery', () => {
     await pipeline.sandbox.control('/_sandbox/faults', { webhooks: { drop_next: 1 } });
     expect((await pipeline.sandbox.control(`/_sandbox/intents/${id}/pay`, {})).status).toBe(200);
     // The sweeper treats a chain as broken after 15 min x POLL_INTERVAL_SCALE (18 s here).
-    const lines = await pipeline.waitFor(async () => {
-      const found = await ledgerLinesOf(pipeline.db, id);
-      return found.length > 0 ? found : undefined;
-    }, 45_000);
-    expect(lines).toEqual([
-      'checkout.confirmed: assets:in_transit 24750000',
-      'checkout.confirmed: expense:service_fees 250000',
-      'checkout.confirmed: income:sales -25000000',
-    ]);
+    expect(await postedLines(id)).toEqual(EXACT_LINES);
     expect(await pollCount(id)).toBeGreaterThan(stalledAt);
     for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
   }, 60_000);
@@ -109,15 +116,7 @@ describe('payments poll recovery', () => {
       return rows.length > 0;
     }, 30_000);
     // Before: CONFIRMED settled the intent at once, polling stopped and rule 1 was never posted.
-    const lines = await pipeline.waitFor(async () => {
-      const found = await ledgerLinesOf(pipeline.db, id);
-      return found.length > 0 ? found : undefined;
-    }, 45_000);
-    expect(lines).toEqual([
-      'checkout.confirmed: assets:in_transit 24750000',
-      'checkout.confirmed: expense:service_fees 250000',
-      'checkout.confirmed: income:sales -25000000',
-    ]);
+    expect(await postedLines(id)).toEqual(EXACT_LINES);
     const { rows } = await pipeline.db.execute<{ settled_by: string | null }>(
       sql`select settled_by from checkout_intents where id = ${id}`,
     );

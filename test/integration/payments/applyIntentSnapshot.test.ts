@@ -65,6 +65,18 @@ function webhookOf(id: string, n: number, patch: Record<string, unknown> = {}) {
 
 const at = (s: number) => new Date(Date.UTC(2026, 10, 20, 12, 0, s));
 
+/** One poll's observation of intent `id`, applied in its own transaction. */
+function poll(id: string, patch: Partial<CheckoutIntent>, s: number) {
+  return db.transaction((tx) =>
+    applyIntentSnapshot(tx, deps, {
+      storeId: 'st_a',
+      intent: intent(id, patch),
+      source: 'poll',
+      observedAt: at(s),
+    }),
+  );
+}
+
 async function entriesOf(id: string) {
   const { rows } = await db.execute<{ kind: string; lines: string[] }>(sql`
     select e.kind, array_agg(a.code || ' ' || p.amount::text order by a.code) as lines
@@ -299,20 +311,11 @@ describe('applyIntentSnapshot', () => {
 
   it('behavior: a field learnt after booking (tx_hash_2) updates the facts; the one entry stays', async () => {
     const id = 'aa0000000000000000000011';
-    const apply = (patch: Partial<CheckoutIntent>, s: number) =>
-      db.transaction((tx) =>
-        applyIntentSnapshot(tx, deps, {
-          storeId: 'st_a',
-          intent: intent(id, patch),
-          source: 'poll',
-          observedAt: at(s),
-        }),
-      );
-    const first = await apply({ tx_hash_2: null }, 13);
+    const first = await poll(id, { tx_hash_2: null }, 13);
     expect(first.posted?.created).toBe(true);
     // Before: the entry's metadata differed, so the re-post threw IdempotencyConflictError and
     // rolled the observation back, for ever.
-    const second = await apply({ tx_hash_2: `0x${'2'.repeat(64)}` }, 14);
+    const second = await poll(id, { tx_hash_2: `0x${'2'.repeat(64)}` }, 14);
     expect(second.posted).toBeNull();
     expect(second.settled).toBe(true);
     const row = await db.execute<{ tx_hash_2: string | null }>(
@@ -325,18 +328,9 @@ describe('applyIntentSnapshot', () => {
 
   it('error: amounts changed after booking are a critical finding; the entry is not touched', async () => {
     const id = 'aa0000000000000000000012';
-    const apply = (patch: Partial<CheckoutIntent>, s: number) =>
-      db.transaction((tx) =>
-        applyIntentSnapshot(tx, deps, {
-          storeId: 'st_a',
-          intent: intent(id, patch),
-          source: 'poll',
-          observedAt: at(s),
-        }),
-      );
-    await apply({}, 15);
+    await poll(id, {}, 15);
     const before = await entriesOf(id);
-    const changed = await apply({ service_fee_amount: '0.30', net_income_amount: '24.70' }, 16);
+    const changed = await poll(id, { service_fee_amount: '0.30', net_income_amount: '24.70' }, 16);
     expect(changed.posted).toBeNull();
     expect(await entriesOf(id)).toEqual(before);
     const { rows } = await db.execute<{ severity: string; details: Record<string, Record<string, string>> }>(
@@ -373,22 +367,14 @@ describe('applyIntentSnapshot', () => {
 
   it('behavior: CONFIRMED without amounts is not settled; a later answer with them books and settles it', async () => {
     const id = 'aa0000000000000000000014';
-    const apply = (patch: Partial<CheckoutIntent>, s: number) =>
-      db.transaction((tx) =>
-        applyIntentSnapshot(tx, deps, {
-          storeId: 'st_a',
-          intent: intent(id, patch),
-          source: 'poll',
-          observedAt: at(s),
-        }),
-      );
-    const bare = await apply(
+    const bare = await poll(
+      id,
       { actual_paid_amount: null, service_fee_amount: null, net_income_amount: null },
       18,
     );
     expect(bare).toMatchObject({ terminal: true, settled: false, posted: null });
     expect(await findingsOf(id)).toEqual(['confirmed_without_amounts']);
-    const full = await apply({}, 19);
+    const full = await poll(id, {}, 19);
     expect(full.settled).toBe(true);
     expect(full.posted?.created).toBe(true);
     const row = await db.execute<{ settled_by: string | null }>(
