@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { DbExecutor } from '../db/database.ts';
 import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
-import { recordFinding } from '../recon/recordFinding.ts';
+import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import { claimLinkCancelledWebhookPayloadSchema } from '../svc/models/claimLink.ts';
 import { markCancelled } from './closeLink.ts';
 import { findPayout } from './payoutRecord.ts';
@@ -111,6 +111,8 @@ export async function applyClaimLinkWebhook(
     update payouts set refund_tx_hash = coalesce(refund_tx_hash, ${refundTxHash}), updated_at = now()
     where id = ${payout.id}`);
   const closed = await markCancelled(tx, deps, payout.id, 'webhook');
+  // An earlier webhook for this link, read before the link was known, raised this finding.
+  await resolveFinding(tx, 'webhook_for_unknown_claim_link', { type: 'claim_link', id: payout.claimLinkId });
   if (closed.newlyCancelled) {
     // The same finding the chain side writes when a refund shows up for a link we did not cancel.
     await recordFinding(

@@ -51,6 +51,12 @@ async function entriesOf(intentId: string): Promise<number> {
   return Number(rows[0]?.n);
 }
 
+async function openFindingsOf(webhookId: string): Promise<string[]> {
+  const { rows } = await pipeline.db.execute<{ kind: string }>(sql`
+    select kind from findings where ref_type = 'webhook' and ref_id = ${webhookId} and resolved_at is null`);
+  return rows.map((r) => r.kind);
+}
+
 async function jobState(webhookId: string): Promise<string | undefined> {
   return (await queue.getJob(webhookJob.jobId(webhookId)))?.getState();
 }
@@ -107,6 +113,7 @@ describe('stablebooks webhooks replay', () => {
     });
     expect(failed.error).toMatch(/50001/);
     expect(await ledgerLinesOf(pipeline.db, payment.intentId)).toEqual([]);
+    expect(await openFindingsOf(payment.webhookId)).toEqual(['webhook_for_unknown_intent']);
 
     const run = await cli([payment.webhookId, '--json']);
     expect(run.stderr).toBe('');
@@ -132,6 +139,8 @@ describe('stablebooks webhooks replay', () => {
     expect(processed).toEqual({ status: 'processed', attempts: failed.attempts + 1, error: null });
     expect(await ledgerLinesOf(pipeline.db, payment.intentId)).toEqual(EXACT_LINES);
     expect(await entriesOf(payment.intentId)).toBe(1);
+    // The finding the failure raised is resolved by the success: nobody is sent to look at it.
+    expect(await openFindingsOf(payment.webhookId)).toEqual([]);
     for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
   }, 60_000);
 

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { replayWebhooks } from '../../../src/intake/replayWebhooks.ts';
 import { processInboxWebhook } from '../../../src/payments/processInboxWebhook.ts';
 import { cancelPayout } from '../../../src/payouts/cancelPayout.ts';
 import { createPayout } from '../../../src/payouts/createPayout.ts';
@@ -182,5 +183,35 @@ describe('cancelPayout', () => {
       { webhook_id: 'wh_other_kind', status: 'processed' },
       { webhook_id: 'wh_unknown_link', status: 'failed' },
     ]);
+  });
+  it('behavior: a cancelled webhook that failed while its link was unknown is applied on replay and its findings resolve', async () => {
+    const link = await createLink('1');
+    await untilLinkSent(world, link.claimLinkId);
+    // As after a create whose answer was lost: the payout does not yet know it made this link.
+    await db.execute(sql`update payouts set create_outcome = 'unknown' where id = ${link.payoutId}`);
+    await world.plainClient().cancelClaimLinkAutoPayout(link.claimLinkId);
+    await world.advance(6);
+    const delivered = await deliverWebhookOf(link.claimLinkId);
+    expect(delivered.outcome.kind).toBe('unusable');
+    const openFindings = async () =>
+      (
+        await db.execute<{ kind: string }>(sql`
+          select kind from findings where resolved_at is null
+            and ((ref_type = 'claim_link' and ref_id = ${link.claimLinkId})
+              or (ref_type = 'webhook' and ref_id = ${delivered.webhookId}))
+          order by kind`)
+      ).rows.map((r) => r.kind);
+    expect(await openFindings()).toEqual(['webhook_for_unknown_claim_link']);
+
+    // The create is learnt, then the failed webhook is replayed.
+    await db.execute(sql`update payouts set create_outcome = 'created' where id = ${link.payoutId}`);
+    expect((await replayWebhooks(db, { kind: 'ids', webhookIds: [delivered.webhookId] })).kind).toBe(
+      'replayed',
+    );
+    expect(await processInboxWebhook(deps, delivered.webhookId)).toMatchObject({
+      kind: 'claim_link_applied',
+    });
+    expect(await openFindings()).toEqual(['cancelled_outside_stablebooks']);
+    expect(await closeEntries(link.claimLinkId)).toHaveLength(1);
   });
 });
