@@ -18,7 +18,7 @@ export function maintenanceProcessor(ctx: JobContext) {
       case maintenanceJobs.sweepInbox.name: {
         const ids = await waitingInboxRows(ctx.payments.db, INBOX_GRACE_MS * Math.min(1, ctx.pollScale * 10));
         if (ids.length > 0) {
-          for (const id of ids) await dropFailedJob(ctx.queues.webhooks, webhookJob.jobId(id));
+          for (const id of ids) await dropFinishedJob(ctx.queues.webhooks, webhookJob.jobId(id));
           await ctx.queues.webhooks.addBulk(
             ids.map((id) => ({
               name: webhookJob.name,
@@ -32,7 +32,7 @@ export function maintenanceProcessor(ctx: JobContext) {
       case maintenanceJobs.sweepPolls.name: {
         const stale = await staleTrackedIntents(ctx.payments.db, POLL_STALE_MS * ctx.pollScale);
         for (const s of stale) {
-          await dropFailedJob(ctx.queues.polls(s.storeId), pollJob.jobId(s.id, s.pollCount));
+          await dropFinishedJob(ctx.queues.polls(s.storeId), pollJob.jobId(s.id, s.pollCount));
           await schedulePoll(ctx, s.storeId, s.id, 0);
         }
         return stale.length;
@@ -48,10 +48,14 @@ export function maintenanceProcessor(ctx: JobContext) {
 }
 
 /**
- * A job that failed for good stays in the queue under its id (removeOnFail), and BullMQ ignores an
- * add with an id it still holds: the sweepers remove such a job first, so the work starts again.
+ * A finished job stays in the queue under its id (removeOnComplete, removeOnFail), and BullMQ
+ * ignores an add with an id it still holds: the sweepers remove such a job first, so the work
+ * starts again. A completed one counts too: the work it stands for is found undone (an inbox row
+ * a replay put back to received, a poll chain that did not go on), so it did not do it.
  */
-async function dropFailedJob(queue: Queue, jobId: string): Promise<void> {
+async function dropFinishedJob(queue: Queue, jobId: string): Promise<void> {
   const job = await queue.getJob(jobId);
-  if (job && (await job.isFailed())) await job.remove();
+  if (!job) return;
+  const state = await job.getState();
+  if (state === 'failed' || state === 'completed') await job.remove();
 }

@@ -16,8 +16,9 @@ const ACTIVE_POLL_MS = 200;
  * Makes sure each webhook (its inbox row already back to `received`) has a job that will run.
  * BullMQ keeps finished jobs under their id (removeOnComplete, removeOnFail) and silently ignores
  * an add under an id it still holds, so a finished job is removed first, as the inbox sweeper
- * does for failed ones. A webhook that ended `failed` in the inbox has a *completed* job (its
- * processor returned normally), which the sweeper leaves alone: removing it is the point here.
+ * does for rows still `received`. A webhook that ended `failed` in the inbox has a *completed* job
+ * (its processor returned normally), and the sweeper never looks at failed rows: the replay puts
+ * the row back and replaces the job at once.
  * A running job is waited for: it may have read the row before the reset and then finish without
  * processing it, so it is replaced once it has finished.
  */

@@ -6,8 +6,10 @@ import type { PaymentsDeps } from '../../src/payments/paymentsDeps.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 
 /**
- * A poll job that fails for good (an error no retry can fix) breaks the intent's chain of polls;
- * the poll sweeper must start it again, or a payment whose webhook is lost is never posted.
+ * The sweepers that restart lost work. A poll job that fails for good (an error no retry can fix)
+ * breaks the intent's chain of polls; the poll sweeper must start it again, or a payment whose
+ * webhook is lost is never posted. A stored webhook whose job finished without processing it must
+ * get a new job from the inbox sweeper.
  */
 const pipeline = await startPipeline();
 const daemon = await pipeline.startDaemon();
@@ -123,4 +125,41 @@ describe('payments poll recovery', () => {
     expect(rows[0]?.settled_by).toBe('poll');
     for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
   }, 90_000);
+
+  it('behavior: an inbox row back to received while its finished job is still kept gets a new job from the sweeper', async () => {
+    const created = await pipeline.sandbox
+      .client('st_a')
+      .createCheckoutIntent({ stable_coin: 1, amount_cents: 2500n });
+    const id = created.allsvc_checkout_intent_id;
+    expect((await pipeline.sandbox.control(`/_sandbox/intents/${id}/pay`, {})).status).toBe(200);
+    const log =
+      await pipeline.sandbox.control<Array<{ webhook_id: string; body: Record<string, unknown> }>>(
+        '/_sandbox/webhooks',
+      );
+    const webhookId = log.body.find((d) => d.body.all_svc_checkout_intent_id === id)?.webhook_id ?? '';
+    const inboxRow = async () =>
+      (
+        await pipeline.db.execute<{ status: string; attempts: number }>(
+          sql`select status, attempts from webhook_inbox where webhook_id = ${webhookId}`,
+        )
+      ).rows[0];
+    const first = await pipeline.waitFor(async () => {
+      const row = await inboxRow();
+      return row?.status === 'processed' ? row : undefined;
+    });
+    expect(await postedLines(id)).toEqual(EXACT_LINES);
+
+    // As after a replay whose requeue never reached Redis: the row waits, and BullMQ still keeps
+    // the completed job under the webhook's id, so a plain add is ignored.
+    await pipeline.db.execute(
+      sql`update webhook_inbox set status = 'received', processed_at = null where webhook_id = ${webhookId}`,
+    );
+    const again = await pipeline.waitFor(async () => {
+      const row = await inboxRow();
+      return row?.status === 'processed' ? row : undefined;
+    }, 45_000);
+    expect(again.attempts).toBe(first.attempts + 1);
+    expect(await ledgerLinesOf(pipeline.db, id)).toEqual(EXACT_LINES);
+    for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
+  }, 60_000);
 });
