@@ -64,37 +64,50 @@ export async function applyIntentSnapshot(
   // (confirmed_at above all). The update sets nothing that changes.
   const locked = await executePrepared<{
     status: number | null;
+    status_changed_at: Date | null;
     confirmed_at: Date | null;
     settled_by: string | null;
+    confirmed_revision: number;
   }>(
     tx,
     sql`
     insert into checkout_intents as c (id, store_id, tracked_via, tracked_at)
     values (${id}, ${obs.storeId}, ${obs.source}, ${obs.observedAt.toISOString()}::timestamptz)
     on conflict (id) do update set id = c.id
-    returning c.status, c.confirmed_at, c.settled_by`,
+    returning c.status, c.status_changed_at, c.confirmed_at, c.settled_by,
+      (select count(*)::int from ledger_entries e
+       where e.ref_type = 'checkout_intent' and e.ref_id = c.id and e.kind = 'checkout.confirmed.reversal') as confirmed_revision`,
   );
   const before = locked.rows[0];
   const previousStatus = before?.status ?? null;
+  const wasTerminal = previousStatus !== null && isTerminalCheckoutStatus(previousStatus as CheckoutStatus);
+  const wasFailure = previousStatus !== null && isFailureStatus(previousStatus);
   if (
-    previousStatus !== null &&
-    isTerminalCheckoutStatus(previousStatus as CheckoutStatus) &&
-    !isTerminalCheckoutStatus(intent.status)
+    wasTerminal &&
+    (!isTerminalCheckoutStatus(intent.status) ||
+      (intent.status !== previousStatus &&
+        before?.status_changed_at != null &&
+        obs.observedAt < new Date(before.status_changed_at)))
   ) {
     // A stale observation (a poll answered before the terminal status was recorded): a terminal
-    // status never changes back, so the facts stay as they are.
+    // status never changes back, nor to another terminal status on an older read, so the facts
+    // stay as they are.
     const status = previousStatus;
     const settled = before?.settled_by != null;
     return { previousStatus, status, terminal: true, settled, posted: null, reversed: null, findings: [] };
   }
   const status = intent.status;
   const terminal = isTerminalCheckoutStatus(status);
+  // Reversed rule-1 entries so far: a confirmation after a failure is booked as the next revision.
+  const revision = before?.confirmed_revision ?? 0;
   const confirmedAt =
-    before?.confirmed_at != null
-      ? new Date(before.confirmed_at)
-      : status === CheckoutStatus.CONFIRMED
-        ? obs.observedAt
-        : null;
+    status === CheckoutStatus.CONFIRMED && wasFailure
+      ? obs.observedAt // confirmed again: the new entry is dated when we learnt it, not backdated
+      : before?.confirmed_at != null
+        ? new Date(before.confirmed_at)
+        : status === CheckoutStatus.CONFIRMED
+          ? obs.observedAt
+          : null;
   let settledBy = before?.settled_by ?? (terminal ? obs.source : null);
   const changed = previousStatus !== status;
 
@@ -130,6 +143,15 @@ export async function applyIntentSnapshot(
   const row = written.rows[0];
 
   const findings: RuleFinding[] = obs.webhook ? compareWebhook(obs.webhook, intent) : [];
+  if (wasFailure && status !== previousStatus && terminal) {
+    // The service contradicts a terminal failure (CONFIRMED -> failure is rule 4's own finding).
+    findings.push({
+      kind: 'terminal_status_changed',
+      severity: 'critical',
+      ref: { type: 'checkout_intent', id },
+      details: { from: previousStatus, to: status, source: obs.source },
+    });
+  }
   let posted: PostedEntry | null = null;
   let reversed: PostedEntry | null = null;
 
@@ -150,6 +172,7 @@ export async function applyIntentSnapshot(
       txHash: intent.tx_hash,
       txHash2: intent.tx_hash_2,
       confirmedAt,
+      revision,
     });
     findings.push(...booked.findings);
     posted = booked.posted;
@@ -161,8 +184,9 @@ export async function applyIntentSnapshot(
     // The chain may have proven the payment before the service's confirmation reached us.
     const proof = await proveIntentPayment(tx, deps, id, row);
     findings.push(...proof.findings);
-  } else if ((CHECKOUT_FAILURE_STATUSES as readonly number[]).includes(status)) {
-    const key = checkoutConfirmedKey(id);
+  } else if (isFailureStatus(status)) {
+    // The live rule-1 entry, if any: the earlier revisions are reversed already.
+    const key = checkoutConfirmedKey(id, revision);
     const existing = await tx.execute<{ id: string }>(
       sql`select id::text from ledger_entries where idempotency_key = ${key}`,
     );
@@ -172,6 +196,7 @@ export async function applyIntentSnapshot(
       intentId: id,
       status: status as CheckoutFailureStatus,
       confirmedEntryPosted: entryId !== undefined,
+      revision,
     });
     findings.push(...decision.findings);
     if (decision.reverse && entryId) {
@@ -182,6 +207,10 @@ export async function applyIntentSnapshot(
   }
   for (const finding of findings) await recordFinding(tx, finding, obs.storeId);
   return { previousStatus, status, terminal, settled: settledBy !== null, posted, reversed, findings };
+}
+
+function isFailureStatus(status: number): boolean {
+  return (CHECKOUT_FAILURE_STATUSES as readonly number[]).includes(status);
 }
 
 /** A webhook that disagrees with the API is a finding for a person, never a crash. */

@@ -27,6 +27,8 @@ export interface ConfirmedIntentFacts {
   txHash2: string | null;
   /** When we first saw CONFIRMED: the entry's occurred_at, fixed once. */
   confirmedAt: Date;
+  /** The rule-1 revision to book (reversed confirmations before it); read from the ledger when absent. */
+  revision?: number;
 }
 
 export interface BookedConfirmation {
@@ -98,6 +100,7 @@ export async function bookConfirmation(
       txHash: facts.txHash,
       txHash2: facts.txHash2,
       provenNet,
+      revision: facts.revision ?? (await confirmedRevision(tx, facts.intentId)),
     });
   } catch (err) {
     if (!(err instanceof AmountFormatError)) throw err;
@@ -126,6 +129,17 @@ export async function bookConfirmation(
     const changed = await amountsChangedSinceBooked(tx, err.existingEntryId, outcome.entry);
     return { posted: null, findings: [...outcome.findings, ...changed], settled: true };
   }
+}
+
+/**
+ * The revision of an intent's live rule-1 entry, or of the next one to book: how many of its
+ * rule-1 entries were reversed (see checkoutConfirmedKey).
+ */
+export async function confirmedRevision(tx: DbExecutor, intentId: string): Promise<number> {
+  const { rows } = await tx.execute<{ n: number }>(sql`
+    select count(*)::int as n from ledger_entries
+    where ref_type = 'checkout_intent' and ref_id = ${intentId} and kind = 'checkout.confirmed.reversal'`);
+  return rows[0]?.n ?? 0;
 }
 
 /**

@@ -43,6 +43,11 @@ export interface CheckoutConfirmedFact {
    * reported P - F != N: then the entry books N = provenNet and F = P - provenNet.
    */
   provenNet?: bigint;
+  /**
+   * How many earlier rule-1 entries of this intent were reversed (rule 4): the service said
+   * CONFIRMED again after a failure, and the new confirmation is booked under its own key.
+   */
+  revision?: number;
 }
 
 export const CHECKOUT_FAILURE_STATUSES = [
@@ -59,8 +64,10 @@ export interface CheckoutTerminalFailureFact {
   storeId: string;
   intentId: string;
   status: CheckoutFailureStatus;
-  /** Whether the ledger holds the rule-1 entry of this intent (key `checkoutConfirmedKey`). */
+  /** Whether the ledger holds a live (unreversed) rule-1 entry of this intent. */
   confirmedEntryPosted: boolean;
+  /** That entry's revision (see CheckoutConfirmedFact.revision); 0 when absent. */
+  revision?: number;
 }
 
 /** Rule 4 never writes an entry of its own; it may ask the poster to reverse the rule-1 entry. */
@@ -70,8 +77,14 @@ export interface CheckoutTerminalFailureDecision extends RuleOutcome {
   reverse: string | null;
 }
 
-export function checkoutConfirmedKey(intentId: string): string {
-  return `checkout:confirmed:${intentId}`;
+/**
+ * The key of an intent's rule-1 entry. Revision 0 is the first confirmation; a confirmation booked
+ * again after its entry was reversed is `:r<n>`, as for a chain transfer booked again after a
+ * reorg, so that it is a new entry and not a replay of the reversed one.
+ */
+export function checkoutConfirmedKey(intentId: string, revision = 0): string {
+  const key = `checkout:confirmed:${intentId}`;
+  return revision > 0 ? `${key}:r${revision}` : key;
 }
 
 function intentRef(intentId: string): RuleFinding['ref'] {
@@ -140,7 +153,7 @@ export function checkoutConfirmed(fact: CheckoutConfirmedFact): RuleOutcome {
   const acct = (kind: AccountKind) => account(kind, fact.storeId, token);
   const entry: EntryDraft | null = draftEntry(
     {
-      idempotencyKey: checkoutConfirmedKey(fact.intentId),
+      idempotencyKey: checkoutConfirmedKey(fact.intentId, fact.revision),
       kind: 'checkout.confirmed',
       occurredAt: fact.occurredAt,
       storeId: fact.storeId,
@@ -205,7 +218,7 @@ export function checkoutTerminalFailure(fact: CheckoutTerminalFailureFact): Chec
     );
   }
   if (!fact.confirmedEntryPosted) return { entry: null, reverse: null, findings: [] };
-  const key = checkoutConfirmedKey(fact.intentId);
+  const key = checkoutConfirmedKey(fact.intentId, fact.revision);
   return {
     entry: null,
     reverse: key,

@@ -270,6 +270,63 @@ describe('applyIntentSnapshot', () => {
     expect(await findingsOf(id2)).toEqual(['confirmed_then_failed']);
   });
 
+  it('behavior: a stale CONFIRMED read after the intent was reversed to CANCELED changes nothing', async () => {
+    const id = 'aa0000000000000000000016';
+    await poll(id, {}, 100);
+    await poll(id, { status: -4 }, 200);
+    // A poll that read CONFIRMED before the cancel was recorded, applied after it.
+    const stale = await poll(id, {}, 150);
+    expect(stale).toMatchObject({ previousStatus: -4, status: -4, posted: null });
+    const { rows } = await db.execute<{ status: number }>(
+      sql`select status from checkout_intents where id = ${id}`,
+    );
+    expect(rows).toEqual([{ status: -4 }]);
+    expect((await entriesOf(id)).map((e) => e.kind)).toEqual([
+      'checkout.confirmed',
+      'checkout.confirmed.reversal',
+    ]);
+    expect(await findingsOf(id)).toEqual(['confirmed_then_failed']);
+  });
+
+  it('behavior: CONFIRMED again after a failure books rule 1 anew (:r1) with a critical finding; a second failure reverses it', async () => {
+    const id = 'aa0000000000000000000017';
+    const sales = async () => {
+      const { rows } = await db.execute<{ net: string }>(sql`
+        select coalesce(sum(p.amount), 0)::text as net from ledger_postings p
+        join ledger_entries e on e.id = p.entry_id join ledger_accounts a on a.id = p.account_id
+        where e.ref_id = ${id} and a.code like 'income:sales:%'`);
+      return BigInt(rows[0]?.net ?? '0');
+    };
+    await poll(id, {}, 300);
+    await poll(id, { status: -4 }, 310);
+    expect(await sales()).toBe(0n);
+
+    const again = await poll(id, {}, 320);
+    expect(again.posted?.created).toBe(true);
+    expect(await sales()).toBe(-25_000_000n);
+    const keys = await db.execute<{ idempotency_key: string; occurred_at: Date }>(sql`
+      select idempotency_key, occurred_at from ledger_entries where ref_id = ${id} and kind = 'checkout.confirmed' order by id`);
+    expect(keys.rows.map((r) => r.idempotency_key)).toEqual([
+      `checkout:confirmed:${id}`,
+      `checkout:confirmed:${id}:r1`,
+    ]);
+    // Dated when the new confirmation was learnt, not backdated to the first one.
+    expect(new Date(keys.rows[1]!.occurred_at)).toEqual(at(320));
+    expect(await findingsOf(id)).toEqual(['confirmed_then_failed', 'terminal_status_changed']);
+
+    // Seen again: a replay of the live revision, nothing new.
+    expect((await poll(id, {}, 330)).posted).toEqual({ id: again.posted!.id, created: false });
+    const refused = await poll(id, { status: -2 }, 340);
+    expect(refused.reversed?.created).toBe(true);
+    expect(await sales()).toBe(0n);
+    expect((await entriesOf(id)).map((e) => e.kind)).toEqual([
+      'checkout.confirmed',
+      'checkout.confirmed.reversal',
+      'checkout.confirmed',
+      'checkout.confirmed.reversal',
+    ]);
+  });
+
   it('behavior: a webhook that disagrees with the API is a finding', async () => {
     const id = 'aa0000000000000000000009';
     const webhook = webhookOf(id, 9, { amount_coins: '26' });
