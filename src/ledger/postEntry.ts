@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
+import { toJsonb } from '../db/storableJson.ts';
 import { accountCode, assetOf } from './accounts.ts';
 import { contentHash } from './contentHash.ts';
 import { type AccountCache, ensureAccounts } from './ensureAccounts.ts';
@@ -152,7 +153,7 @@ async function insertEntry(
         (idempotency_key, kind, occurred_at, store_id, ref_type, ref_id, reverses_entry_id, memo, metadata, content_hash)
       values (${header.idempotencyKey}, ${header.kind}, ${header.occurredAt.toISOString()}::timestamptz, ${header.storeId},
               ${header.ref.type}, ${header.ref.id}, ${header.reversesEntryId?.toString() ?? null}::bigint, ${header.memo},
-              ${JSON.stringify(header.metadata, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}::jsonb,
+              ${toJsonb(header.metadata)}::jsonb,
               ${header.hash})
       on conflict do nothing
       returning id

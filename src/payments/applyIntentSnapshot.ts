@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../chain/registry.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
+import { storableFields, toJsonb } from '../db/storableJson.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
 import { type PostedEntry, reverseEntry } from '../ledger/postEntry.ts';
@@ -56,7 +57,8 @@ export async function applyIntentSnapshot(
   deps: { chains: ChainRegistry; accounts?: AccountCache },
   obs: IntentObservation,
 ): Promise<ApplyResult> {
-  const { intent } = obs;
+  // Free text from the service (user_name, order_description...) may hold what PostgreSQL refuses.
+  const intent = storableFields(obs.intent);
   const id = intent.all_svc_checkout_intent_id;
   // Make sure the row exists and lock it, in one round trip: ON CONFLICT DO UPDATE locks the row
   // (waiting for a concurrent observer, like FOR UPDATE) and returns it as last committed, so
@@ -127,7 +129,7 @@ export async function applyIntentSnapshot(
         tx_from = ${intent.tx_from}, tx_to = ${intent.tx_to}, actual_paid_amount = ${intent.actual_paid_amount},
         service_fee_amount = ${intent.service_fee_amount}, net_income_amount = ${intent.net_income_amount},
         payment_method_type = ${intent.payment_method_type}, accepted_stable_coins = ${intent.accepted_stable_coins},
-        raw_payload = ${JSON.stringify(intent, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}::jsonb,
+        raw_payload = ${toJsonb(intent)}::jsonb,
         status_changed_at = case when ${changed} then ${obs.observedAt.toISOString()}::timestamptz else status_changed_at end,
         confirmed_at = ${confirmedAt?.toISOString() ?? null}::timestamptz,
         settled_by = ${settledBy}, updated_at = now()

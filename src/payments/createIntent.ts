@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { toJsonb } from '../db/storableJson.ts';
 import type { CreateCheckoutIntentInput } from '../svc/client.ts';
 import { UnknownOutcomeError } from '../svc/errors.ts';
 import type { CreateCheckoutIntentResult } from '../svc/models/checkoutIntent.ts';
@@ -25,7 +26,7 @@ export async function createIntent(
   const recorded = await deps.db.execute<{ id: string }>(sql`
     insert into checkout_intent_creations (store_id, order_id, request, outcome)
     values (${storeId}, ${request.order_id ?? null},
-            ${JSON.stringify(request, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}::jsonb, 'pending')
+            ${toJsonb(request)}::jsonb, 'pending')
     returning id::text`);
   const creationId = recorded.rows[0]?.id;
   const settle = (outcome: string, intentId: string | null, error: string | null) =>

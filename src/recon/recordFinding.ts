@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { DbExecutor } from '../db/database.ts';
+import { toJsonb } from '../db/storableJson.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
 
 /**
@@ -14,7 +15,7 @@ export async function recordFinding(
   await tx.execute(sql`
     insert into findings (kind, severity, store_id, ref_type, ref_id, details)
     values (${finding.kind}, ${finding.severity}, ${storeId}, ${finding.ref.type}, ${finding.ref.id},
-            ${JSON.stringify(finding.details, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}::jsonb)
+            ${toJsonb(finding.details)}::jsonb)
     on conflict (kind, ref_type, ref_id) where resolved_at is null
     do update set last_seen_at = now(), severity = excluded.severity, details = excluded.details`);
 }

@@ -327,6 +327,18 @@ describe('applyIntentSnapshot', () => {
     ]);
   });
 
+  it('behavior: text PostgreSQL cannot store (NUL, a lone surrogate) is recorded with U+FFFD instead of failing for ever', async () => {
+    const id = 'aa0000000000000000000018';
+    const result = await poll(id, { user_name: 'Jo\u0000e', order_description: 'half \ud800 pair' }, 400);
+    expect(result.posted?.created).toBe(true);
+    const { rows } = await db.execute<{ user_name: string; description: string; raw_name: string }>(sql`
+      select user_name, order_description as description, raw_payload->>'user_name' as raw_name
+      from checkout_intents where id = ${id}`);
+    expect(rows).toEqual([
+      { user_name: 'Jo\uFFFDe', description: 'half \uFFFD pair', raw_name: 'Jo\uFFFDe' },
+    ]);
+  });
+
   it('behavior: a webhook that disagrees with the API is a finding', async () => {
     const id = 'aa0000000000000000000009';
     const webhook = webhookOf(id, 9, { amount_coins: '26' });
