@@ -86,9 +86,9 @@ export const envFields = {
   RECON_CRON: z
     .string()
     .refine((s) => s.trim().split(/\s+/).length === 5 || s.trim().split(/\s+/).length === 6, {
-      message: 'must be a cron expression of 5 or 6 fields, e.g. "15 0 * * *"',
+      message: 'must be a cron expression of 5 or 6 fields, e.g. "0 1 * * *"',
     })
-    .default('15 0 * * *'),
+    .default('0 1 * * *'),
   /** Minutes a confirmed payment may wait in assets:in_transit for its chain proof (clearing check). */
   RECON_IN_TRANSIT_MINUTES: z.coerce
     .number()

@@ -71,7 +71,7 @@ export async function sandboxDaemonConfig(input: SandboxDaemonConfigInput): Prom
     alertRemindMs: 60 * 60_000,
     alertChainLagBlocks: 50,
     reportsDir: input.reportsDir,
-    reconCron: '15 0 * * *',
+    reconCron: '0 1 * * *',
     recon: {
       inTransitWindowMs: 60 * 60_000,
       webhookWindowMs: 60 * 60_000,

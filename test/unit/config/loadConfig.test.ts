@@ -49,7 +49,7 @@ describe('loadConfig', () => {
     const config = loadConfig(validEnv());
     expect(config.port).toBe(8080);
     expect(config.logLevel).toBe('info');
-    expect(config.reconCron).toBe('15 0 * * *');
+    expect(config.reconCron).toBe('0 1 * * *');
     expect(config.reportsDir).toBe('./reports');
     expect(config.encryptionKey).toHaveLength(32);
     expect(config.rpcUrls.get(11155111)).toEqual(['http://127.0.0.1:8545', 'http://127.0.0.1:8546']);
