@@ -173,9 +173,11 @@ async function applyOne(
         intent.id,
       );
       for (const f of proof.findings) await recordFinding(tx, f, to.storeIds[0] ?? null);
-      if (proof.matchedRowId === row.id) matched = true;
+      // A payment split over several logs matches them all at once, this row among them.
+      if (proof.matchedRowIds.includes(row.id)) matched = true;
     }
     if (confirmed.length > 0) {
+      // Matched: booked by rule 2 (at the chain's value, with a finding, when it is not N).
       if (matched) return { kind: 'applied' };
       // A log of their transaction that proved none of them (the wallet paid twice in one
       // transaction, or a log another matcher holds is the proof): after the grace, rule 9.

@@ -84,8 +84,11 @@ async function readDatabase(metrics: Metrics, db: Db, statementTimeoutMs: number
       select status, count(*)::text as n from checkout_intents group by status`);
     const entries = await tx.execute<{ kind: string; n: string }>(sql`
       select kind, count(*)::text as n from ledger_entries group by kind`);
+    // Open and not acknowledged: what the daemon's alert jobs notify (src/alerts), so the
+    // CriticalFindings rule stops firing once a person acked the finding, as their alert does.
     const findings = await tx.execute<{ kind: string; severity: string; n: string }>(sql`
-      select kind, severity, count(*)::text as n from findings where resolved_at is null group by 1, 2`);
+      select kind, severity, count(*)::text as n from findings
+      where resolved_at is null and acked_at is null group by 1, 2`);
     const payouts = await tx.execute<{ create_outcome: string; link_status: string | null; n: string }>(sql`
       select create_outcome, link_status, count(*)::text as n from payouts group by 1, 2`);
     const recon = await tx.execute<{ store_key: string; finished: string; passed: boolean | null }>(sql`

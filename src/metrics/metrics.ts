@@ -115,7 +115,7 @@ export function createMetrics() {
     }),
     findingsOpen: new Gauge({
       name: 'stablebooks_findings_open',
-      help: 'Open (unresolved) findings by kind and severity (info, warning, critical)',
+      help: 'Open findings not yet acknowledged, by kind and severity (info, warning, critical)',
       labelNames: ['kind', 'severity'] as const,
       collect: fromDatabase,
       registers: [registry],

@@ -3,21 +3,25 @@ import type { ChainRegistry } from '../chain/registry.ts';
 import { markApplied, type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
+import type { Token } from '../ledger/accounts.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
 import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
-import { chainTransferId } from '../ledger/rules/chainTransferFact.ts';
+import { chainTransferDetails, chainTransferId } from '../ledger/rules/chainTransferFact.ts';
 import { paymentProven, unmatchedTransferKey } from '../ledger/rules/chainTransferRules.ts';
 import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
-import { parseDecimalAmount } from '../money/decimalAmount.ts';
+import { formatDecimalAmount, parseDecimalAmount } from '../money/decimalAmount.ts';
 import { resolveFinding } from '../recon/recordFinding.ts';
 import { bookConfirmation } from './bookConfirmation.ts';
 
 export interface ProofResult {
+  /** The (first) rule-2 entry this call posted. */
   proven: PostedEntry | null;
   findings: RuleFinding[];
-  /** The chain_transfers row this call matched to the intent (as proof or mismatch), if any. */
+  /** The (first) chain_transfers row this call matched to the intent (as proof or mismatch), if any. */
   matchedRowId: string | null;
+  /** Every row this call matched to the intent: one, or several when the payment was split. */
+  matchedRowIds: string[];
 }
 
 /** The intent's columns rule 2 reads; applyIntentSnapshot passes the row its update returned. */
@@ -58,7 +62,12 @@ export const intentRowColumns = sql.raw(
  * reversed and its finding resolved. Runs in the caller's transaction; the caller holds the
  * intent's row lock. Without a final transfer it does nothing: the money stays in in_transit.
  * One transaction may pay several intents (a batch payment): each takes a log no proof has taken,
- * the one of its own N first (docs/decisions.md, "One transaction can pay several intents").
+ * the one of its own N first (docs/decisions.md, "One transaction can pay several intents"). Else
+ * the transaction's one log into the wallet is booked at its own value with a critical
+ * `payment_amount_mismatch` (the rest of N stays in in_transit for a person), and several free
+ * logs whose sum is N prove it together (one rule-2 entry per log, each under its own inclusion's
+ * key, so rule 3 unwinds each). Rule 1 is read from its live entry: one reversed by rule 4 holds
+ * nothing in in_transit.
  *
  * Locks: the chain matcher locks the transfer row, then the intent; the intent's side locks the
  * intent, then the transfer with SKIP LOCKED. A transfer row another transaction holds is being
@@ -72,7 +81,7 @@ export async function proveIntentPayment(
   /** The intent as this transaction last wrote it (saves reading it again). */
   known?: IntentRow,
 ): Promise<ProofResult> {
-  const none: ProofResult = { proven: null, findings: [], matchedRowId: null };
+  const none: ProofResult = { proven: null, findings: [], matchedRowId: null, matchedRowIds: [] };
   const intent =
     known ??
     (
@@ -96,11 +105,14 @@ export async function proveIntentPayment(
     )
   ).rows;
   if (logs.length === 0) return none;
-  // One decision per intent: once a log of its transaction proved it, or was found not to pay it
-  // (a mismatch, with its findings), later calls from either side change nothing.
+  // One decision per intent: once logs of its transaction proved it (at N, or at another amount
+  // with a mismatch finding), later calls from either side change nothing.
   if (logs.some((l) => l.matched_ref === intentId && /payment_(proof|mismatch)/.test(l.matched_as ?? ''))) {
     return none;
   }
+  // A rule-1 entry that was reversed (rule 4: confirmed, then failed) holds nothing in in_transit:
+  // without a live one the intent is treated as rule 1 waiting, and a proof books its next
+  // revision from the chain's value below.
   let inTransit = await inTransitOf(tx, intentId);
   const expectedToken = intent.coin_contract
     ? deps.chains.token(Number(intent.chain_id), intent.coin_contract)
@@ -149,12 +161,10 @@ export async function proveIntentPayment(
       for update skip locked`,
     )
   ).rows;
-  const row = free.map((l) => locked.find((r) => r.id === l.id)).find((r) => r !== undefined);
-  if (!row) return none;
-  // Not an expected amount: with other logs into the wallet in this transaction, this one may be
-  // another intent's, and the exact one may be held by a matcher right now. Only a lone log is a
-  // mismatch; otherwise the intent waits unproven (in_transit stays, and recon says so).
-  if (!isExpected(row) && intoWallet.length > 1) return none;
+  const lockedFree = free.flatMap((l) => locked.filter((r) => r.id === l.id));
+  const paying = payingLogs(lockedFree, locked.length === free.length, intoWallet.length, expected);
+  if (!paying) return none;
+  const paid = paying.reduce((sum, l) => sum + BigInt(l.value), 0n);
 
   const findings: RuleFinding[] = [];
   if (inTransit === null && intent.amount_coins !== null && intent.confirmed_at !== null) {
@@ -179,43 +189,165 @@ export async function proveIntentPayment(
         txHash2: intent.tx_hash_2,
         confirmedAt: new Date(intent.confirmed_at),
       },
-      BigInt(row.value),
+      paid,
     );
     findings.push(...booked.findings);
     inTransit = await inTransitOf(tx, intentId);
   }
   if (inTransit === null || !expectedToken) return { ...none, findings };
 
-  const fact = transferFact(row);
-  const outcome = paymentProven({
-    storeId: intent.store_id,
-    intentId,
-    transfer: fact,
-    token: deps.chains.token(fact.chainId, fact.tokenAddress) ?? null,
-    expected: { token: expectedToken, recipient: intent.tx_to as `0x${string}`, amount: inTransit },
-  });
-  findings.push(...outcome.findings);
-  // What rule 9 booked on the row stays named (for rule 3), except the suspense entry a proof
-  // reverses below.
-  const kinds = (row.matched_as ?? '').split(',').filter((k) => k !== '');
-  if (!outcome.entry) {
-    await markApplied(tx, row.id, [...kinds, 'payment_mismatch'], intentId, intent.store_id);
-    return { proven: null, findings, matchedRowId: row.id };
-  }
-  if (row.matched_as?.split(',').includes('transfer_in_unmatched')) {
-    const key = unmatchedTransferKey(fact, 'in');
-    const booked = await tx.execute<{ id: string }>(
-      sql`select id::text from ledger_entries where idempotency_key = ${key}`,
-    );
-    if (booked.rows[0]) {
-      await reverseEntry(tx, BigInt(booked.rows[0].id), `transfer matched intent ${intentId}`);
+  // A lone log of another amount than N still reached the wallet: it is booked at the chain's
+  // value (the wallet's account follows the chain), the rest of N stays in in_transit, and a
+  // critical finding asks a person to settle the difference.
+  const mismatch = paid !== inTransit;
+  if (mismatch) findings.push(amountMismatch(intent, expectedToken, paying, inTransit, paid));
+  const ref = { type: 'checkout_intent', id: intentId };
+  let proven: PostedEntry | null = null;
+  for (const row of paying) {
+    const fact = transferFact(row);
+    // Rule 2 per log, at its own value (its key names its inclusion, so rule 3 unwinds it alone).
+    const outcome = paymentProven({
+      storeId: intent.store_id,
+      intentId,
+      transfer: fact,
+      token: deps.chains.token(fact.chainId, fact.tokenAddress) ?? null,
+      expected: { token: expectedToken, recipient: intent.tx_to as `0x${string}`, amount: fact.amount },
+    });
+    findings.push(...outcome.findings);
+    // What rule 9 booked on the row stays named (for rule 3), except the suspense entry a proof
+    // reverses below.
+    const kinds = (row.matched_as ?? '').split(',').filter((k) => k !== '');
+    if (!outcome.entry) {
+      // Nothing to book (a log of value 0): the intent is decided, a person looks.
+      await markApplied(tx, row.id, [...kinds, 'payment_mismatch'], intentId, intent.store_id);
+      continue;
     }
-    await resolveFinding(tx, 'unmatched_transfer_in', { type: 'chain_transfer', id: chainTransferId(fact) });
+    if (kinds.includes('transfer_in_unmatched')) {
+      const key = unmatchedTransferKey(fact, 'in');
+      const booked = await tx.execute<{ id: string }>(
+        sql`select id::text from ledger_entries where idempotency_key = ${key}`,
+      );
+      if (booked.rows[0]) {
+        await reverseEntry(tx, BigInt(booked.rows[0].id), `transfer matched intent ${intentId}`);
+      }
+      await resolveFinding(tx, 'unmatched_transfer_in', {
+        type: 'chain_transfer',
+        id: chainTransferId(fact),
+      });
+    }
+    const posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+    proven ??= posted;
+    const stillBooked = kinds.filter((k) => k !== 'transfer_in_unmatched');
+    const marks = mismatch ? ['payment_proof', 'payment_mismatch'] : ['payment_proof'];
+    await markApplied(tx, row.id, [...stillBooked, ...marks], intentId, intent.store_id);
   }
-  const proven = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
-  const stillBooked = kinds.filter((k) => k !== 'transfer_in_unmatched');
-  await markApplied(tx, row.id, [...stillBooked, 'payment_proof'], intentId, intent.store_id);
-  return { proven, findings, matchedRowId: row.id };
+  // The payment is on chain: verification's findings about it (not found, reverted, no transfer;
+  // a node that lagged at the grace) have cleared.
+  if (proven) await resolveVerificationFindings(tx, ref);
+  const matchedRowIds = paying.map((l) => l.id);
+  return { proven, findings, matchedRowId: matchedRowIds[0] ?? null, matchedRowIds };
+}
+
+/**
+ * The free logs that pay the intent, or null (it waits): a log of an expected amount; else the
+ * transaction's one log into the wallet, whatever its amount (booked at the chain's value, a
+ * mismatch); else several logs whose sum is an expected amount (one payment split over transfers,
+ * as recon's matching sums them). A split is sought only when no free log is held by another
+ * matcher: the held one may be the exact log, and its matcher proves the intent once this
+ * transaction commits.
+ */
+function payingLogs(
+  lockedFree: TransferRow[],
+  noneHeld: boolean,
+  intoWallet: number,
+  expected: bigint[],
+): TransferRow[] | null {
+  const exact = lockedFree.find((l) => expected.includes(BigInt(l.value)));
+  if (exact) return [exact];
+  if (intoWallet === 1) return lockedFree[0] ? [lockedFree[0]] : null;
+  if (!noneHeld) return null;
+  return splitPayment(lockedFree, expected);
+}
+
+/** Most subsets a split search tries before giving up (the logs then wait the grace, then rule 9). */
+const SPLIT_SEARCH_BUDGET = 20_000;
+
+/**
+ * The fewest logs (two or more) whose values sum to an expected amount, the earliest in log order
+ * first among those of one size, so the choice is the same on every call. Values are never
+ * negative, so a partial sum above every target ends its branch. Null when none, or when the
+ * search would cost more than SPLIT_SEARCH_BUDGET subsets.
+ */
+function splitPayment<T extends { log_index: number; value: string }>(
+  logs: T[],
+  expected: bigint[],
+): T[] | null {
+  const candidates = logs.filter((l) => BigInt(l.value) > 0n).sort((a, b) => a.log_index - b.log_index);
+  if (expected.length === 0 || candidates.length < 2) return null;
+  const values = candidates.map((l) => BigInt(l.value));
+  let max = 0n; // (bigint: no Math.max)
+  for (const v of expected) if (v > max) max = v;
+  let budget = SPLIT_SEARCH_BUDGET;
+  const pick: number[] = [];
+  const search = (from: number, left: number, sum: bigint): boolean => {
+    if (left === 0) return expected.includes(sum);
+    for (let i = from; i <= values.length - left; i++) {
+      if (--budget < 0) return false;
+      const next = sum + (values[i] as bigint);
+      if (next > max) continue;
+      pick.push(i);
+      if (search(i + 1, left - 1, next)) return true;
+      pick.pop();
+    }
+    return false;
+  };
+  for (let size = 2; size <= values.length && budget > 0; size++) {
+    if (search(0, size, 0n)) return pick.map((i) => candidates[i] as T);
+  }
+  return null;
+}
+
+/** Rule 2 booked a log of another amount than N: a critical finding, for a person to settle. */
+function amountMismatch(
+  intent: IntentRow,
+  token: Token,
+  paying: TransferRow[],
+  expected: bigint,
+  actual: bigint,
+): RuleFinding {
+  const fmt = (u: bigint) => formatDecimalAmount(u, token.decimals);
+  const [first] = paying;
+  return {
+    kind: 'payment_amount_mismatch',
+    severity: 'critical',
+    ref: { type: 'checkout_intent', id: intent.id },
+    details: {
+      ...(first && paying.length === 1 ? chainTransferDetails(transferFact(first)) : {}),
+      token: token.symbol,
+      expected_amount: fmt(expected),
+      actual_amount: fmt(actual),
+      left_in_transit: fmt(expected - actual),
+      what: 'the payment was booked at the value the chain shows; the rest of N stays in in_transit',
+    },
+  };
+}
+
+/** Verification's findings of a payment not (yet) seen on chain (src/payments/verifyPayments.ts). */
+export const VERIFICATION_FINDINGS = [
+  'payment_tx_not_found',
+  'payment_tx_reverted',
+  'payment_transfer_missing',
+];
+
+/** Resolves the open verification findings of an intent whose payment is proven (one statement). */
+async function resolveVerificationFindings(tx: DbExecutor, ref: RuleFinding['ref']): Promise<void> {
+  await executePrepared(
+    tx,
+    sql`
+    update findings set resolved_at = now()
+    where kind = any(${sql.param(VERIFICATION_FINDINGS)}::text[]) and ref_type = ${ref.type} and ref_id = ${ref.id}
+      and resolved_at is null`,
+  );
 }
 
 /** A log no proof has taken: unmatched, or booked to suspense only (a proof may move it). */
@@ -241,15 +373,25 @@ function reportedNets(intent: IntentRow, decimals: number): bigint[] {
   return [n, p !== null && f !== null ? p - f : null].filter((v): v is bigint => v !== null && v >= 0n);
 }
 
-/** N as rule 1 booked it (the in_transit debit of the intent's entry), or null when not booked. */
-async function inTransitOf(tx: DbExecutor, intentId: string): Promise<bigint | null> {
+/**
+ * N as rule 1 booked it: the in_transit debit of the intent's live rule-1 entry, the latest one
+ * that has no reversal (rule 4), under `checkout:confirmed:<id>` or a revision of that key
+ * (`...:r<n>`, booked again after a reversal); null when no rule-1 entry is live.
+ */
+export async function inTransitOf(tx: DbExecutor, intentId: string): Promise<bigint | null> {
+  const key = checkoutConfirmedKey(intentId);
   const { rows } = await executePrepared<{ amount: string }>(
     tx,
     sql`
     select p.amount::text from ledger_entries e
     join ledger_postings p on p.entry_id = e.id
     join ledger_accounts a on a.id = p.account_id
-    where e.idempotency_key = ${checkoutConfirmedKey(intentId)} and a.code like 'assets:in_transit:%'`,
+    where e.ref_type = 'checkout_intent' and e.ref_id = ${intentId}
+      and (e.idempotency_key = ${key} or starts_with(e.idempotency_key, ${`${key}:`}))
+      and a.code like 'assets:in_transit:%'
+      and not exists (select 1 from ledger_entries r where r.reverses_entry_id = e.id)
+    order by e.id desc
+    limit 1`,
   );
   return rows[0] ? BigInt(rows[0].amount) : null;
 }

@@ -6,8 +6,8 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db/database.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
 import { paymentProven } from '../ledger/rules/chainTransferRules.ts';
-import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
-import { recordFinding } from '../recon/recordFinding.ts';
+import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
+import { inTransitOf } from './proveIntentPayment.ts';
 
 /**
  * Single-transaction verification (DESIGN.md section 7) for confirmed intents whose paying hash
@@ -15,7 +15,9 @@ import { recordFinding } from '../recon/recordFinding.ts';
  * exist or reverted, or whose logs pay another token, recipient or amount, is a finding and the
  * money stays in in_transit. A good receipt's transfers are stored (source `receipt`) and proven
  * at finality like the indexer's, after the receipt is read again there. In steady state the
- * indexer proves payments first, so this costs no RPC call.
+ * indexer proves payments first, so this costs no RPC call. The findings of a hash not found or
+ * reverted, or of no transfer, resolve when a later read finds what was missing, and all of them
+ * when the payment is proven (proveIntentPayment): e.g. a node that lagged at the grace.
  */
 export interface VerifyDeps {
   db: Db;
@@ -68,6 +70,11 @@ async function verifyOne(deps: VerifyDeps, intent: Candidate): Promise<void> {
   const ref = { type: 'checkout_intent', id: intent.id };
   const receipt = await receiptTransfers(rpc, deps.chains, chainId, intent.hash as `0x${string}`);
   const findings: RuleFinding[] = [];
+  // A cause that cleared since an earlier verification (a node that lagged, a receipt read
+  // again) resolves its finding; proveIntentPayment resolves them all once the payment is proven.
+  const cleared: string[] = [];
+  if (receipt.status !== 'not_found') cleared.push('payment_tx_not_found');
+  if (receipt.status === 'success') cleared.push('payment_tx_reverted');
   if (receipt.status === 'not_found') {
     findings.push({
       kind: 'payment_tx_not_found',
@@ -85,11 +92,7 @@ async function verifyOne(deps: VerifyDeps, intent: Candidate): Promise<void> {
   } else {
     await storeReceiptTransfers(deps.db, receipt.transfers);
     const expectedToken = intent.coin_contract ? deps.chains.token(chainId, intent.coin_contract) : undefined;
-    const inTransit = await deps.db.execute<{ amount: string }>(sql`
-      select p.amount::text from ledger_entries e join ledger_postings p on p.entry_id = e.id
-      join ledger_accounts a on a.id = p.account_id
-      where e.idempotency_key = ${checkoutConfirmedKey(intent.id)} and a.code like 'assets:in_transit:%'`);
-    const amount = inTransit.rows[0] ? BigInt(inTransit.rows[0].amount) : null;
+    const amount = await inTransitOf(deps.db, intent.id);
     const recipient = intent.tx_to?.toLowerCase();
     const candidate = receipt.transfers.find((t) => t.to.toLowerCase() === recipient) ?? receipt.transfers[0];
     if (!candidate) {
@@ -99,7 +102,10 @@ async function verifyOne(deps: VerifyDeps, intent: Candidate): Promise<void> {
         ref,
         details: { chain_id: chainId, tx_hash: intent.hash, what: 'the transaction moved no ERC-20 token' },
       });
-    } else if (expectedToken && amount !== null && recipient) {
+    } else {
+      cleared.push('payment_transfer_missing');
+    }
+    if (candidate && expectedToken && amount !== null && recipient) {
       const outcome = paymentProven({
         storeId: intent.store_id,
         intentId: intent.id,
@@ -110,5 +116,8 @@ async function verifyOne(deps: VerifyDeps, intent: Candidate): Promise<void> {
       findings.push(...outcome.findings);
     }
   }
-  for (const f of findings) await recordFinding(deps.db, f, intent.store_id);
+  await deps.db.transaction(async (tx) => {
+    for (const kind of cleared) await resolveFinding(tx, kind, ref);
+    for (const f of findings) await recordFinding(tx, f, intent.store_id);
+  });
 }

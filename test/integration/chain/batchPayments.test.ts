@@ -3,6 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
+import { postEntry } from '../../../src/ledger/postEntry.ts';
+import { checkoutConfirmed, checkoutConfirmedKey } from '../../../src/ledger/rules/checkoutRules.ts';
+import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
+import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
+import { CheckoutStatus } from '../../../src/svc/models/checkoutStatus.ts';
 import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
 
 /**
@@ -175,5 +180,244 @@ describe('one transaction, several transfers into the merchant wallet', () => {
       { log_index: 1, matched_as: 'payment_proof', matched_ref: id },
     ]);
     expect(await usdt('assets:in_transit')).toBe(0n);
+  });
+});
+
+/** Open findings about one intent: kind, severity and details. */
+async function findingsOf(id: string) {
+  const { rows } = await kit.db.db.execute<{
+    kind: string;
+    severity: string;
+    details: Record<string, unknown>;
+  }>(
+    sql`select kind, severity, details from findings where ref_id = ${id} and resolved_at is null order by kind`,
+  );
+  return rows;
+}
+
+async function entryKinds(id: string): Promise<string[]> {
+  const { rows } = await kit.db.db.execute<{ kind: string }>(
+    sql`select kind from ledger_entries where ref_id = ${id} order by id`,
+  );
+  return rows.map((r) => r.kind);
+}
+
+/** The USDT balances of in_transit, the wallet and suspense, to compare before and after. */
+async function books() {
+  return {
+    inTransit: await usdt('assets:in_transit'),
+    wallet: await usdt('assets:wallet'),
+    suspense: await usdt('assets:suspense'),
+  };
+}
+
+function moved(before: Awaited<ReturnType<typeof books>>, after: Awaited<ReturnType<typeof books>>) {
+  return {
+    inTransit: after.inTransit - before.inTransit,
+    wallet: after.wallet - before.wallet,
+    suspense: after.suspense - before.suspense,
+  };
+}
+
+/** A reorg orphans the transaction's block: its rows are orphaned, as the indexer leaves them. */
+async function orphan(txHash: string): Promise<void> {
+  await kit.db.db.execute(sql`update chain_transfers set state = 'orphaned' where tx_hash = ${txHash}`);
+}
+
+/** The service reports the intent in another status (the stored intent, its status and `changes` applied). */
+async function observe(id: string, status: number, changes: Partial<CheckoutIntent> = {}): Promise<void> {
+  const { rows } = await kit.db.db.execute<{ raw_payload: CheckoutIntent }>(
+    sql`select raw_payload from checkout_intents where id = ${id}`,
+  );
+  const intent = { ...rows[0]!.raw_payload, ...changes, status } as CheckoutIntent;
+  await kit.db.db.transaction((tx) =>
+    applyIntentSnapshot(
+      tx,
+      { chains: kit.registry, accounts: kit.accounts },
+      { storeId: 'st_a', intent, source: 'poll', observedAt: clock.now() },
+    ),
+  );
+}
+
+describe('a payment of another amount than N, or split over several transfers', () => {
+  it.each([
+    ['the matcher', 'matcher'],
+    ['the confirmation', 'intents'],
+  ])(
+    'behavior: the one log into the wallet carries 24 where N is 25: booked at 24 by %s (wallet +24, in_transit keeps 1), with a critical finding naming both amounts',
+    async (_name, last) => {
+      const hash = txHashOf(seq++);
+      const before = await books();
+      if (last === 'intents') await storeLogs(hash, [24_000_000n]);
+      const id = await confirmedIntent(hash, '25');
+      if (last === 'matcher') await storeLogs(hash, [24_000_000n]);
+      clock.set(new Date());
+      await applyChainTransfers(applyDeps, CHAIN_ID);
+      expect(await matched(hash)).toEqual([
+        { log_index: 0, matched_as: 'payment_proof,payment_mismatch', matched_ref: id },
+      ]);
+      expect(moved(before, await books())).toEqual({
+        inTransit: 1_000_000n,
+        wallet: 24_000_000n,
+        suspense: 0n,
+      });
+      expect(await entryKinds(id)).toEqual(['checkout.confirmed', 'chain.payment_proven']);
+      const findings = await findingsOf(id);
+      expect(findings.map((f) => [f.kind, f.severity])).toEqual([['payment_amount_mismatch', 'critical']]);
+      expect(findings[0]!.details).toMatchObject({
+        expected_amount: '25',
+        actual_amount: '24',
+        left_in_transit: '1',
+        tx_hash: hash,
+      });
+      // Decided once: nothing more from either side, and nothing goes to suspense after the grace.
+      clock.advance(2 * GRACE);
+      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
+      await observe(id, CheckoutStatus.CONFIRMED);
+      expect(moved(before, await books())).toEqual({
+        inTransit: 1_000_000n,
+        wallet: 24_000_000n,
+        suspense: 0n,
+      });
+      // A reorg unwinds the proof (rule 3): the whole N is back in in_transit.
+      await orphan(hash);
+      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toMatchObject({ unwound: 1 });
+      expect(moved(before, await books())).toMatchObject({ inTransit: 25_000_000n, wallet: 0n });
+      for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
+    },
+  );
+
+  it.each([
+    ['the matcher', 'matcher'],
+    ['the confirmation', 'intents'],
+  ])(
+    'behavior: one intent of 25 paid as 10 + 15 in one transaction is proven by both logs, by %s; a reorg unwinds both',
+    async (_name, last) => {
+      const hash = txHashOf(seq++);
+      const before = await books();
+      if (last === 'intents') await storeLogs(hash, [10_000_000n, 15_000_000n]);
+      const id = await confirmedIntent(hash, '25');
+      if (last === 'matcher') await storeLogs(hash, [10_000_000n, 15_000_000n]);
+      clock.set(new Date());
+      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toMatchObject({ deferred: 0 });
+      expect(await matched(hash)).toEqual([
+        { log_index: 0, matched_as: 'payment_proof', matched_ref: id },
+        { log_index: 1, matched_as: 'payment_proof', matched_ref: id },
+      ]);
+      expect(moved(before, await books())).toEqual({ inTransit: 0n, wallet: 25_000_000n, suspense: 0n });
+      expect(await entryKinds(id)).toEqual([
+        'checkout.confirmed',
+        'chain.payment_proven',
+        'chain.payment_proven',
+      ]);
+      expect(await findingsOf(id)).toEqual([]);
+      // Nothing left for rule 9 after the grace.
+      clock.advance(2 * GRACE);
+      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
+      expect(moved(before, await books()).suspense).toBe(0n);
+      await orphan(hash);
+      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toMatchObject({ unwound: 2 });
+      expect(moved(before, await books())).toEqual({ inTransit: 25_000_000n, wallet: 0n, suspense: 0n });
+      for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
+    },
+  );
+
+  it('behavior: a batch paying one intent exactly and another split over two logs proves both', async () => {
+    const hash = txHashOf(seq++);
+    const before = await books();
+    await storeLogs(hash, [10_000_000n, 10_000_000n, 15_000_000n]);
+    const split = await confirmedIntent(hash, '25');
+    const exact = await confirmedIntent(hash, '10');
+    clock.set(new Date());
+    await applyChainTransfers(applyDeps, CHAIN_ID);
+    const rows = await matched(hash);
+    expect(rows.every((r) => r.matched_as === 'payment_proof')).toBe(true);
+    expect(rows.filter((r) => r.matched_ref === exact)).toHaveLength(1);
+    expect(rows.filter((r) => r.matched_ref === split)).toHaveLength(2);
+    expect(moved(before, await books())).toEqual({ inTransit: 0n, wallet: 35_000_000n, suspense: 0n });
+  });
+
+  it('behavior: two logs that sum to no N prove nothing: they wait the grace, then go to suspense', async () => {
+    const hash = txHashOf(seq++);
+    const before = await books();
+    const id = await confirmedIntent(hash, '25');
+    await storeLogs(hash, [10_000_000n, 14_000_000n]);
+    clock.set(new Date());
+    await applyChainTransfers(applyDeps, CHAIN_ID);
+    expect((await matched(hash)).map((r) => r.matched_as)).toEqual([null, null]);
+    clock.advance(2 * GRACE);
+    await applyChainTransfers(applyDeps, CHAIN_ID);
+    expect((await matched(hash)).map((r) => r.matched_as)).toEqual([
+      'transfer_in_unmatched',
+      'transfer_in_unmatched',
+    ]);
+    expect(moved(before, await books())).toEqual({
+      inTransit: 25_000_000n,
+      wallet: 24_000_000n,
+      suspense: -24_000_000n,
+    });
+    expect(await entryKinds(id)).toEqual(['checkout.confirmed']);
+  });
+});
+
+describe('a rule-1 entry that was reversed (confirmed, failed, confirmed again)', () => {
+  it.each([
+    ['as before', {}],
+    ['with a net that makes rule 1 wait for the chain (reported net != P - F)', { net_income_amount: '24' }],
+  ])(
+    'behavior: the reversed entry proves nothing: in_transit never goes below zero, confirmed again %s',
+    async (_name, changes) => {
+      const hash = txHashOf(seq++);
+      const before = await books();
+      const id = await confirmedIntent(hash, '25');
+      await observe(id, CheckoutStatus.FAILED);
+      await observe(id, CheckoutStatus.CONFIRMED, changes);
+      await storeLogs(hash, [25_000_000n]);
+      clock.set(new Date());
+      await applyChainTransfers(applyDeps, CHAIN_ID);
+      clock.advance(2 * GRACE);
+      await applyChainTransfers(applyDeps, CHAIN_ID);
+      // Whether the money is proven against a rule 1 booked again or waits in suspense, in_transit
+      // holds nothing for this intent and the wallet follows the chain.
+      const after = moved(before, await books());
+      expect(after.inTransit).toBe(0n);
+      expect(after.wallet).toBe(25_000_000n);
+      for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
+    },
+  );
+
+  it('behavior: the live rule-1 entry booked again under a revision key (:r1) is the one the proof clears', async () => {
+    const hash = txHashOf(seq++);
+    const before = await books();
+    const id = await confirmedIntent(hash, '25');
+    await observe(id, CheckoutStatus.FAILED);
+    // Rule 1 booked again after the reversal, under a revision of its key.
+    const token = kit.registry.token(CHAIN_ID, kit.chain.tokens.USDT.address)!;
+    const { entry } = checkoutConfirmed({
+      storeId: 'st_a',
+      intentId: id,
+      occurredAt: clock.now(),
+      token,
+      amountCoins: '25',
+      actualPaidAmount: '25',
+      serviceFeeAmount: '0',
+      netIncomeAmount: '25',
+      fiat: { amountCents: null, currency: null, currencyRate: null },
+      txHash: hash,
+      txHash2: null,
+    });
+    await postEntry(
+      kit.db.db,
+      { ...entry!, idempotencyKey: `${checkoutConfirmedKey(id)}:r1` },
+      {
+        accounts: kit.accounts,
+      },
+    );
+    await observe(id, CheckoutStatus.CONFIRMED);
+    await storeLogs(hash, [25_000_000n]);
+    clock.set(new Date());
+    await applyChainTransfers(applyDeps, CHAIN_ID);
+    expect(await matched(hash)).toEqual([{ log_index: 0, matched_as: 'payment_proof', matched_ref: id }]);
+    expect(moved(before, await books())).toEqual({ inTransit: 0n, wallet: 25_000_000n, suspense: 0n });
   });
 });

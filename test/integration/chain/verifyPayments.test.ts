@@ -1,10 +1,14 @@
 import { sql } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
+import { startAnvil } from '../../../src/devservices/anvil.ts';
+import { attachCollectors } from '../../../src/metrics/collectors.ts';
+import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { verifyPayments } from '../../../src/payments/verifyPayments.ts';
-import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
+import { ackFinding } from '../../../src/recon/findingsList.ts';
+import { CHAIN_ID, createIndexerKit, metricValue } from './indexerKit.ts';
 
 /**
  * Single-transaction verification (DESIGN.md section 7): a confirmed intent whose paying hash the
@@ -123,5 +127,69 @@ describe('suspense is a waiting room', () => {
     const open = await kit.db.db.execute(sql`
       select 1 from findings where kind = 'unmatched_transfer_in' and resolved_at is null and details->>'tx_hash' = ${hash.toLowerCase()}`);
     expect(open.rows).toEqual([]);
+  });
+});
+
+// A node that lags: a second anvil of the same chain id that never saw the payments.
+const lagging = await startAnvil({ chainId: CHAIN_ID });
+afterAll(() => lagging.stop());
+const laggingDeps = { ...verifyDeps, rpcs: new Map([[CHAIN_ID, kit.deps([lagging.rpcUrl]).rpc]]) };
+
+describe('verification findings clear with their cause', () => {
+  /** Paid on chain, confirmed, and verified after the grace against the lagging node: not found. */
+  async function notFoundWhileLagging(): Promise<{ id: string; hash: string }> {
+    clock.set(new Date());
+    const hash = await pay(kit.merchant, 25_000_000n);
+    const id = await confirmedIntent(hash);
+    clock.advance(GRACE + 1);
+    await verifyPayments(laggingDeps);
+    expect((await findingsOf(id)).map((f) => f.kind)).toEqual(['payment_tx_not_found']);
+    return { id, hash };
+  }
+
+  it('behavior: a payment_tx_not_found raised while the node lagged resolves when verification later finds the receipt', async () => {
+    const { id, hash } = await notFoundWhileLagging();
+    // The retry comes 10 minutes after the finding was last seen.
+    await kit.db.db.execute(
+      sql`update findings set last_seen_at = last_seen_at - interval '11 minutes' where ref_id = ${id}`,
+    );
+    expect(await verifyPayments(verifyDeps)).toBeGreaterThan(0);
+    expect(await findingsOf(id)).toEqual([]);
+    const stored = await kit.db.db.execute(
+      sql`select 1 from chain_transfers where tx_hash = ${hash.toLowerCase()}`,
+    );
+    expect(stored.rows).toHaveLength(1);
+  });
+
+  it('behavior: a payment_tx_not_found raised while the node lagged resolves when the indexer stores and proves the payment', async () => {
+    const { id } = await notFoundWhileLagging();
+    await kit.raw('anvil_mine', ['0x3']);
+    await indexChainPass(deps, CHAIN_ID);
+    await applyChainTransfers(kit.applyDeps(clock, GRACE), CHAIN_ID);
+    const proof = await kit.db.db.execute<{ kind: string }>(
+      sql`select kind from ledger_entries where ref_id = ${id} order by id`,
+    );
+    expect(proof.rows.map((r) => r.kind)).toEqual(['checkout.confirmed', 'chain.payment_proven']);
+    expect(await findingsOf(id)).toEqual([]);
+  });
+
+  it('behavior: an acknowledged critical finding leaves stablebooks_findings_open, as it leaves the alert jobs (CriticalFindings stops firing)', async () => {
+    const { id } = await notFoundWhileLagging();
+    const metrics = createMetrics();
+    attachCollectors(metrics, { db: kit.db.db, queues: [], ttlMs: 0 });
+    const open = () =>
+      metricValue(metrics, 'stablebooks_findings_open', {
+        kind: 'payment_tx_not_found',
+        severity: 'critical',
+      });
+    const before = await open();
+    expect(before).toBeGreaterThan(0);
+    const { rows } = await kit.db.db.execute<{ id: string }>(
+      sql`select id::text from findings where ref_id = ${id} and kind = 'payment_tx_not_found' and resolved_at is null`,
+    );
+    expect((await ackFinding(kit.db.db, BigInt(rows[0]!.id), 'node lag, watching it')).kind).toBe('acked');
+    expect(await open()).toBe(before - 1);
+    // Acked is not resolved: the finding itself stays open until its cause clears.
+    expect((await findingsOf(id)).map((f) => f.kind)).toEqual(['payment_tx_not_found']);
   });
 });
