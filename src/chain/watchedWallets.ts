@@ -29,6 +29,9 @@ const poolClosed = sql`exists (
 
 /**
  * Every watched wallet of the chain: one entry per (address, role), with all the stores it serves.
+ * An address has one role: a wallet of STORES_FILE (merchant or custody) is never also a pool. A
+ * chain_watched_wallets row for such an address (one the matcher learnt before it refused that)
+ * is left out, so callers that key the list by address cannot read a merchant wallet as a pool.
  *
  * `closedPools: 'exclude'` (the indexer's log filter) leaves out the pools whose link is closed on
  * chain: its claim or its refund to custody is final and booked, so nothing that pool sends later
@@ -64,8 +67,60 @@ export async function watchedWallets(
   const { rows } = await db.execute<{ address: string; store_id: string; claim_link_id: string | null }>(sql`
     select w.address, w.store_id, w.claim_link_id from chain_watched_wallets w
     where w.chain_id = ${chainId} ${open} order by w.added_at, w.address`);
-  for (const row of rows) add(row.address, 'pool', row.store_id, row.claim_link_id);
+  const configured = new Set<string>([...byKey.values()].map((w) => w.address));
+  for (const row of rows) {
+    if (!configured.has(row.address.toLowerCase())) add(row.address, 'pool', row.store_id, row.claim_link_id);
+  }
   return [...byKey.values()];
+}
+
+/** What an address already is on a chain: a wallet of STORES_FILE, or a pool the matcher learnt. */
+export type WalletRole =
+  | { role: 'merchant' | 'custody'; storeIds: string[] }
+  | { role: 'pool'; storeIds: string[]; claimLinkId: string | null };
+
+/**
+ * The role of each of `addresses` (lowercase keys) that has one; configured wallets first, as in
+ * `watchedWallets`. One read of chain_watched_wallets by primary key, for the addresses not
+ * configured.
+ */
+export async function walletRoles(
+  db: DbExecutor,
+  config: Pick<Config, 'stores'>,
+  chainId: number,
+  addresses: readonly string[],
+): Promise<Map<string, WalletRole>> {
+  const wanted = new Set(addresses.map((a) => a.toLowerCase()));
+  const roles = new Map<string, WalletRole>();
+  const add = (address: string, role: 'merchant' | 'custody', storeId: string) => {
+    const lower = address.toLowerCase();
+    if (!wanted.has(lower)) return;
+    const existing = roles.get(lower);
+    if (!existing) roles.set(lower, { role, storeIds: [storeId] });
+    else if (!existing.storeIds.includes(storeId)) existing.storeIds.push(storeId);
+  };
+  for (const store of config.stores) {
+    const w = store.wallets.get(chainId);
+    if (!w) continue;
+    add(w.merchant, 'merchant', store.storeId);
+    add(w.custody, 'custody', store.storeId);
+  }
+  const rest = [...wanted].filter((a) => !roles.has(a));
+  if (rest.length === 0) return roles;
+  const { rows } = await db.execute<{ address: string; store_id: string; claim_link_id: string | null }>(sql`
+    select address, store_id, claim_link_id from chain_watched_wallets
+    where chain_id = ${chainId} and address in (${sql.join(
+      rest.map((a) => sql`${a}`),
+      sql`, `,
+    )})`);
+  for (const row of rows) {
+    roles.set(row.address.toLowerCase(), {
+      role: 'pool',
+      storeIds: [row.store_id],
+      claimLinkId: row.claim_link_id,
+    });
+  }
+  return roles;
 }
 
 /**

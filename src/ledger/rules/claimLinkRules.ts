@@ -26,6 +26,8 @@ import {
   type ChainTransferFact,
   chainInclusionKeyPart,
   chainTransferDetails,
+  chainTransferId,
+  sameAddress,
 } from './chainTransferFact.ts';
 import { credit, debit, draftEntry } from './postingLines.ts';
 
@@ -62,6 +64,16 @@ export interface ClaimLinkFundedFact extends ClaimLinkFactBase {
 export interface ClaimLinkTransferFact extends ClaimLinkFactBase {
   /** The accepted token of `transfer.tokenAddress` must be `token`. */
   transfer: ChainTransferFact;
+}
+
+/**
+ * Rule 5 on chain: the funding, which may be several Transfer logs of one transaction into the
+ * pool (principal and fee apart, say). `transfer` is the first of them (lowest log index): the
+ * entry carries its inclusion in its key, so one funding books one entry whichever of its logs
+ * the matcher reads first, and rule 3 reverses it through that log. `otherLogs` are the rest.
+ */
+export interface ClaimLinkFundingFact extends ClaimLinkTransferFact {
+  otherLogs?: readonly ChainTransferFact[];
 }
 
 /** Rule 7, cancel: the cancel call succeeded, or answered 50108 with details.status cancelled. */
@@ -132,14 +144,25 @@ export function claimLinkFunded(fact: ClaimLinkFundedFact): RuleOutcome {
 }
 
 /**
- * Rule 5, funding proven on chain: X = the value that left custody. X > amount: debit
- * payout_fees X - amount, credit custody X - amount. X = amount: nothing. X < amount: nothing
- * booked and a `funding_mismatch` finding (custody was credited more than left it).
+ * Rule 5, funding proven on chain: X = the value that left custody for the pool in the funding
+ * transaction (the sum of its logs). X > amount: debit payout_fees X - amount, credit custody
+ * X - amount. X = amount: nothing. X < amount: nothing booked and a `funding_mismatch` finding
+ * (custody was credited more than left it).
  */
-export function claimLinkFundingProven(fact: ClaimLinkTransferFact): RuleOutcome {
+export function claimLinkFundingProven(fact: ClaimLinkFundingFact): RuleOutcome {
   checkTransfer(fact);
+  const others = fact.otherLogs ?? [];
+  for (const log of others) checkFundingLog(fact, log);
   const amount = linkAmount(fact);
-  const X = fact.transfer.amount;
+  const X = others.reduce((sum, log) => sum + log.amount, fact.transfer.amount);
+  // One log: the metadata it always had; several: what they add up to, and which they are.
+  const logs =
+    others.length === 0
+      ? {}
+      : {
+          funded: formatDecimalAmount(X, fact.token.decimals),
+          log_indexes: [fact.transfer.logIndex, ...others.map((l) => l.logIndex)],
+        };
   if (X < amount) {
     const fmt = (u: bigint) => formatDecimalAmount(u, fact.token.decimals);
     return {
@@ -155,6 +178,7 @@ export function claimLinkFundingProven(fact: ClaimLinkTransferFact): RuleOutcome
             shortfall: fmt(amount - X),
             token: fact.token.symbol,
             ...chainTransferDetails(fact.transfer),
+            ...logs,
           },
         },
       ],
@@ -169,11 +193,31 @@ export function claimLinkFundingProven(fact: ClaimLinkTransferFact): RuleOutcome
       occurredAt: fact.transfer.occurredAt,
       storeId: fact.storeId,
       ref: linkRef(fact.claimLinkId),
-      metadata: { amount: fact.amount, ...chainTransferDetails(fact.transfer) },
+      metadata: { amount: fact.amount, ...chainTransferDetails(fact.transfer), ...logs },
     },
     [debit(acct('expense:payout_fees'), fee), credit(acct('assets:custody'), fee)],
   );
   return { entry, findings: [] };
+}
+
+/** Another log of the same funding: same inclusion, token, sender and pool, after the first. */
+function checkFundingLog(fact: ClaimLinkFundingFact, log: ChainTransferFact): void {
+  assertTransferShape(log);
+  assertTokenOfTransfer(fact.token, log);
+  const first = fact.transfer;
+  const same =
+    log.chainId === first.chainId &&
+    sameAddress(log.txHash, first.txHash) &&
+    sameAddress(log.blockHash, first.blockHash) &&
+    sameAddress(log.from, first.from) &&
+    sameAddress(log.to, first.to) &&
+    log.logIndex > first.logIndex;
+  if (!same) {
+    throw new RangeError(
+      `transfer ${chainTransferId(log)} is not another log of funding ${chainTransferId(first)} ` +
+        '(same transaction, block, sender and pool, after the first log)',
+    );
+  }
 }
 
 /**
