@@ -32,7 +32,7 @@ export interface FindingRow {
   ackedAt: Date | null;
 }
 
-/** The latest balance proof of one (chain, token, wallet). */
+/** The latest balance proof of one (chain, token, wallet, role) still in the configuration. */
 export interface ProofRow {
   chainId: number;
   token: string;
@@ -44,6 +44,8 @@ export interface ProofRow {
   ledgerBalance: string;
   chainBalance: string | null;
   provedAt: Date;
+  /** Why the ledger side was adjusted (payouts in flight added back), when it was. */
+  note?: string | null;
 }
 
 export interface CursorRow {
@@ -86,31 +88,41 @@ export function findingConditions(rows: FindingRow[]): AlertCondition[] {
 
 /**
  * (b) Every (chain, token, wallet) whose latest balance proof is not ok: critical when the ledger
- * and balanceOf differ, warning when the proof could not be made.
+ * and balanceOf differ, warning when the proof could not be made. An address proven in two roles
+ * (merchant and custody) is one condition, under the same key as one role: the worse of its
+ * proofs sets the severity, and the text names each role not proven.
  */
 export function balanceProofConditions(rows: ProofRow[]): AlertCondition[] {
-  return rows
-    .filter((p) => p.ok !== true)
-    .map((p) => {
-      const what = `${p.symbol} ${p.role} wallet ${p.wallet} on chain ${p.chainId}`;
-      const text =
-        p.ok === false
-          ? `Balance proof failed for ${what}: ledger ${p.ledgerBalance}, balanceOf ${p.chainBalance ?? '?'} (base units), proved at ${p.provedAt.toISOString()}.`
-          : `Balance proof could not be made for ${what} at ${p.provedAt.toISOString()}: ${withoutUrls(p.error ?? 'no reason recorded')}.`;
-      return {
-        key: `balance_proof:${p.chainId}:${p.token.toLowerCase()}:${p.wallet.toLowerCase()}`,
-        severity: p.ok === false ? 'critical' : 'warning',
-        title: p.ok === false ? `Balance proof failed: ${what}` : `Balance proof not made: ${what}`,
-        text,
-        labels: {
-          source: 'balance_proof',
-          chain_id: String(p.chainId),
-          token: p.symbol,
-          role: p.role,
-          wallet: p.wallet,
-        },
-      } satisfies AlertCondition;
+  const byKey = new Map<string, ProofRow[]>();
+  for (const p of rows.filter((r) => r.ok !== true)) {
+    const key = `balance_proof:${p.chainId}:${p.token.toLowerCase()}:${p.wallet.toLowerCase()}`;
+    byKey.set(key, [...(byKey.get(key) ?? []), p]);
+  }
+  return [...byKey].map(([key, proofs]) => {
+    const sorted = [...proofs].sort((a, b) => Number(a.ok !== false) - Number(b.ok !== false));
+    const p = sorted[0] as ProofRow;
+    const roles = sorted.map((x) => x.role).join('+');
+    const what = `${p.symbol} ${roles} wallet ${p.wallet} on chain ${p.chainId}`;
+    const lines = sorted.map((x) => {
+      const whose = sorted.length > 1 ? ` (${x.role})` : '';
+      return x.ok === false
+        ? `Balance proof failed for ${what}${whose}: ledger ${x.ledgerBalance}, balanceOf ${x.chainBalance ?? '?'} (base units), proved at ${x.provedAt.toISOString()}${x.note ? `; ${withoutUrls(x.note)}` : ''}.`
+        : `Balance proof could not be made for ${what}${whose} at ${x.provedAt.toISOString()}: ${withoutUrls(x.error ?? 'no reason recorded')}.`;
     });
+    return {
+      key,
+      severity: p.ok === false ? 'critical' : 'warning',
+      title: p.ok === false ? `Balance proof failed: ${what}` : `Balance proof not made: ${what}`,
+      text: [...new Set(lines)].join(' '),
+      labels: {
+        source: 'balance_proof',
+        chain_id: String(p.chainId),
+        token: p.symbol,
+        role: roles,
+        wallet: p.wallet,
+      },
+    } satisfies AlertCondition;
+  });
 }
 
 /** (c) Every chain whose indexer cursor is more than `thresholdBlocks` behind the head. */

@@ -68,7 +68,12 @@ export async function evaluateAlerts(deps: AlertDeps): Promise<AlertRunSummary> 
   return { conditions: conditions.length, delivered, failed };
 }
 
-/** The conditions that hold now, from findings, the latest balance proofs and the chain cursors. */
+/**
+ * The conditions that hold now, from findings, the latest balance proofs and the chain cursors.
+ * The latest proof of each (chain, token, wallet, role): a wallet in two roles has two; a series
+ * the configuration no longer proves was closed by the next proof pass (a `retired` row,
+ * recon/balanceProofs.ts) and is not followed any more.
+ */
 export async function readConditions(tx: DbExecutor, chainLagBlocks: number): Promise<AlertCondition[]> {
   const findings = await tx.execute<{
     kind: string;
@@ -92,10 +97,16 @@ export async function readConditions(tx: DbExecutor, chainLagBlocks: number): Pr
     ledger_balance: string;
     chain_balance: string | null;
     proved_at: string | Date;
+    note: string | null;
   }>(sql`
-    select distinct on (chain_id, token, wallet)
-      chain_id, token, symbol, wallet, role, ok, error, ledger_balance, chain_balance, proved_at
-    from balance_proofs order by chain_id, token, wallet, proved_at desc, id desc`);
+    select chain_id, token, symbol, wallet, role, ok, error, ledger_balance, chain_balance, proved_at, note
+    from (
+      select distinct on (chain_id, token, wallet, role)
+        chain_id, token, symbol, wallet, role, ok, error, ledger_balance, chain_balance, proved_at,
+        details->>'note' as note, coalesce((details->>'retired')::boolean, false) as retired
+      from balance_proofs order by chain_id, token, wallet, role, proved_at desc, id desc
+    ) latest
+    where not retired`);
   const cursors = await tx.execute<{ chain_id: string; block_number: string; head_block: string | null }>(
     sql`select chain_id, block_number, head_block from chain_cursors`,
   );
@@ -128,6 +139,7 @@ export async function readConditions(tx: DbExecutor, chainLagBlocks: number): Pr
           ledgerBalance: String(p.ledger_balance),
           chainBalance: p.chain_balance === null ? null : String(p.chain_balance),
           provedAt: new Date(p.proved_at),
+          note: p.note,
         }),
       ),
     ),

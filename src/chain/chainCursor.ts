@@ -28,22 +28,30 @@ export async function readCursor(db: DbExecutor, chainId: number): Promise<Chain
   };
 }
 
-/** Moves the cursor (forward after a range, back after a reorg), with the head and finality seen. */
+/**
+ * Moves the cursor (forward after a range, back after a reorg), with the head seen, and the
+ * finality seen when given. The finalized block never moves back (a fallback node that lags
+ * behind another does not undo what the other reported; `greatest` skips a null), and is what
+ * balance proofs are made at (with the cursor's block, whichever is lower): a range commit passes
+ * none, so it only moves once the pass's finality step has marked the rows up to it final.
+ */
 export async function writeCursor(
   db: DbExecutor,
   chainId: number,
-  cursor: { blockNumber: bigint; blockHash: string; headBlock: bigint; finalizedBlock: bigint },
+  cursor: { blockNumber: bigint; blockHash: string; headBlock: bigint; finalizedBlock?: bigint | null },
 ): Promise<void> {
   await db.execute(sql`
     insert into chain_cursors (chain_id, block_number, block_hash, head_block, finalized_block, updated_at)
     values (${chainId}, ${cursor.blockNumber.toString()}::bigint, ${cursor.blockHash.toLowerCase()},
-      ${cursor.headBlock.toString()}::bigint, ${cursor.finalizedBlock.toString()}::bigint, now())
+      ${cursor.headBlock.toString()}::bigint, ${cursor.finalizedBlock?.toString() ?? null}::bigint, now())
     on conflict (chain_id) do update set
       block_number = excluded.block_number, block_hash = excluded.block_hash,
-      head_block = excluded.head_block, finalized_block = excluded.finalized_block, updated_at = now()`);
+      head_block = excluded.head_block,
+      finalized_block = greatest(chain_cursors.finalized_block, excluded.finalized_block),
+      updated_at = now()`);
 }
 
-/** Records the head and finality seen by a pass that did not move the cursor. */
+/** Records the head and finality seen by a pass (after its finality step); finality never moves back. */
 export async function writeCursorHead(
   db: DbExecutor,
   chainId: number,
@@ -52,6 +60,6 @@ export async function writeCursorHead(
 ): Promise<void> {
   await db.execute(sql`
     update chain_cursors set head_block = ${headBlock.toString()}::bigint,
-      finalized_block = ${finalizedBlock.toString()}::bigint, updated_at = now()
+      finalized_block = greatest(finalized_block, ${finalizedBlock.toString()}::bigint), updated_at = now()
     where chain_id = ${chainId}`);
 }

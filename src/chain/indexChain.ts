@@ -326,7 +326,13 @@ async function readNewLogs(pass: Pass, contracts: readonly string[], mem: Indexe
       const { end, facts } = read.value;
       const ids = await deps.db.transaction(async (tx) => {
         const inserted = await storeTransfers(tx, facts, 'logs');
-        await writeCursor(tx, info.chainId, { blockNumber: end.number, blockHash: end.hash, ...pass.seen });
+        // Not the finality seen: the rows up to it are not final yet (finalityStep marks them,
+        // then records it), and balance proofs are made at the recorded finalized block.
+        await writeCursor(tx, info.chainId, {
+          blockNumber: end.number,
+          blockHash: end.hash,
+          headBlock: pass.seen.headBlock,
+        });
         return inserted;
       });
       pass.cursor = { blockNumber: end.number, blockHash: end.hash, ...pass.seen };

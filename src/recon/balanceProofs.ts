@@ -1,10 +1,11 @@
 import { sql } from 'drizzle-orm';
 import type { PublicClient } from 'viem';
 import type { Config } from '../config/loadConfig.ts';
-import type { Db } from '../db/database.ts';
+import type { Db, DbExecutor } from '../db/database.ts';
 import { type AccountKind, account, accountCode } from '../ledger/accounts.ts';
 import { accountBalance } from '../ledger/balances.ts';
 import type { Metrics } from '../metrics/metrics.ts';
+import { parseDecimalAmount } from '../money/decimalAmount.ts';
 
 /**
  * The one ERC-20 function a proof calls. Written out rather than viem's erc20Abi, so that loading
@@ -25,13 +26,29 @@ const BALANCE_OF_ABI = [
  * Balance proofs (DESIGN.md section 6): for each watched (chain, token, wallet), the ledger's
  * balance of the accounts that hold that wallet equals balanceOf(wallet) at a finalized block.
  * The strongest check the daemon makes. The ledger side is read in one snapshot with the block
- * it is proven at (the indexer's finalized block), and only when every final transfer up to that
- * block is booked; otherwise, or when the chain cannot be read, the proof fails with a reason:
- * a balance that could not be read is never a zero.
+ * it is proven at; when the books cannot be compared at that block yet, or the chain cannot be
+ * read, the proof is not made (ok null) with a reason: a balance that could not be read is never
+ * a zero, and books still catching up are never a difference.
  *
  * - merchant wallet: accounts assets:wallet of the stores paid into it;
  * - custody wallet: accounts assets:custody of the stores funding links from it (a business's
- *   stores share one).
+ *   stores share one);
+ * - an address configured in both roles holds both: each role's proof compares the accounts of
+ *   both roles with its one balanceOf.
+ *
+ * The proof block is the lower of the cursor's finalized block and its block: the ledger can only
+ * know transfers the indexer has stored (during a backfill, or after a reorg rewound the cursor,
+ * the finalized block is above the cursor). At that block the books are compared when:
+ * - no transfer of the wallet at or below it is still pending, or final and not booked yet;
+ * - no booked transfer of the wallet is above it (a receipt-verified row ahead of the cursor);
+ * - no booked transfer of the wallet sits in a block a reorg replaced, not yet unwound (rule 3).
+ * Otherwise the proof is `waiting` (ok null), as the matcher will book or unwind them shortly.
+ *
+ * Payouts in flight (custody): rule 5 credits custody with the link amount when the service
+ * answers, before its funding transfer is mined, let alone final. A created payout whose funding
+ * transfer is not final and booked at or below the proof block is still in custody on chain at
+ * that block: its amount is added back to the ledger side, and the proof says so (`inFlight`,
+ * `note`, and `details.in_flight` of the stored row).
  */
 export interface BalanceProof {
   chainId: number;
@@ -42,11 +59,16 @@ export interface BalanceProof {
   role: 'merchant' | 'custody';
   storeIds: string[];
   blockNumber: bigint | null;
+  /** The books' balance at the proof block: the accounts' balance plus `inFlight`. */
   ledgerBalance: bigint;
   chainBalance: bigint | null;
   /** true: equal; false: they differ; null: could not be proven (see error). */
   ok: boolean | null;
   error: string | null;
+  /** Booked out of custody by rule 5 but not on chain at the proof block (added back); 0 for merchants. */
+  inFlight: bigint;
+  /** Why the ledger side differs from the accounts' balance (payouts in flight), else null. */
+  note: string | null;
 }
 
 export interface ProofDeps {
@@ -55,22 +77,26 @@ export interface ProofDeps {
   rpcs: Map<number, { client: PublicClient }>;
 }
 
-interface WalletToProve {
+type Role = 'merchant' | 'custody';
+
+/** One watched address of a chain, with the stores of each role it holds. */
+interface AddressToProve {
   chainId: number;
   wallet: string;
-  role: 'merchant' | 'custody';
-  storeIds: string[];
+  roles: Map<Role, string[]>;
 }
 
-function walletsToProve(config: ProofDeps['config']): WalletToProve[] {
-  const byKey = new Map<string, WalletToProve>();
+function addressesToProve(config: ProofDeps['config']): AddressToProve[] {
+  const byKey = new Map<string, AddressToProve>();
   for (const store of config.stores) {
     for (const [chainId, w] of store.wallets) {
       for (const role of ['merchant', 'custody'] as const) {
         const wallet = w[role].toLowerCase();
-        const key = `${chainId}:${role}:${wallet}`;
-        const entry = byKey.get(key) ?? { chainId, wallet, role, storeIds: [] };
-        entry.storeIds.push(store.storeId);
+        const key = `${chainId}:${wallet}`;
+        const entry = byKey.get(key) ?? { chainId, wallet, roles: new Map<Role, string[]>() };
+        const stores = entry.roles.get(role) ?? [];
+        if (!stores.includes(store.storeId)) stores.push(store.storeId);
+        entry.roles.set(role, stores);
         byKey.set(key, entry);
       }
     }
@@ -78,64 +104,111 @@ function walletsToProve(config: ProofDeps['config']): WalletToProve[] {
   return [...byKey.values()];
 }
 
-/** Proves every watched wallet and token (of one chain when given) and stores the results. */
+/** The (chain, token, wallet, role) series a configuration proves. */
+function configuredSeries(
+  config: ProofDeps['config'],
+  chainId?: number,
+): Array<[number, string, string, Role]> {
+  const out: Array<[number, string, string, Role]> = [];
+  for (const a of addressesToProve(config)) {
+    if (chainId !== undefined && a.chainId !== chainId) continue;
+    for (const token of config.chains.chain(a.chainId)?.tokens ?? []) {
+      for (const role of a.roles.keys()) out.push([a.chainId, token.address.toLowerCase(), a.wallet, role]);
+    }
+  }
+  return out;
+}
+
+/**
+ * Proves every watched wallet and token (of one chain when given) and stores the results, in one
+ * statement, so a reader of balance_proofs never sees half a pass. A (chain, token, wallet, role)
+ * whose latest stored proof is no longer in the configuration (of the chains this pass covers) is
+ * closed with a `retired` row: the alerts stop following it.
+ */
 export async function proveBalances(
   deps: ProofDeps,
   options: { chainId?: number } = {},
 ): Promise<BalanceProof[]> {
   const proofs: BalanceProof[] = [];
-  for (const target of walletsToProve(deps.config)) {
+  for (const target of addressesToProve(deps.config)) {
     if (options.chainId !== undefined && target.chainId !== options.chainId) continue;
     for (const token of deps.config.chains.chain(target.chainId)?.tokens ?? []) {
-      proofs.push(await proveOne(deps, target, token));
+      proofs.push(...(await proveAddress(deps, target, token)));
     }
   }
-  for (const p of proofs) {
-    await deps.db.execute(sql`
-      insert into balance_proofs (chain_id, token, symbol, wallet, role, block_number, ledger_balance, chain_balance, ok, error, details)
-      values (${p.chainId}, ${p.token}, ${p.symbol}, ${p.wallet}, ${p.role}, ${p.blockNumber?.toString() ?? null}::bigint,
-              ${p.ledgerBalance.toString()}::numeric, ${p.chainBalance?.toString() ?? null}::numeric, ${p.ok}, ${p.error},
-              ${JSON.stringify({ store_ids: p.storeIds })}::jsonb)`);
-  }
+  await deps.db.transaction(async (tx) => {
+    if (proofs.length > 0) {
+      const rows = proofs.map(
+        (p) => sql`(${p.chainId}::bigint, ${p.token.toLowerCase()}, ${p.symbol}, ${p.wallet}, ${p.role},
+          ${p.blockNumber?.toString() ?? null}::bigint, ${p.ledgerBalance.toString()}::numeric,
+          ${p.chainBalance?.toString() ?? null}::numeric, ${p.ok}::boolean, ${p.error}::text, ${JSON.stringify(proofDetails(p))}::jsonb)`,
+      );
+      await tx.execute(sql`
+        insert into balance_proofs (chain_id, token, symbol, wallet, role, block_number, ledger_balance, chain_balance, ok, error, details)
+        values ${sql.join(rows, sql`, `)}`);
+    }
+    await retireUnconfigured(tx, configuredSeries(deps.config, options.chainId), options.chainId);
+  });
   return proofs;
 }
 
-async function proveOne(
-  deps: ProofDeps,
-  target: WalletToProve,
-  token: { chainId: number; address: `0x${string}`; symbol: string; decimals: number },
-): Promise<BalanceProof> {
-  const kind: AccountKind = target.role === 'merchant' ? 'assets:wallet' : 'assets:custody';
-  const codes = target.storeIds.map((s) => accountCode(account(kind, s, token)));
-  const base = {
-    chainId: target.chainId,
-    symbol: token.symbol,
-    token: token.address,
-    decimals: token.decimals,
-    wallet: target.wallet,
-    role: target.role,
-    storeIds: target.storeIds,
+function proofDetails(p: BalanceProof): Record<string, unknown> {
+  return {
+    store_ids: p.storeIds,
+    ...(p.inFlight !== 0n || p.note ? { in_flight: p.inFlight.toString(), note: p.note } : {}),
   };
+}
+
+/**
+ * The series whose latest row is not retired and that the configuration no longer proves get a
+ * row `ok = null, details.retired = true` (their last figures kept), read by the alerts as "no
+ * longer followed". Scoped to one chain when the pass was.
+ */
+async function retireUnconfigured(
+  tx: DbExecutor,
+  configured: Array<[number, string, string, Role]>,
+  chainId: number | undefined,
+): Promise<void> {
+  const keep =
+    configured.length === 0
+      ? sql`false`
+      : sql`(l.chain_id, l.token, l.wallet, l.role) in (${sql.join(
+          configured.map(([c, t, w, r]) => sql`(${c}::bigint, ${t}::text, ${w}::text, ${r}::text)`),
+          sql`, `,
+        )})`;
+  await tx.execute(sql`
+    insert into balance_proofs (chain_id, token, symbol, wallet, role, block_number, ledger_balance, chain_balance, ok, error, details)
+    select l.chain_id, l.token, l.symbol, l.wallet, l.role, l.block_number, l.ledger_balance, l.chain_balance, null,
+           'no longer in the configuration: not proven any more', ${JSON.stringify({ retired: true })}::jsonb
+    from (
+      select distinct on (chain_id, token, wallet, role)
+        chain_id, token, symbol, wallet, role, block_number, ledger_balance, chain_balance, details
+      from balance_proofs
+      where ${chainId === undefined ? sql`true` : sql`chain_id = ${chainId}::bigint`}
+      order by chain_id, token, wallet, role, proved_at desc, id desc
+    ) l
+    where not coalesce((l.details->>'retired')::boolean, false) and not ${keep}`);
+}
+
+/** The ledger and chain side of one address and token, proven once for every role it holds. */
+async function proveAddress(
+  deps: ProofDeps,
+  target: AddressToProve,
+  token: { chainId: number; address: `0x${string}`; symbol: string; decimals: number },
+): Promise<BalanceProof[]> {
+  const codes: string[] = [];
+  for (const [role, storeIds] of target.roles) {
+    const kind: AccountKind = role === 'merchant' ? 'assets:wallet' : 'assets:custody';
+    for (const s of storeIds) codes.push(accountCode(account(kind, s, token)));
+  }
+  const custodyStores = target.roles.get('custody') ?? [];
   const snapshot = await deps.db.transaction(
     async (tx) => {
       const cursor = (
-        await tx.execute<{ finalized_block: string | null }>(
-          sql`select finalized_block::text from chain_cursors where chain_id = ${target.chainId}`,
-        )
+        await tx.execute<{ block: string | null }>(sql`
+          select least(finalized_block, block_number)::text as block from chain_cursors where chain_id = ${target.chainId}`)
       ).rows[0];
-      const block = cursor?.finalized_block ? BigInt(cursor.finalized_block) : null;
-      const waiting =
-        block === null
-          ? 0
-          : Number(
-              (
-                await tx.execute<{ n: string }>(sql`
-            select count(*)::text as n from chain_transfers
-            where chain_id = ${target.chainId} and token = ${token.address} and state = 'final' and applied_at is null
-              and block_number <= ${block.toString()}::bigint
-              and (from_address = ${target.wallet} or to_address = ${target.wallet})`)
-              ).rows[0]?.n ?? '0',
-            );
+      const block = cursor?.block ? BigInt(cursor.block) : null;
       const ids = await tx.execute<{ id: string }>(sql`
         select id::text from ledger_accounts where code in (${sql.join(
           codes.map((c) => sql`${c}`),
@@ -143,22 +216,59 @@ async function proveOne(
         )})`);
       let ledger = 0n;
       for (const { id } of ids.rows) ledger += await accountBalance(tx, BigInt(id));
-      return { block, waiting, ledger };
+      if (block === null) return { block, waiting: null, ledger, inFlight: [] as InFlightPayout[] };
+      const waiting = await waitingTransfers(tx, target, token, block);
+      const inFlight =
+        custodyStores.length > 0 ? await payoutsInFlight(tx, target, custodyStores, token, block) : [];
+      return { block, waiting, ledger, inFlight };
     },
     { isolationLevel: 'repeatable read', accessMode: 'read only' },
   );
-  const failed = (error: string, chainBalance: bigint | null = null): BalanceProof => ({
-    ...base,
-    blockNumber: snapshot.block,
-    ledgerBalance: snapshot.ledger,
-    chainBalance,
-    ok: null,
-    error,
-  });
+  const inFlight = snapshot.inFlight.reduce(
+    (sum, p) => sum + parseDecimalAmount(p.amount, token.decimals),
+    0n,
+  );
+  const note =
+    snapshot.inFlight.length === 0
+      ? null
+      : `${snapshot.inFlight.length} payout(s) booked out of custody whose funding is not final and booked at or below block ${snapshot.block} (added back): ${snapshot.inFlight
+          .slice(0, 5)
+          .map((p) => p.id)
+          .join(', ')}${snapshot.inFlight.length > 5 ? ', ...' : ''}`;
+  const proofs = (result: {
+    ledgerBalance: bigint;
+    chainBalance: bigint | null;
+    ok: boolean | null;
+    error: string | null;
+    inFlight: bigint;
+    note: string | null;
+  }): BalanceProof[] =>
+    [...target.roles].map(([role, storeIds]) => ({
+      chainId: target.chainId,
+      symbol: token.symbol,
+      token: token.address,
+      decimals: token.decimals,
+      wallet: target.wallet,
+      role,
+      storeIds,
+      blockNumber: snapshot.block,
+      ...result,
+    }));
+  const failed = (error: string, chainBalance: bigint | null = null): BalanceProof[] =>
+    proofs({ ledgerBalance: snapshot.ledger, chainBalance, ok: null, error, inFlight: 0n, note: null });
   if (snapshot.block === null)
     return failed('the chain has not been indexed yet: no finalized block to prove at');
-  if (snapshot.waiting > 0)
-    return failed(`${snapshot.waiting} final transfer(s) up to block ${snapshot.block} are not matched yet`);
+  const w = snapshot.waiting;
+  if (w && w.total > 0) {
+    const parts = [
+      w.unbooked > 0
+        ? `${w.unbooked} transfer(s) up to block ${snapshot.block} not yet final or not matched yet`
+        : '',
+      w.ahead > 0 ? `${w.ahead} booked transfer(s) above block ${snapshot.block}` : '',
+      w.orphaned > 0 ? `${w.orphaned} booked transfer(s) of replaced blocks not unwound yet` : '',
+    ].filter((s) => s !== '');
+    return failed(`waiting: ${parts.join('; ')}`);
+  }
   const rpc = deps.rpcs.get(target.chainId);
   if (!rpc) return failed(`no RPC URL for chain ${target.chainId}`);
   let chainBalance: bigint;
@@ -173,14 +283,86 @@ async function proveOne(
   } catch (err) {
     return failed(`balanceOf could not be read: ${(err as Error).message.split('\n')[0]}`);
   }
-  return {
-    ...base,
-    blockNumber: snapshot.block,
-    ledgerBalance: snapshot.ledger,
+  const ledgerBalance = snapshot.ledger + inFlight;
+  return proofs({
+    ledgerBalance,
     chainBalance,
-    ok: chainBalance === snapshot.ledger,
+    ok: chainBalance === ledgerBalance,
     error: null,
-  };
+    inFlight,
+    note,
+  });
+}
+
+interface Waiting {
+  total: number;
+  /** At or below the block: pending, or final and not booked yet. */
+  unbooked: number;
+  /** Booked, in a block above the proof block. */
+  ahead: number;
+  /** Booked, orphaned by a reorg, not unwound yet. */
+  orphaned: number;
+}
+
+/** The wallet's transfers that keep the books and the chain at `block` from being comparable yet. */
+async function waitingTransfers(
+  tx: DbExecutor,
+  target: AddressToProve,
+  token: { address: string },
+  block: bigint,
+): Promise<Waiting> {
+  const b = block.toString();
+  const { rows } = await tx.execute<{ unbooked: string; ahead: string; orphaned: string }>(sql`
+    select
+      count(*) filter (where state in ('pending', 'final') and applied_at is null and block_number <= ${b}::bigint)::text as unbooked,
+      count(*) filter (where state = 'final' and applied_at is not null and block_number > ${b}::bigint)::text as ahead,
+      count(*) filter (where state = 'orphaned' and applied_at is not null and unwound_at is null)::text as orphaned
+    from chain_transfers
+    where chain_id = ${target.chainId} and token = ${token.address.toLowerCase()}
+      and (from_address = ${target.wallet} or to_address = ${target.wallet})
+      and ((state in ('pending', 'final') and applied_at is null and block_number <= ${b}::bigint)
+        or (state = 'final' and applied_at is not null and block_number > ${b}::bigint)
+        or (state = 'orphaned' and applied_at is not null and unwound_at is null))`);
+  const r = rows[0];
+  const unbooked = Number(r?.unbooked ?? 0);
+  const ahead = Number(r?.ahead ?? 0);
+  const orphaned = Number(r?.orphaned ?? 0);
+  return { total: unbooked + ahead + orphaned, unbooked, ahead, orphaned };
+}
+
+type InFlightPayout = {
+  id: string;
+  amount: string;
+};
+
+/**
+ * Created payouts of the custody's stores in this token (rule 5 booked their amount out of
+ * custody) whose funding transfer out of this wallet is not final and booked at or below `block`.
+ * A booked funding row carries the payout's funding_tx_hash (the matcher sets it) and the link.
+ */
+async function payoutsInFlight(
+  tx: DbExecutor,
+  target: AddressToProve,
+  storeIds: string[],
+  token: { address: string },
+  block: bigint,
+): Promise<InFlightPayout[]> {
+  const { rows } = await tx.execute<InFlightPayout>(sql`
+    select p.id, p.amount from payouts p
+    where p.chain_id = ${target.chainId} and lower(p.token_address) = ${token.address.toLowerCase()}
+      and p.store_id in (${sql.join(
+        storeIds.map((s) => sql`${s}`),
+        sql`, `,
+      )})
+      and p.create_outcome = 'created' and p.claim_link_id is not null
+      and (p.funding_tx_hash is null or not exists (
+        select 1 from chain_transfers t
+        where t.chain_id = p.chain_id and t.tx_hash = lower(p.funding_tx_hash)
+          and t.from_address = ${target.wallet} and t.matched_ref = p.claim_link_id
+          and t.matched_as like '%claim_link_funding%'
+          and t.state = 'final' and t.applied_at is not null and t.block_number <= ${block.toString()}::bigint))
+    order by p.created_at, p.id`);
+  return rows;
 }
 
 /**

@@ -154,9 +154,12 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
           outcomes.push(await assertProofs(ctx, proofs), await assertTrialBalance(ctx));
         });
         const sync = await phase('findings', () =>
+          // Each check says what it decided: one that could not read its source owns nothing, and
+          // the proofs own their kind even when some wallet could not be proven (that wallet's
+          // finding is in recon_found, so it stays open; the wallets that now pass resolve).
           syncFindings(
             tx,
-            outcomes.flatMap((o) => (o.result.status === 'error' ? [] : o.owned)),
+            outcomes.flatMap((o) => o.owned),
             storeId,
           ),
         );

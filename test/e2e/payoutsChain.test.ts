@@ -205,6 +205,29 @@ describe('claim links on chain', () => {
     ]);
     await expectCustodyProven();
   });
+  it('behavior: a payout is in flight until its funding is final: the custody proof adds it back, never fails', async () => {
+    await expectCustodyProven();
+    const id = await create(reference('inflight'), '2.5');
+    const { rows } = await pipeline.db.execute<{ funding_tx_hash: string }>(
+      sql`select funding_tx_hash from payouts where claim_link_id = ${id}`,
+    );
+    const receipt = await rpc<{ blockNumber: string }>('eth_getTransactionReceipt', [
+      rows[0]!.funding_tx_hash,
+    ]);
+    const fundingBlock = BigInt(receipt.blockNumber);
+    // Rule 5 booked the amount out of custody when the service answered; the chain moves it at the
+    // funding block, which is above the proof block until it is final.
+    const proofs = await proveBalances({ db: pipeline.db, config: pipeline.config, rpcs });
+    const custody = proofs.find((p) => p.role === 'custody' && p.symbol === 'USDT')!;
+    // Nothing mines two blocks on top of the funding meanwhile (finality is 2 deep): not final yet.
+    expect(custody.blockNumber!).toBeLessThan(fundingBlock);
+    expect(custody.ok, custody.error ?? undefined).toBe(true);
+    expect(custody.inFlight).toBe(2_500_000n);
+    expect(custody.ledgerBalance).toBe(custody.chainBalance);
+    await kindsOnce(id, 'claim_link.funding_fee');
+    await expectCustodyProven();
+  });
+
   // Last: the sandbox clock stays 14 days ahead afterwards.
   it('behavior: 14 days on the sandbox clock: the link expires and its refund is matched', async () => {
     const id = await create(reference('expire'), '2');

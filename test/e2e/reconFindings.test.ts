@@ -287,6 +287,36 @@ describe('reconciliation finds what went wrong end to end, and resolves it when 
     );
   });
 
+  it('behavior: a run while a payout is funded but its funding is not final yet does not fail the custody proof', async () => {
+    const { payout } = await createPayout(payoutDeps, {
+      storeId: 'st_a',
+      amount: '2',
+      coin: 'USDT',
+      chain: chain.chainId,
+      referenceId: `inflight-${Date.now().toString(36)}`,
+    });
+    const linkId = payout.claimLinkId!;
+    const during = await run();
+    const custody = during.report.balanceProofs.filter((p) => p.role === 'custody');
+    expect(custody.length).toBeGreaterThan(0);
+    expect(
+      custody.filter((p) => p.result === 'fail'),
+      'the amount rule 5 booked is still in custody on chain at the proof block',
+    ).toEqual([]);
+    // Once the funding is final and booked, the proofs pass without it.
+    await pipeline.waitFor(async () => {
+      await mine(1);
+      const { rows } = await pipeline.db.execute<{ pool_address: string | null }>(
+        sql`select pool_address from payouts where claim_link_id = ${linkId}`,
+      );
+      return rows[0]?.pool_address;
+    }, 30_000);
+    const after = await run();
+    expect(after.report.balanceProofs.filter((p) => p.role === 'custody').map((p) => p.result)).not.toContain(
+      'fail',
+    );
+  });
+
   it('behavior: a cancelled claim link whose refund is later than the grace is refund_overdue, resolved once proven', async () => {
     const graceS = pipeline.config.refundGraceMs / 1000;
     const { payout } = await createPayout(payoutDeps, {

@@ -10,27 +10,37 @@ export function proofRefId(p: Pick<BalanceProof, 'chainId' | 'token' | 'wallet'>
 }
 
 /**
- * Assertions: the balance proofs (made just before, at each chain's finalized block) and the trial
+ * Assertions: the balance proofs (made just before, at each chain's proof block) and the trial
  * balance per asset. A proof that could not be made (chain unreadable, transfers not yet booked)
- * is a failed check and a `balance_proof_failed` finding with its reason, never a pass.
+ * is an `error` check and a `balance_proof_failed` finding with its reason, never a pass.
+ *
+ * The check always owns `balance_proof_failed` on wallets: every wallet not proven is in
+ * recon_found (kept open, refreshed), so an open finding of a wallet that now passes, or that left
+ * the configuration, resolves, whatever the other wallets' proofs say. An address configured as
+ * both merchant and custody is one finding (one ref), listing its roles.
  */
 export async function assertProofs(ctx: CheckContext, proofs: BalanceProof[]): Promise<CheckOutcome> {
   const failed = proofs.filter((p) => p.ok !== true);
-  if (failed.length > 0) {
-    const rows = failed.map(
-      (p) => sql`('balance_proof_failed', 'critical', null::text, 'wallet', ${proofRefId(p)},
+  const byRef = new Map<string, BalanceProof[]>();
+  for (const p of failed) byRef.set(proofRefId(p), [...(byRef.get(proofRefId(p)) ?? []), p]);
+  if (byRef.size > 0) {
+    const rows = [...byRef].map(([ref, same]) => {
+      // A difference before a proof not made.
+      const p = same.find((x) => x.ok === false) ?? (same[0] as BalanceProof);
+      return sql`('balance_proof_failed', 'critical', null::text, 'wallet', ${ref},
         ${JSON.stringify({
           chain_id: p.chainId,
           token: p.symbol,
           wallet: p.wallet,
-          role: p.role,
-          store_ids: p.storeIds,
+          role: same.map((x) => x.role).join(','),
+          store_ids: [...new Set(same.flatMap((x) => x.storeIds))],
           block_number: p.blockNumber?.toString() ?? null,
           ledger_balance: p.ledgerBalance.toString(),
           chain_balance: p.chainBalance?.toString() ?? null,
           error: p.error,
-        })}::jsonb)`,
-    );
+          ...(p.note ? { in_flight: p.inFlight.toString(), note: p.note } : {}),
+        })}::jsonb)`;
+    });
     await insertFound(ctx.tx, sql`values ${sql.join(rows, sql`, `)}`);
   }
   const unreadable = proofs.filter((p) => p.ok === null);

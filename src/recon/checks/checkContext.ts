@@ -18,7 +18,11 @@ export interface CheckContext {
 
 export interface CheckOutcome {
   result: CheckResult;
-  /** The (kind, ref type) pairs this check decided; see foundFindings.ts. */
+  /**
+   * The (kind, ref type) pairs this check decided (see foundFindings.ts): the run resolves their
+   * open findings that were not found again. A check that could not read its source returns none;
+   * status `error` alone does not disown them.
+   */
   owned: OwnedKind[];
 }
 

@@ -5,9 +5,11 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { type AlertDeps, evaluateAlerts } from '../../../src/alerts/evaluateAlerts.ts';
 import { createSlackNotifier, createWebhookNotifier } from '../../../src/alerts/notifiers.ts';
+import { createChainRegistry } from '../../../src/chain/registry.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { createLogger } from '../../../src/logging/logger.ts';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
+import { proveBalances } from '../../../src/recon/balanceProofs.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 
 /**
@@ -240,6 +242,48 @@ describe('evaluateAlerts', () => {
     expect(slack.received).toHaveLength(1);
     expect(await counter('slack', 'failed')).toBe(1);
     expect(await counter('slack', 'sent')).toBe(1);
+  });
+
+  it('behavior: each role of a shared address is followed, and a wallet that left the configuration stops alerting', async () => {
+    await db.execute(sql`
+      insert into balance_proofs (chain_id, token, symbol, wallet, role, ledger_balance, chain_balance, ok, error, proved_at)
+      values (1, '0xtoken', 'USDT', '0xshared', 'merchant', 1000, 900, false, null, '2026-03-01T09:00:00Z'),
+             (1, '0xtoken', 'USDT', '0xshared', 'custody', 500, 500, true, null, '2026-03-01T09:01:00Z'),
+             (1, '0xtoken', 'USDT', '0xgone', 'merchant', 10, 9, false, null, '2026-03-01T09:00:00Z')`);
+    await evaluateAlerts(deps());
+    // The custody proof, newer and fine, does not hide the merchant one of the same address.
+    expect(events().sort()).toEqual([
+      'firing balance_proof:1:0xtoken:0xgone',
+      'firing balance_proof:1:0xtoken:0xshared',
+    ]);
+
+    // Both roles of the address not proven: still one alert, the worse first, both roles named.
+    await db.execute(sql`
+      insert into balance_proofs (chain_id, token, symbol, wallet, role, ledger_balance, chain_balance, ok, error, proved_at)
+      values (1, '0xtoken', 'USDT', '0xshared', 'custody', 500, null, null, 'rpc down', '2026-03-01T09:02:00Z')`);
+    await evaluateAlerts(deps());
+    expect(events()).toHaveLength(2);
+    const shared = await db.execute<{ severity: string; labels: Record<string, string>; text: string }>(sql`
+      select severity, labels, text from alert_states where key = 'balance_proof:1:0xtoken:0xshared'`);
+    expect(shared.rows[0]).toMatchObject({ severity: 'critical', labels: { role: 'merchant+custody' } });
+    expect(shared.rows[0]?.text).toMatch(
+      /\(merchant\): ledger 1000, balanceOf 900.*\(custody\) at .*rpc down/,
+    );
+
+    // The next proof pass runs with neither wallet in the configuration: both alerts resolve.
+    await proveBalances({ db, config: { stores: [], chains: createChainRegistry() }, rpcs: new Map() });
+    await evaluateAlerts(deps());
+    expect(events().slice(2).sort()).toEqual([
+      'resolved balance_proof:1:0xtoken:0xgone',
+      'resolved balance_proof:1:0xtoken:0xshared',
+    ]);
+    // And they stay resolved on the next passes and runs.
+    await proveBalances({ db, config: { stores: [], chains: createChainRegistry() }, rpcs: new Map() });
+    await evaluateAlerts(deps());
+    expect(events()).toHaveLength(4);
+    const rows = await db.execute<{ n: string }>(sql`
+      select count(*)::text as n from balance_proofs where details->>'retired' = 'true'`);
+    expect(rows.rows[0]?.n).toBe('3');
   });
 
   it('behavior: no secret in any message', async () => {

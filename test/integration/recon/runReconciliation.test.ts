@@ -12,6 +12,7 @@ import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { createLogger } from '../../../src/logging/logger.ts';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
+import { proofRefId } from '../../../src/recon/checks/assertions.ts';
 import { type ReconDeps, runReconciliation } from '../../../src/recon/runReconciliation.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
@@ -283,6 +284,37 @@ describe('runReconciliation', () => {
     expect((await openFindings()).some((f) => f.startsWith('unmatched_transfer_in '))).toBe(true);
     expect(after.report.checks.find((c) => c.name === 'clearing.suspense')?.status).toBe('fail');
     expect(after.passed).toBe(true);
+  });
+
+  it('behavior: a wallet whose proof passes again is resolved while another wallet cannot be proven yet', async () => {
+    const token = kit.chain.tokens.USDT.address;
+    const passing = proofRefId({ chainId: CHAIN_ID, token, wallet: kit.merchant });
+    // An earlier run found st_a's merchant wallet off; it agrees with the chain again now.
+    await kit.db.db.execute(sql`
+      insert into findings (kind, severity, store_id, ref_type, ref_id, details)
+      values ('balance_proof_failed', 'critical', null, 'wallet', ${passing}, '{}'::jsonb)`);
+    // st_b's merchant wallet has a final transfer still inside the matcher's grace: not provable yet.
+    const other = kit.stores[1]!.wallets.get(CHAIN_ID)!.merchant;
+    const label = `stranger-${seq++}`;
+    await kit.chain.mint('USDT', await kit.chain.wallet(label), 1_000_000n);
+    await kit.chain.transfer('USDT', label, other, 1_000_000n);
+    await kit.raw('anvil_mine', ['0x3']);
+    await indexChainPass(chainDeps, CHAIN_ID);
+    const waitingRef = proofRefId({ chainId: CHAIN_ID, token, wallet: other });
+
+    const run = await runReconciliation(deps, { period: period() });
+    expect(run.report.checks.find((c) => c.name === 'assertions.balance_proofs')?.status).toBe('error');
+    const open = await openFindings();
+    expect(open).toContain(`balance_proof_failed ${waitingRef}`);
+    expect(open).not.toContain(`balance_proof_failed ${passing}`);
+    expect(run.report.findings.resolved.map((f) => `${f.kind} ${f.refId}`)).toContain(
+      `balance_proof_failed ${passing}`,
+    );
+
+    clock.advance(11 * 60_000);
+    await settleChain();
+    await runReconciliation(deps, { period: period() });
+    expect((await openFindings()).some((f) => f.startsWith('balance_proof_failed '))).toBe(false);
   });
 
   it('behavior: a cancelled link without refund is refund_overdue, and a refund without webhook is missing_webhook', async () => {

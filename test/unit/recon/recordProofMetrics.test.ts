@@ -16,6 +16,8 @@ function proof(patch: Partial<BalanceProof>): BalanceProof {
     chainBalance: 5_000_000n,
     ok: true,
     error: null,
+    inFlight: 0n,
+    note: null,
     ...patch,
   };
 }
