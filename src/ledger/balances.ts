@@ -13,6 +13,17 @@ import type { AccountType } from './accounts.ts';
  * balance is then the latest checkpoint plus the few postings at or above its horizon.
  * Balances at a past time use occurred_at (when the movement happened), over an index on
  * (account_id, occurred_at) that carries the amount.
+ *
+ * A horizon means something only in the transaction-id history of the server that wrote it. After
+ * a pg_dump/restore into another server, a restored checkpoint whose horizon is above that
+ * server's counter would hide every posting written there until the counter passed it. So only
+ * usable checkpoints are read: `ledger_checkpoint_usable(horizon, xmin)` (migrations/0010) holds
+ * when the horizon is at or below the id of the transaction that inserted the checkpoint row into
+ * this database, which is always true for one written here, and for a restored one exactly when
+ * every later posting is at or above it. checkpointBalances deletes the others and recomputes from
+ * the latest usable one (or from zero). Restored postings keep their original tx_id, possibly above
+ * this server's counter: they are in the tail until a horizon passes them, then in exactly one
+ * checkpoint's increment, since consecutive horizons split the tx_id range without overlap.
  */
 export interface AccountBalance {
   accountId: bigint;
@@ -41,8 +52,9 @@ export async function accountBalance(db: DbExecutor, accountId: bigint, at?: Bal
   // and scans it directly; inside one statement it guesses a third of the account and starts
   // parallel workers, which costs more than the read (docs/benchmarks.md).
   const cp = await db.execute<{ horizon: string; balance: string }>(sql`
-    select horizon::text, balance::text from ledger_balance_checkpoints
-    where account_id = ${id}::bigint order by horizon desc limit 1`);
+    select horizon::text, balance::text from ledger_balance_checkpoints c
+    where account_id = ${id}::bigint and ledger_checkpoint_usable(c.horizon, c.xmin)
+    order by horizon desc limit 1`);
   const horizon = cp.rows[0]?.horizon ?? '0';
   const tail = await db.execute<{ sum: string | null }>(sql`
     select sum(amount)::text as sum from ledger_postings
@@ -123,6 +135,8 @@ export async function trialBalance(
 /**
  * Advances every account's checkpoint to the current horizon, incrementally (previous checkpoint
  * plus the postings between the two horizons), and prunes all but the two latest per account.
+ * Checkpoints that are not usable on this server (restored from another one, see above) are
+ * deleted first, so the increment starts from the latest usable one, or from zero.
  * Safe to run concurrently and repeatedly; run it periodically (a job) or after bulk posting.
  */
 export async function checkpointBalances(db: Db): Promise<{ accounts: number; horizon: string }> {
@@ -132,13 +146,16 @@ export async function checkpointBalances(db: Db): Promise<{ accounts: number; ho
         sql`select pg_snapshot_xmin(pg_current_snapshot())::text as horizon`,
       );
       const horizon = h.rows[0]?.horizon ?? '0';
+      await tx.execute(sql`
+        delete from ledger_balance_checkpoints c where not ledger_checkpoint_usable(c.horizon, c.xmin)`);
       const written = await tx.execute(sql`
         insert into ledger_balance_checkpoints (account_id, horizon, balance, postings)
         select a.id, ${horizon}::xid8, coalesce(prev.balance, 0) + d.delta, coalesce(prev.postings, 0) + d.n
         from ledger_accounts a
         left join lateral (
           select c.horizon, c.balance, c.postings from ledger_balance_checkpoints c
-          where c.account_id = a.id order by c.horizon desc limit 1
+          where c.account_id = a.id and ledger_checkpoint_usable(c.horizon, c.xmin)
+          order by c.horizon desc limit 1
         ) prev on true
         join lateral (
           select sum(p.amount) as delta, count(*) as n from ledger_postings p
@@ -171,7 +188,8 @@ function balanceExpression(accountId: SQL, at: BalancePoint): SQL {
   return sql`(
     with cp as (
       select c.horizon, c.balance from ledger_balance_checkpoints c
-      where c.account_id = ${accountId} order by c.horizon desc limit 1
+      where c.account_id = ${accountId} and ledger_checkpoint_usable(c.horizon, c.xmin)
+      order by c.horizon desc limit 1
     )
     select (coalesce((select balance from cp), 0) + coalesce((
       select sum(p.amount) from ledger_postings p

@@ -13,6 +13,7 @@ let client: pg.Client;
 let wallet: bigint;
 let sales: bigint;
 let bnbWallet: bigint;
+let otherStoreWallet: bigint;
 let entryId: bigint;
 
 beforeAll(async () => {
@@ -39,6 +40,17 @@ beforeAll(async () => {
       { account: account('income:sales', 'st_a', USDT_BNB), amount: -(10n ** 18n) },
     ],
   });
+  await postEntry(database.db, {
+    idempotencyKey: 'seed-3',
+    kind: 'test.seed',
+    occurredAt: new Date('2026-11-01T00:00:00Z'),
+    storeId: 'st_b',
+    ref: { type: 'test', id: '3' },
+    lines: [
+      { account: account('assets:wallet', 'st_b', USDC_BASE), amount: 1_000n },
+      { account: account('income:sales', 'st_b', USDC_BASE), amount: -1_000n },
+    ],
+  });
   entryId = posted.id;
   client = new pg.Client({ connectionString: database.url });
   await client.connect();
@@ -47,6 +59,7 @@ beforeAll(async () => {
   wallet = byCode.get('assets:wallet:st_a:8453:USDC')!;
   sales = byCode.get('income:sales:st_a:8453:USDC')!;
   bnbWallet = byCode.get('assets:wallet:st_a:56:USDT')!;
+  otherStoreWallet = byCode.get('assets:wallet:st_b:8453:USDC')!;
 });
 afterAll(() => client.end());
 
@@ -190,5 +203,102 @@ describe('ledger invariants enforced by PostgreSQL', () => {
         posting(sales, ASSET, '1000000'),
       ]),
     ).toMatch(/ledger_entries_reverses_entry_id_unique/);
+  });
+
+  it('error: a posting added after the balance check ran early (SET CONSTRAINTS ALL IMMEDIATE) is checked again', async () => {
+    // The review's reproduction: the check passes at SET CONSTRAINTS, then +5,000,000 joins the entry.
+    const error = await attempt([
+      newEntry('early-check'),
+      posting(wallet, ASSET, '100'),
+      posting(sales, ASSET, '-100'),
+      'set constraints all immediate',
+      posting(wallet, ASSET, '5000000'),
+    ]);
+    expect(error).toMatch(/entry \d+ \(early-check\) does not balance.* sums to 5000000/);
+    // The same with only the balance constraint made immediate and deferred again before the posting.
+    const again = await attempt([
+      newEntry('early-check-2'),
+      posting(wallet, ASSET, '100'),
+      posting(sales, ASSET, '-100'),
+      'set constraints ledger_entries_balanced immediate',
+      'set constraints ledger_entries_balanced deferred',
+      posting(wallet, ASSET, '7'),
+    ]);
+    expect(again).toMatch(/\(early-check-2\) does not balance/);
+  });
+
+  it('behavior: with the check made immediate, whole entries and balanced additions still commit', async () => {
+    const entry = (key: string) =>
+      [
+        `with e as (
+           insert into ledger_entries (idempotency_key, kind, occurred_at, store_id, ref_type, ref_id, content_hash)
+           values ($1, 'test', now(), 'st_a', 'test', 'x', 'h') returning id)
+         insert into ledger_postings (entry_id, account_id, asset, amount, occurred_at)
+         select e.id, x.account_id, $2, x.amount, now() from e, (values ($3::bigint, 10), ($4::bigint, -10)) x(account_id, amount)`,
+        [key, ASSET, wallet.toString(), sales.toString()],
+      ] as [string, unknown[]];
+    // Immediate means checked at the end of each statement, so an addition balances in its statement.
+    const balancedAddition = [
+      `insert into ledger_postings (entry_id, account_id, asset, amount, occurred_at)
+       select currval('ledger_entries_id_seq'), x.account_id, $1, x.amount, now()
+       from (values ($2::bigint, 3), ($3::bigint, -3)) x(account_id, amount)`,
+      [ASSET, wallet.toString(), sales.toString()],
+    ] as [string, unknown[]];
+    expect(
+      await attempt([
+        'set constraints all immediate',
+        entry('immediate-1'),
+        entry('immediate-2'),
+        balancedAddition,
+      ]),
+    ).toBeUndefined();
+    // Checked early inside a savepoint that is rolled back: the check runs again at commit.
+    expect(
+      await attempt([
+        newEntry('savepoint-check'),
+        posting(wallet, ASSET, '100'),
+        posting(sales, ASSET, '-100'),
+        'savepoint s',
+        'set constraints all immediate',
+        'rollback to savepoint s',
+        posting(wallet, ASSET, '1'),
+      ]),
+    ).toMatch(/\(savepoint-check\) does not balance/);
+  });
+
+  it('error: tx_id is the inserting transaction id, whatever the writer supplies', async () => {
+    // A small tx_id would put the posting below every checkpoint horizon, out of current balances.
+    const entryWithTx = [
+      `insert into ledger_entries (idempotency_key, kind, occurred_at, store_id, ref_type, ref_id, content_hash, tx_id)
+       values ('old-tx', 'test', now(), 'st_a', 'test', 'x', 'h', '3')`,
+      [],
+    ] as [string, unknown[]];
+    expect(await attempt([entryWithTx, posting(wallet, ASSET, '1'), posting(sales, ASSET, '-1')])).toMatch(
+      /ledger_entries_tx_id_current/,
+    );
+    const postingWithTx = [
+      `insert into ledger_postings (entry_id, account_id, asset, amount, occurred_at, tx_id)
+       values (currval('ledger_entries_id_seq'), $1, $2, 250, now(), '3')`,
+      [wallet.toString(), ASSET],
+    ] as [string, unknown[]];
+    expect(await attempt([newEntry('old-tx-posting'), postingWithTx, posting(sales, ASSET, '-250')])).toMatch(
+      /ledger_postings_tx_id_current/,
+    );
+    // Supplying the right one is allowed (it is the default).
+    const ownTx = [
+      `insert into ledger_postings (entry_id, account_id, asset, amount, occurred_at, tx_id)
+       values (currval('ledger_entries_id_seq'), $1, $2, 250, now(), pg_current_xact_id())`,
+      [wallet.toString(), ASSET],
+    ] as [string, unknown[]];
+    expect(await attempt([newEntry('own-tx-posting'), ownTx, posting(sales, ASSET, '-250')])).toBeUndefined();
+  });
+
+  it("error: a posting to another store's account is refused", async () => {
+    const error = await attempt([
+      newEntry('cross-store'),
+      posting(wallet, ASSET, '100'),
+      posting(otherStoreWallet, ASSET, '-100'),
+    ]);
+    expect(error).toMatch(/is to account \d+ of store st_b; an entry posts to its own store's accounts/);
   });
 });
