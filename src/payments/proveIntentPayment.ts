@@ -64,7 +64,8 @@ export const intentRowColumns = sql.raw(
  * One transaction may pay several intents (a batch payment): each takes a log no proof has taken,
  * the one of its own N first (docs/decisions.md, "One transaction can pay several intents"). Else
  * the transaction's one log into the wallet is booked at its own value with a critical
- * `payment_amount_mismatch` (the rest of N stays in in_transit for a person), and several free
+ * `payment_amount_mismatch` (the rest of N stays in in_transit for a person; an excess above N goes
+ * to suspense, never a negative in_transit), and several free
  * logs whose sum is N prove it together (one rule-2 entry per log, each under its own inclusion's
  * key, so rule 3 unwinds each). Rule 1 is read from its live entry: one reversed by rule 4 holds
  * nothing in in_transit.
@@ -197,8 +198,8 @@ export async function proveIntentPayment(
   if (inTransit === null || !expectedToken) return { ...none, findings };
 
   // A lone log of another amount than N still reached the wallet: it is booked at the chain's
-  // value (the wallet's account follows the chain), the rest of N stays in in_transit, and a
-  // critical finding asks a person to settle the difference.
+  // value (the wallet's account follows the chain), the rest of N stays in in_transit (or, above
+  // N, the excess goes to suspense), and a critical finding asks a person to settle the difference.
   const mismatch = paid !== inTransit;
   if (mismatch) findings.push(amountMismatch(intent, expectedToken, paying, inTransit, paid));
   const ref = { type: 'checkout_intent', id: intentId };
@@ -212,6 +213,8 @@ export async function proveIntentPayment(
       transfer: fact,
       token: deps.chains.token(fact.chainId, fact.tokenAddress) ?? null,
       expected: { token: expectedToken, recipient: intent.tx_to as `0x${string}`, amount: fact.amount },
+      // A lone log above N clears N from in_transit; the excess goes to suspense.
+      ...(mismatch ? { inTransit } : {}),
     });
     findings.push(...outcome.findings);
     // What rule 9 booked on the row stays named (for rule 3), except the suspense entry a proof
@@ -317,6 +320,7 @@ function amountMismatch(
 ): RuleFinding {
   const fmt = (u: bigint) => formatDecimalAmount(u, token.decimals);
   const [first] = paying;
+  const over = actual > expected;
   return {
     kind: 'payment_amount_mismatch',
     severity: 'critical',
@@ -326,8 +330,15 @@ function amountMismatch(
       token: token.symbol,
       expected_amount: fmt(expected),
       actual_amount: fmt(actual),
-      left_in_transit: fmt(expected - actual),
-      what: 'the payment was booked at the value the chain shows; the rest of N stays in in_transit',
+      ...(over
+        ? {
+            to_suspense: fmt(actual - expected),
+            what: 'the payment was booked at the value the chain shows; N cleared in_transit and the excess is in suspense',
+          }
+        : {
+            left_in_transit: fmt(expected - actual),
+            what: 'the payment was booked at the value the chain shows; the rest of N stays in in_transit',
+          }),
     },
   };
 }

@@ -41,6 +41,13 @@ export interface PaymentProofInput {
   token: Token | null;
   /** What the intent promises the merchant wallet: its token, tx_to and N as booked by rule 1. */
   expected: { token: Token; recipient: `0x${string}`; amount: bigint };
+  /**
+   * What in_transit holds for the intent, when the transfer is booked at its own value although
+   * it differs from N (a lone log of another amount; the caller raises the critical finding). A
+   * transfer above it clears only this much from in_transit and books the excess to
+   * assets:suspense, as money nobody explained, so in_transit never turns negative.
+   */
+  inTransit?: bigint;
 }
 
 export type WatchedWalletRole = 'merchant' | 'custody';
@@ -137,7 +144,9 @@ function sameToken(a: Token, b: Token): boolean {
 /**
  * Rule 2: debit wallet N, credit in_transit N, when the transfer matches the intent's token,
  * recipient and amount. Otherwise no entry and one finding per mismatch (`unknown_token`,
- * `token_mismatch`, `recipient_mismatch`, `amount_mismatch`).
+ * `token_mismatch`, `recipient_mismatch`, `amount_mismatch`). With `inTransit` (a lone log of
+ * another amount, booked at its value): a value above it credits in_transit that much and
+ * suspense the rest.
  */
 export function paymentProven(input: PaymentProofInput): RuleOutcome {
   const { transfer, token, expected } = input;
@@ -180,7 +189,12 @@ export function paymentProven(input: PaymentProofInput): RuleOutcome {
   }
   if (findings.length > 0) return { entry: null, findings };
 
-  const acct = (kind: 'assets:wallet' | 'assets:in_transit') => account(kind, input.storeId, expected.token);
+  const acct = (kind: 'assets:wallet' | 'assets:in_transit' | 'assets:suspense') =>
+    account(kind, input.storeId, expected.token);
+  const excess =
+    input.inTransit !== undefined && transfer.amount > input.inTransit
+      ? transfer.amount - input.inTransit
+      : 0n;
   const entry = draftEntry(
     {
       idempotencyKey: paymentProofKey(transfer),
@@ -190,7 +204,11 @@ export function paymentProven(input: PaymentProofInput): RuleOutcome {
       ref,
       metadata: chainTransferDetails(transfer),
     },
-    [debit(acct('assets:wallet'), transfer.amount), credit(acct('assets:in_transit'), transfer.amount)],
+    [
+      debit(acct('assets:wallet'), transfer.amount),
+      ...(transfer.amount > excess ? [credit(acct('assets:in_transit'), transfer.amount - excess)] : []),
+      ...(excess > 0n ? [credit(acct('assets:suspense'), excess)] : []),
+    ],
   );
   return { entry, findings: [] };
 }

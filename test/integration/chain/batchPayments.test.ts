@@ -291,6 +291,43 @@ describe('a payment of another amount than N, or split over several transfers', 
     ['the matcher', 'matcher'],
     ['the confirmation', 'intents'],
   ])(
+    'behavior: the one log into the wallet carries 26 where N is 25: booked by %s with N out of in_transit and 1 to suspense (in_transit never negative), with a critical finding',
+    async (_name, last) => {
+      const hash = txHashOf(seq++);
+      const before = await books();
+      if (last === 'intents') await storeLogs(hash, [26_000_000n]);
+      const id = await confirmedIntent(hash, '25');
+      if (last === 'matcher') await storeLogs(hash, [26_000_000n]);
+      clock.set(new Date());
+      await applyChainTransfers(applyDeps, CHAIN_ID);
+      expect(await matched(hash)).toEqual([
+        { log_index: 0, matched_as: 'payment_proof,payment_mismatch', matched_ref: id },
+      ]);
+      expect(moved(before, await books())).toEqual({
+        inTransit: 0n,
+        wallet: 26_000_000n,
+        suspense: -1_000_000n,
+      });
+      const findings = await findingsOf(id);
+      expect(findings.map((f) => [f.kind, f.severity])).toEqual([['payment_amount_mismatch', 'critical']]);
+      expect(findings[0]!.details).toMatchObject({
+        expected_amount: '25',
+        actual_amount: '26',
+        to_suspense: '1',
+      });
+      expect(findings[0]!.details).not.toHaveProperty('left_in_transit');
+      // A reorg unwinds the proof (rule 3), all three lines: N back in in_transit, suspense clear.
+      await orphan(hash);
+      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toMatchObject({ unwound: 1 });
+      expect(moved(before, await books())).toEqual({ inTransit: 25_000_000n, wallet: 0n, suspense: 0n });
+      for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
+    },
+  );
+
+  it.each([
+    ['the matcher', 'matcher'],
+    ['the confirmation', 'intents'],
+  ])(
     'behavior: one intent of 25 paid as 10 + 15 in one transaction is proven by both logs, by %s; a reorg unwinds both',
     async (_name, last) => {
       const hash = txHashOf(seq++);

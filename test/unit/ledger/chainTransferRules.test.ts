@@ -88,6 +88,23 @@ describe('paymentProven (rule 2)', () => {
     });
   });
 
+  it('behavior: a lone log above what in_transit holds clears that much and books the excess to suspense, never a negative in_transit', () => {
+    const t = transfer(USDC_BASE, { amount: N6 + 100n });
+    const { entry, findings } = paymentProven(proofInput(t, { inTransit: N6 }));
+    expect(findings).toEqual([]);
+    expect(linesByKind(entry)).toEqual({
+      'assets:wallet': N6 + 100n,
+      'assets:in_transit': -N6,
+      'assets:suspense': -100n,
+    });
+    // Below it (the rest of N waits in in_transit) or equal: two lines, as without it.
+    const under = transfer(USDC_BASE, { amount: N6 - 100n });
+    expect(linesByKind(paymentProven(proofInput(under, { inTransit: N6 })).entry)).toEqual({
+      'assets:wallet': N6 - 100n,
+      'assets:in_transit': -(N6 - 100n),
+    });
+  });
+
   it('error: transfer to another address gives recipient_mismatch', () => {
     const t = transfer(USDC_BASE, { amount: N6, to: STRANGER });
     const { entry, findings } = paymentProven(proofInput(t));
