@@ -5,6 +5,7 @@ import type { ChainRpc } from '../chain/rpcClients.ts';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/database.ts';
 import type { RuleFinding } from '../ledger/entryDraft.ts';
+import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import { paymentProven } from '../ledger/rules/chainTransferRules.ts';
 import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import { inTransitOf } from './proveIntentPayment.ts';
@@ -94,7 +95,11 @@ async function verifyOne(deps: VerifyDeps, intent: Candidate): Promise<void> {
     const expectedToken = intent.coin_contract ? deps.chains.token(chainId, intent.coin_contract) : undefined;
     const amount = await inTransitOf(deps.db, intent.id);
     const recipient = intent.tx_to?.toLowerCase();
-    const candidate = receipt.transfers.find((t) => t.to.toLowerCase() === recipient) ?? receipt.transfers[0];
+    const candidate = paymentCandidate(receipt.transfers, {
+      recipient,
+      tokenAddress: intent.coin_contract ?? undefined,
+      amount,
+    });
     if (!candidate) {
       findings.push({
         kind: 'payment_transfer_missing',
@@ -120,4 +125,29 @@ async function verifyOne(deps: VerifyDeps, intent: Candidate): Promise<void> {
     for (const kind of cleared) await resolveFinding(tx, kind, ref);
     for (const f of findings) await recordFinding(tx, f, intent.store_id);
   });
+}
+
+/**
+ * The transfer of a receipt that stands for the intent's payment, for rule 2's checks: the log
+ * into the recipient in the intent's token that carries N (one transaction may pay several
+ * intents, in any log order); else, when several such logs sum to N (a split payment, as the
+ * proof accepts), their sum as one; else the first log into the recipient, else the first log, so
+ * that the findings name what was paid instead.
+ */
+export function paymentCandidate(
+  transfers: ChainTransferFact[],
+  expected: { recipient: string | undefined; tokenAddress: string | undefined; amount: bigint | null },
+): ChainTransferFact | undefined {
+  const intoRecipient = transfers.filter((t) => t.to.toLowerCase() === expected.recipient);
+  const ofToken = intoRecipient.filter(
+    (t) => t.tokenAddress.toLowerCase() === expected.tokenAddress?.toLowerCase(),
+  );
+  if (expected.amount !== null) {
+    const exact = ofToken.find((t) => t.amount === expected.amount);
+    if (exact) return exact;
+    const sum = ofToken.reduce((total, t) => total + t.amount, 0n);
+    const [first] = ofToken;
+    if (first && ofToken.length > 1 && sum === expected.amount) return { ...first, amount: sum };
+  }
+  return intoRecipient[0] ?? transfers[0];
 }
