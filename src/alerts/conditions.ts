@@ -54,16 +54,32 @@ export interface CursorRow {
   headBlock: bigint | null;
 }
 
+/** A cursor with the time a pass last wrote it (database time, as `chain_cursors.updated_at`). */
+export interface CursorPassRow extends CursorRow {
+  updatedAt: Date;
+}
+
 /** Keys of finding details never copied into a message, whatever their value. */
 const SECRET_KEY =
   /secret|signature|token|claim|url|encryption|password|authorization|cookie|key|nonce|private|mnemonic/i;
 const MAX_DETAILS = 8;
 const MAX_DETAIL_LENGTH = 80;
 
-/** (a) Every open, unacknowledged finding of severity warning or critical. */
+/**
+ * Findings another condition already alerts on, with more to say: `balance_proof_failed` on a
+ * wallet is the reconciliation run's copy of the wallet's latest proof, which (b) follows as it is
+ * made (every proof pass, not once a day), with its severity, both balances and each role, and
+ * stops following once the wallet is retired. One drift, one alert: (b)'s.
+ */
+function alertedElsewhere(f: FindingRow): boolean {
+  return f.kind === 'balance_proof_failed' && f.refType === 'wallet';
+}
+
+/** (a) Every open, unacknowledged finding of severity warning or critical (but those of alertedElsewhere). */
 export function findingConditions(rows: FindingRow[]): AlertCondition[] {
   return rows
     .filter((f) => f.resolvedAt === null && f.ackedAt === null && f.severity !== 'info')
+    .filter((f) => !alertedElsewhere(f))
     .map((f) => {
       const details = safeDetails(f.details);
       const store = f.storeId ? ` (store ${f.storeId})` : '';
@@ -137,6 +153,38 @@ export function chainLagConditions(rows: CursorRow[], thresholdBlocks: number): 
         title: `Chain ${c.chainId} indexer is ${lag} blocks behind`,
         text: `The indexer of chain ${c.chainId} is at block ${c.blockNumber}, ${lag} blocks behind the head ${c.headBlock} (threshold ${thresholdBlocks}).`,
         labels: { source: 'chain_lag', chain_id: String(c.chainId) },
+      } satisfies AlertCondition;
+    });
+}
+
+/**
+ * (d) Every chain whose indexer has not completed a pass for longer than `thresholdMs` at `now`
+ * (database time, like `updatedAt`): critical, as no payment on it is proven any more. Every pass
+ * that reads the head writes the cursor, new blocks or not, so a quiet chain (anvil mines on
+ * demand) is not stalled; a stuck indexer, by contrast, also stops recording the head, which is
+ * why (c) cannot see it. Only chains in `followed` (the configuration still proves wallets there):
+ * the cursor of a chain taken out of the configuration stays behind, never updated again.
+ */
+export function chainStalledConditions(
+  rows: CursorPassRow[],
+  followed: ReadonlySet<number>,
+  now: Date,
+  thresholdMs: number,
+): AlertCondition[] {
+  return rows
+    .filter((c) => followed.has(c.chainId) && now.getTime() - c.updatedAt.getTime() > thresholdMs)
+    .map((c) => {
+      const minutes = Math.floor((now.getTime() - c.updatedAt.getTime()) / 60_000);
+      const head = c.headBlock === null ? '' : `, head ${c.headBlock} as then seen`;
+      return {
+        key: `chain_stalled:${c.chainId}`,
+        severity: 'critical',
+        title: `Chain ${c.chainId} indexer stalled: no pass for ${minutes} minutes`,
+        text:
+          `The indexer of chain ${c.chainId} last recorded a pass at ${c.updatedAt.toISOString()}, ${minutes} minutes ago ` +
+          `(threshold ${Math.round(thresholdMs / 60_000)}), at block ${c.blockNumber}${head}: payments on this chain are not being proven. ` +
+          'Check the daemon log for why passes stop (RPC errors, nodes disagreeing or behind), the chain queue at /admin/queues and the worker processes.',
+        labels: { source: 'chain_stalled', chain_id: String(c.chainId) },
       } satisfies AlertCondition;
     });
 }

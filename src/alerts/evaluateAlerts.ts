@@ -8,8 +8,9 @@ import {
   type AlertCondition,
   type AlertSeverity,
   balanceProofConditions,
-  type CursorRow,
+  type CursorPassRow,
   chainLagConditions,
+  chainStalledConditions,
   type FindingRow,
   findingConditions,
   type ProofRow,
@@ -22,9 +23,10 @@ import type { AlertRoutes } from './routes.ts';
  *
  * 1. evaluate: under a transaction-scoped advisory lock (runs in several processes take turns,
  *    so no run acts on a stale reading after a newer one), read the conditions that hold now and
- *    move `alert_states`: a new condition fires (message `firing` owed), a firing one whose last
- *    message is older than the reminder interval owes a `reminder`, a firing one that no longer
- *    holds resolves (`resolved` owed; nothing at all when its `firing` never went out).
+ *    move `alert_states`: a new condition fires (message `firing` owed), a firing one whose
+ *    severity rises owes a new `firing` (to the notifiers of its new severity), a firing one whose
+ *    last message is older than the reminder interval owes a `reminder`, a firing one that no
+ *    longer holds resolves (`resolved` owed; nothing at all when its `firing` never went out).
  * 2. deliver: each owed message under its row lock (FOR UPDATE SKIP LOCKED: one process sends it),
  *    to the notifiers its severity routes to, each with bounded retries. A notifier that stays
  *    down leaves the message owed (and `last_error` set) for the next run; it never fails the job.
@@ -56,6 +58,15 @@ export interface AlertRunSummary {
 const LOCK_KEY = 'stablebooks.alerts.evaluate';
 /** Resolved alerts with nothing owed are forgotten after this long. */
 const KEEP_RESOLVED_MS = 30 * 24 * 3_600_000;
+/**
+ * A chain whose indexer has recorded no pass for this long is stalled. Passes run every 4 s
+ * (`chain.index`, times POLL_INTERVAL_SCALE) and each one is bounded to about 10 s of reading,
+ * so 10 minutes is over a hundred missed passes at the default scale, yet short next to what a
+ * stall costs (no payment on the chain proven). The same 10 minutes as the ChainLag rule's `for`.
+ * Not scaled, like the lag threshold (a scale above about 50 would leave under three passes of
+ * margin); a constant, as no setting says how long is too long.
+ */
+const CHAIN_STALLED_MS = 10 * 60_000;
 
 export async function evaluateAlerts(deps: AlertDeps): Promise<AlertRunSummary> {
   const conditions = await deps.db.transaction(async (tx) => {
@@ -69,7 +80,8 @@ export async function evaluateAlerts(deps: AlertDeps): Promise<AlertRunSummary> 
 }
 
 /**
- * The conditions that hold now, from findings, the latest balance proofs and the chain cursors.
+ * The conditions that hold now, from findings, the latest balance proofs and the chain cursors
+ * (lag behind the head, and time since the last pass).
  * The latest proof of each (chain, token, wallet, role): a wallet in two roles has two; a series
  * the configuration no longer proves was closed by the next proof pass (a `retired` row,
  * recon/balanceProofs.ts) and is not followed any more.
@@ -107,9 +119,23 @@ export async function readConditions(tx: DbExecutor, chainLagBlocks: number): Pr
       from balance_proofs order by chain_id, token, wallet, role, proved_at desc, id desc
     ) latest
     where not retired`);
-  const cursors = await tx.execute<{ chain_id: string; block_number: string; head_block: string | null }>(
-    sql`select chain_id, block_number, head_block from chain_cursors`,
+  const cursors = await tx.execute<{
+    chain_id: string;
+    block_number: string;
+    head_block: string | null;
+    updated_at: string | Date;
+    db_now: string | Date;
+  }>(sql`select chain_id, block_number, head_block, updated_at, now() as db_now from chain_cursors`);
+  const cursorRows = cursors.rows.map(
+    (c): CursorPassRow => ({
+      chainId: Number(c.chain_id),
+      blockNumber: BigInt(c.block_number),
+      headBlock: c.head_block === null ? null : BigInt(c.head_block),
+      updatedAt: new Date(c.updated_at),
+    }),
   );
+  // Where the configuration still proves a wallet (a chain it dropped has only retired series).
+  const followed = new Set(proofs.rows.map((p) => Number(p.chain_id)));
   return [
     ...findingConditions(
       findings.rows.map(
@@ -143,18 +169,16 @@ export async function readConditions(tx: DbExecutor, chainLagBlocks: number): Pr
         }),
       ),
     ),
-    ...chainLagConditions(
-      cursors.rows.map(
-        (c): CursorRow => ({
-          chainId: Number(c.chain_id),
-          blockNumber: BigInt(c.block_number),
-          headBlock: c.head_block === null ? null : BigInt(c.head_block),
-        }),
-      ),
-      chainLagBlocks,
-    ),
+    ...chainLagConditions(cursorRows, chainLagBlocks),
+    // Against the database's clock, which wrote updated_at: the daemon's clock may follow the
+    // sandbox's, days ahead.
+    ...chainStalledConditions(cursorRows, followed, new Date(cursors.rows[0]?.db_now ?? 0), CHAIN_STALLED_MS),
   ];
 }
+
+/** In applyConditions' upsert: the condition's severity is above the stored one (info < warning < critical). */
+const RAISED = sql`array_position('{info,warning,critical}'::text[], excluded.severity)
+  > array_position('{info,warning,critical}'::text[], a.severity)`;
 
 /** Moves alert_states to the conditions that hold at `now` (set-based: three statements). */
 export async function applyConditions(
@@ -165,7 +189,10 @@ export async function applyConditions(
 ): Promise<void> {
   const nowIso = now.toISOString();
   // A resolved alert whose `resolved` message went to nobody yet simply continues (a flap inside
-  // one delivery gap says nothing); any other resolved alert starts a new episode.
+  // one delivery gap says nothing); any other resolved alert starts a new episode. A rise in
+  // severity (warning to critical) owes a new `firing` at once, in the same episode, to every
+  // notifier the new severity routes to (pending_sent_to starts again); a fall, or a new text
+  // alone, only updates the row, and the next reminder carries it.
   await tx.execute(sql`
     insert into alert_states as a (key, severity, status, title, text, labels, pending, first_fired_at)
     select c.key, c.severity, 'firing', c.title, c.text, coalesce(c.labels, '{}'::jsonb), 'firing', ${nowIso}::timestamptz
@@ -176,10 +203,11 @@ export async function applyConditions(
       status = 'firing',
       resolved_at = null,
       pending = case
+        when ${RAISED} then 'firing'
         when a.status = 'firing' then a.pending
         when a.pending = 'resolved' and cardinality(a.pending_sent_to) = 0 then null
         else 'firing' end,
-      pending_sent_to = case when a.status = 'firing' then a.pending_sent_to else '{}'::text[] end,
+      pending_sent_to = case when a.status = 'firing' and not ${RAISED} then a.pending_sent_to else '{}'::text[] end,
       first_fired_at = case
         when a.status = 'firing' or (a.pending = 'resolved' and cardinality(a.pending_sent_to) = 0)
           then a.first_fired_at
@@ -289,7 +317,9 @@ function routedNotifiers(deps: AlertDeps, severity: AlertSeverity): Notifier[] {
 function toMessage(row: StateRow, now: Date): AlertMessage {
   const firstFiredAt = new Date(row.first_fired_at).toISOString();
   return {
-    id: `${row.key}|${firstFiredAt}|${row.pending}|${row.notify_count}`,
+    // The severity is part of the event: a `firing` raised to critical before the warning one
+    // reached every notifier must not look like a repeat of it to a receiver.
+    id: `${row.key}|${firstFiredAt}|${row.pending}|${row.severity}|${row.notify_count}`,
     event: row.pending,
     key: row.key,
     severity: row.severity,

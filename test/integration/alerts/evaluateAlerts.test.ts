@@ -10,6 +10,7 @@ import { createManualClock } from '../../../src/clock.ts';
 import { createLogger } from '../../../src/logging/logger.ts';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { proveBalances } from '../../../src/recon/balanceProofs.ts';
+import { proofRefId } from '../../../src/recon/checks/assertions.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 
 /**
@@ -284,6 +285,136 @@ describe('evaluateAlerts', () => {
     const rows = await db.execute<{ n: string }>(sql`
       select count(*)::text as n from balance_proofs where details->>'retired' = 'true'`);
     expect(rows.rows[0]?.n).toBe('3');
+  });
+
+  it('behavior: a rise in severity sends a new firing at once, to the routes of the new severity; a fall sends nothing', async () => {
+    await db.execute(sql`
+      insert into findings (kind, severity, store_id, ref_type, ref_id, details)
+      values ('stuck_intent', 'warning', 'st_a', 'intent', 'pi_rise', '{}'::jsonb)`);
+    const routed = deps({
+      notifiers: [
+        createWebhookNotifier({ url: webhook.url, secret: ALERT_SECRET, clock }),
+        createSlackNotifier({ url: slack.url }),
+      ],
+      routes: { critical: ['webhook', 'slack'], warning: ['webhook'] },
+    });
+    await evaluateAlerts(routed);
+    expect(events()).toEqual(['firing finding:stuck_intent:intent:pi_rise']);
+    expect(slack.received).toHaveLength(0);
+
+    // A minute later, well inside the reminder interval, the same finding becomes critical.
+    clock.advance(MINUTE);
+    await db.execute(sql`update findings set severity = 'critical' where ref_id = 'pi_rise'`);
+    await evaluateAlerts(routed);
+    expect(slack.received).toHaveLength(1);
+    expect(JSON.parse(slack.received[0]?.body ?? '{}').text).toMatch(
+      /^\*FIRING \[critical\]\* Finding stuck_intent/,
+    );
+    const sent = webhook.received.map(
+      (r) => JSON.parse(r.body) as { event: string; severity: string; id: string },
+    );
+    expect(sent.map((m) => `${m.event} ${m.severity}`)).toEqual(['firing warning', 'firing critical']);
+    expect(new Set(sent.map((m) => m.id)).size).toBe(2);
+
+    // Back down to warning, then a new text alone: nothing until the reminder.
+    clock.advance(MINUTE);
+    await db.execute(sql`update findings set severity = 'warning' where ref_id = 'pi_rise'`);
+    await evaluateAlerts(routed);
+    await db.execute(sql`update findings set details = '{"age_days": 3}'::jsonb where ref_id = 'pi_rise'`);
+    await evaluateAlerts(routed);
+    expect(webhook.received).toHaveLength(2);
+    expect(slack.received).toHaveLength(1);
+    const { rows } = await db.execute<{ severity: string; pending: string | null; text: string }>(
+      sql`select severity, pending, text from alert_states`,
+    );
+    expect(rows).toEqual([
+      { severity: 'warning', pending: null, text: expect.stringContaining('age_days=3') },
+    ]);
+  });
+
+  it('behavior: a rise before the firing reached every notifier goes to each under a new message id', async () => {
+    slack.state.status = 500;
+    await db.execute(sql`
+      insert into findings (kind, severity, store_id, ref_type, ref_id, details)
+      values ('stuck_intent', 'warning', 'st_a', 'intent', 'pi_rise_partial', '{}'::jsonb)`);
+    const both = deps({
+      notifiers: [
+        createWebhookNotifier({ url: webhook.url, secret: ALERT_SECRET, clock }),
+        createSlackNotifier({ url: slack.url }),
+      ],
+    });
+    await evaluateAlerts(both);
+    await db.execute(sql`update findings set severity = 'critical' where ref_id = 'pi_rise_partial'`);
+    slack.state.status = 200;
+    await evaluateAlerts(both);
+    const sent = webhook.received.map((r) => JSON.parse(r.body) as { severity: string; id: string });
+    expect(sent.map((m) => m.severity)).toEqual(['warning', 'critical']);
+    // A receiver that drops repeats by id must not drop the critical one.
+    expect(sent[1]?.id).not.toBe(sent[0]?.id);
+    expect(slack.received).toHaveLength(1);
+    expect(JSON.parse(slack.received[0]?.body ?? '{}').text).toMatch(/^\*FIRING \[critical\]\*/);
+  });
+
+  it('behavior: a chain whose indexer recorded no pass for over 10 minutes is stalled; a quiet chain is not', async () => {
+    // 1: stuck (its last pass 11 minutes ago, its head as then seen equal to its cursor, so no lag);
+    // 2: quiet (no new block, but passes keep recording it); 3: stuck, but no longer configured.
+    await db.execute(sql`
+      insert into chain_cursors (chain_id, block_number, block_hash, head_block, updated_at)
+      values (1, 100, '0xh1', 100, now() - interval '11 minutes'),
+             (2, 200, '0xh2', 200, now() - interval '5 seconds'),
+             (3, 300, '0xh3', 300, now() - interval '3 days')`);
+    await db.execute(sql`
+      insert into balance_proofs (chain_id, token, symbol, wallet, role, ledger_balance, chain_balance, ok, details)
+      values (1, '0xtoken', 'USDT', '0xa', 'merchant', 5, 5, true, '{}'::jsonb),
+             (2, '0xtoken', 'USDT', '0xb', 'merchant', 5, 5, true, '{}'::jsonb),
+             (3, '0xtoken', 'USDT', '0xc', 'merchant', 5, 5, null, '{"retired": true}'::jsonb)`);
+    // The daemon's clock may follow the sandbox's, days ahead: the age is measured in database time.
+    clock.advance(14 * 24 * 60 * MINUTE);
+    await evaluateAlerts(deps());
+    expect(events()).toEqual(['firing chain_stalled:1']);
+    const { rows } = await db.execute<{ severity: string; text: string; labels: Record<string, string> }>(
+      sql`select severity, text, labels from alert_states where key = 'chain_stalled:1'`,
+    );
+    expect(rows[0]).toMatchObject({
+      severity: 'critical',
+      labels: { source: 'chain_stalled', chain_id: '1' },
+    });
+    expect(rows[0]?.text).toMatch(/11 minutes ago \(threshold 10\), at block 100/);
+
+    // A pass completes (the head read, nothing new): the stall resolves.
+    await db.execute(sql`update chain_cursors set updated_at = now() where chain_id = 1`);
+    await evaluateAlerts(deps());
+    expect(events()).toEqual(['firing chain_stalled:1', 'resolved chain_stalled:1']);
+  });
+
+  it('behavior: one drifting wallet is one alert, though the reconciliation run also found it', async () => {
+    // The proof pass found merchant and custody of one address off; the run recorded the finding
+    // (recon/checks/assertions.ts) with the same figures.
+    await db.execute(sql`
+      insert into balance_proofs (chain_id, token, symbol, wallet, role, ledger_balance, chain_balance, ok, proved_at)
+      values (1, '0xtoken', 'USDT', '0xdrift', 'merchant', 1000, 900, false, '2026-03-01T09:00:00Z'),
+             (1, '0xtoken', 'USDT', '0xdrift', 'custody', 1000, 900, false, '2026-03-01T09:00:00Z')`);
+    await db.execute(sql`
+      insert into findings (kind, severity, store_id, ref_type, ref_id, details)
+      values ('balance_proof_failed', 'critical', null, 'wallet',
+        ${proofRefId({ chainId: 1, token: '0xtoken', wallet: '0xdrift' })},
+        ${JSON.stringify({ chain_id: 1, token: 'USDT', wallet: '0xdrift', role: 'merchant,custody', ledger_balance: '1000', chain_balance: '900' })}::jsonb)`);
+    await evaluateAlerts(deps());
+    await evaluateAlerts(deps());
+    expect(events()).toEqual(['firing balance_proof:1:0xtoken:0xdrift']);
+    const { rows } = await db.execute<{ key: string }>(
+      sql`select key from alert_states where status = 'firing'`,
+    );
+    expect(rows.map((r) => r.key)).toEqual(['balance_proof:1:0xtoken:0xdrift']);
+
+    // The wallet leaves the configuration: its alert resolves, and the finding, still open until
+    // the next run, does not take over.
+    await proveBalances({ db, config: { stores: [], chains: createChainRegistry() }, rpcs: new Map() });
+    await evaluateAlerts(deps());
+    expect(events()).toEqual([
+      'firing balance_proof:1:0xtoken:0xdrift',
+      'resolved balance_proof:1:0xtoken:0xdrift',
+    ]);
   });
 
   it('behavior: no secret in any message', async () => {

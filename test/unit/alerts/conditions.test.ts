@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   balanceProofConditions,
   chainLagConditions,
+  chainStalledConditions,
   type FindingRow,
   findingConditions,
   type ProofRow,
@@ -73,6 +74,14 @@ describe('findingConditions', () => {
     expect(out[1]?.labels).not.toHaveProperty('store_id');
   });
 
+  it('behavior: balance_proof_failed on a wallet is left to the balance-proof condition', () => {
+    const out = findingConditions([
+      finding({ kind: 'balance_proof_failed', refType: 'wallet', refId: '1:0xtoken:0xwallet' }),
+      finding({ kind: 'trial_balance_nonzero', refType: 'asset', refId: '1:0xtoken' }),
+    ]);
+    expect(out.map((c) => c.key)).toEqual(['finding:trial_balance_nonzero:asset:1:0xtoken']);
+  });
+
   it('behavior: details under secret-looking keys, URLs, objects and long values stay out', () => {
     const details = safeDetails({
       api_secret: 'sk_live_abcdefghijklmnop',
@@ -119,6 +128,32 @@ describe('chainLagConditions', () => {
     expect(out).toHaveLength(1);
     expect(out[0]).toMatchObject({ key: 'chain_lag:1', severity: 'warning', labels: { chain_id: '1' } });
     expect(out[0]?.title).toContain('51 blocks');
+  });
+});
+
+describe('chainStalledConditions', () => {
+  const now = new Date('2026-03-01T10:00:00Z');
+  const ago = (minutes: number) => new Date(now.getTime() - minutes * 60_000);
+
+  it('behavior: over the threshold since the last pass, on followed chains only, critical', () => {
+    const out = chainStalledConditions(
+      [
+        { chainId: 1, blockNumber: 100n, headBlock: 100n, updatedAt: ago(11) },
+        { chainId: 2, blockNumber: 100n, headBlock: 100n, updatedAt: ago(10) },
+        { chainId: 3, blockNumber: 100n, headBlock: null, updatedAt: ago(600) },
+        { chainId: 4, blockNumber: 100n, headBlock: null, updatedAt: ago(30) },
+      ],
+      new Set([1, 2, 4]),
+      now,
+      10 * 60_000,
+    );
+    expect(out.map((c) => [c.key, c.severity])).toEqual([
+      ['chain_stalled:1', 'critical'],
+      ['chain_stalled:4', 'critical'],
+    ]);
+    expect(out[0]?.text).toContain('11 minutes ago (threshold 10), at block 100, head 100 as then seen');
+    expect(out[1]?.text).toContain('30 minutes ago (threshold 10), at block 100:');
+    expect(out[0]?.labels).toEqual({ source: 'chain_stalled', chain_id: '1' });
   });
 });
 
