@@ -86,7 +86,7 @@ export const claimLinkJobs = {
 } as const;
 
 export const alertJobs = {
-  /** Alert conditions from findings, balance proofs and chain lag; firing, reminder, resolved messages. */
+  /** Alert conditions from findings, balance proofs, chain lag and stalled indexers; firing, reminder, resolved messages. */
   evaluate: { name: 'alerts.evaluate', everyMs: 60_000, data: z.object({}) },
 } as const;
 
