@@ -414,6 +414,13 @@ export async function applyClaimLinkTransfer(
     await markApplied(tx, row.id, [], pool.claimLinkId ?? null, pool.storeIds[0] ?? null);
     return { kind: 'applied' };
   }
+  // Anyone can emit a zero-value Transfer from any address (address poisoning: an ERC-20's
+  // transferFrom(pool, custody, 0) needs no allowance): it moves nothing, so it is neither the
+  // link's refund (which would close the link and book its whole amount as fees) nor its claim.
+  if (BigInt(row.value) === 0n) {
+    await markApplied(tx, row.id, [], payout.claim_link_id, payout.store_id);
+    return { kind: 'applied' };
+  }
   const link: Link = {
     payout,
     base: { storeId: payout.store_id, claimLinkId: payout.claim_link_id, token, amount: payout.amount },
@@ -503,11 +510,6 @@ async function applyPayoutFromPool(
   const { payout, base } = link;
   const { storeId, claimLinkId: linkId } = base;
   const value = BigInt(row.value);
-  // Anyone can emit a zero-value Transfer from any address (address poisoning): it moves nothing.
-  if (value === 0n) {
-    await markApplied(tx, row.id, [], linkId, storeId);
-    return { kind: 'applied' };
-  }
   const unswept = await unsweptFee(tx, row, payout, link.amount);
   if (unswept > 0n && (value === unswept || (value < unswept && value !== link.amount))) {
     await markApplied(tx, row.id, [FEE_SWEEP], linkId, storeId);

@@ -347,12 +347,13 @@ export function claimLinkExpired(fact: ClaimLinkExpiryFact): RuleOutcome {
  * Rule 8: the refund of a cancelled or expired link arrived on chain with value R where the
  * receivable holds E (the link amount): debit custody R, credit refund_receivable E; R < E: debit
  * payout_fees E - R (fees kept at funding); R > E: credit payout_fees R - E (funding overpayment
- * returned).
+ * returned). A transfer of 0 is no refund (anyone can emit one): no entry.
  */
 export function claimLinkRefunded(fact: ClaimLinkTransferFact): RuleOutcome {
   checkTransfer(fact);
   const E = linkAmount(fact);
   const R = fact.transfer.amount;
+  if (R === 0n) return { entry: null, findings: [] };
   const acct = accounts(fact);
   const entry = draftEntry(
     {

@@ -293,6 +293,41 @@ describe('claim-link transfers out of the pool', () => {
     await expectBalanced();
   });
 
+  it('error: a zero-value transferFrom(pool, custody, 0) sent by a stranger is neither refund nor claim: the link stays open and its later claim is booked', async () => {
+    const linkId = 'cl_zero_refund';
+    const pool = await fundedLink(linkId, 5_000_000n);
+    const poolAddress = await kit.chain.wallet(pool);
+    // ERC-20 lets anyone move 0 from any address without an allowance; it emits a Transfer.
+    const stranger = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'; // anvil's second dev account: it signs
+    const poison = (await kit.raw('eth_sendTransaction', [
+      {
+        from: stranger,
+        to: USDT.address,
+        data: encodeFunctionData({
+          abi: parseAbi(['function transferFrom(address,address,uint256) returns (bool)']),
+          functionName: 'transferFrom',
+          args: [poolAddress, kit.custody, 0n],
+        }),
+      },
+    ])) as string;
+    await settle();
+    expect(await matchedAs(poison)).toEqual(['ignored']);
+    expect(await kinds(linkId)).toEqual(['claim_link.funded', 'claim_link.funding_fee']);
+    expect(await held(linkId)).toEqual({ 'assets:claim_pool': 5_000_000n, 'expense:payout_fees': FEE });
+    expect(await payout(linkId)).toMatchObject({ link_status: 'link_sent', refunded_at: null });
+    expect(await openFindings(linkId)).toEqual([]);
+    // The real claim afterwards is the link's claim (rule 6).
+    await kit.chain.transfer('USDT', pool, await kit.chain.wallet('recipient:zero'), 5_000_000n);
+    await settle();
+    expect(await kinds(linkId)).toEqual([
+      'claim_link.funded',
+      'claim_link.funding_fee',
+      'claim_link.claimed',
+    ]);
+    expect(await payout(linkId)).toMatchObject({ link_status: 'claimed' });
+    await expectBalanced();
+  });
+
   it('error: money back to custody from a link our books saw claimed is not rule 8: suspense and a finding', async () => {
     const linkId = 'cl_claimed_refund';
     const pool = await fundedLink(linkId, 1_000_000n);

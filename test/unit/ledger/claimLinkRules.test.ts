@@ -269,6 +269,13 @@ describe('claimLinkRefunded (rule 8)', () => {
     });
   });
 
+  it('error: a transfer of 0 out of the pool (anyone can emit one) is no refund: no entry, not the whole amount as fees', () => {
+    expect(claimLinkRefunded({ ...link(), transfer: refundTransfer(USDC_BASE, 0n) })).toEqual({
+      entry: null,
+      findings: [],
+    });
+  });
+
   it('behavior: refund smaller than expected debits the difference to payout_fees', () => {
     const { entry } = claimLinkRefunded({ ...link(), transfer: refundTransfer(USDC_BASE, 24_750_000n) });
     expect(linesByKind(entry)).toEqual({
