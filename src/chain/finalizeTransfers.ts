@@ -11,6 +11,10 @@ import type { ChainRpc } from './rpcClients.ts';
  * its block's hash checked by the pass's reorg check when it was at or below the cursor then
  * (`checkedBlock`); one above that (in a block the indexer had not read when the pass began) has
  * its receipt re-read first, and moves with its transaction if a reorg put it elsewhere.
+ *
+ * A row from logs also waits for its block to be verified (`verifiedBlock`, chainCursor.ts): read
+ * once more while final, so that the matcher sees every transfer of a block, including those a
+ * first read near the head missed, when its rows become final.
  */
 export async function finalizeTransfers(
   deps: { db: Db; rpc: ChainRpc; registry: ChainRegistry },
@@ -21,6 +25,8 @@ export async function finalizeTransfers(
     cursorBlock: bigint | null;
     /** The cursor when the pass checked hashes (before reading logs); default cursorBlock. */
     checkedBlock?: bigint | null;
+    /** Rows from logs above this block stay pending (their blocks await the re-read); default cursorBlock. */
+    verifiedBlock?: bigint | null;
     now: Date;
   },
 ): Promise<{ finalized: number; orphaned: number }> {
@@ -28,6 +34,8 @@ export async function finalizeTransfers(
   const cursorBlock = input.cursorBlock ?? -1n;
   const checked = input.checkedBlock === undefined ? cursorBlock : (input.checkedBlock ?? -1n);
   const checkedBlock = checked < cursorBlock ? checked : cursorBlock;
+  const verifiedBlock = input.verifiedBlock ?? cursorBlock;
+  const logsBlock = verifiedBlock < cursorBlock ? verifiedBlock : cursorBlock;
   const ahead = await loadReceiptRows(
     deps.db,
     chainId,
@@ -50,8 +58,8 @@ export async function finalizeTransfers(
     update chain_transfers set state = 'final', final_at = ${now.toISOString()}::timestamptz
     where chain_id = ${chainId} and state = 'pending'
       and block_number <= ${finalBlock.toString()}::bigint
-      and ((source = 'logs' and block_number <= ${cursorBlock.toString()}::bigint)
-        or block_number <= ${checkedBlock.toString()}::bigint${verifiedClause})
+      and ((source = 'logs' and block_number <= ${logsBlock.toString()}::bigint)
+        or (source = 'receipt' and block_number <= ${checkedBlock.toString()}::bigint)${verifiedClause})
     returning id::text`);
   return { finalized: rows.length, orphaned: recheck.orphanedIds.length };
 }

@@ -33,7 +33,8 @@ import { watchedWallets } from './watchedWallets.ts';
  *    cursor up to the head, range by range (getLogsAdaptive.ts, readTransferRange.ts); each
  *    range's rows and the cursor move commit together, so progress survives a crash; a pass does a
  *    bounded amount of work and a backfill continues over the next passes. A head that has not
- *    moved costs nothing more;
+ *    moved costs nothing more. Blocks first read above the final block are read once more when
+ *    they have become final (see "verified", below);
  * 4. catches up claim-link pools learnt since (their history from `from_block` to the cursor);
  * 5. marks pending transfers at or below the final block `final` (finalizeTransfers.ts).
  * RPC trouble never throws out of a pass: it ends with an outcome saying why (`skipped`).
@@ -41,7 +42,14 @@ import { watchedWallets } from './watchedWallets.ts';
  * Glossary
  * - cursor: the last block whose logs are stored, with its hash (chain_cursors);
  * - head: the node's latest block; final block: the highest block that cannot be replaced;
- * - lag: head - cursor, in blocks.
+ * - lag: head - cursor, in blocks;
+ * - verified block: every block up to it had its logs read while final (chainCursor.ts). A node
+ *   can answer eth_getLogs near the head with logs missing (a lagging fallback, or one node behind
+ *   a load balancer) while the end block's hash checks out; the re-read at finality finds them,
+ *   and they are stored, made final and booked like any other new transfer. The re-read starts
+ *   the next range at the verified block and runs on into the new blocks when one request can hold
+ *   both (the steady state: no request more, only a wider one); a range read of blocks already
+ *   final is never read again.
  */
 export interface IndexerDeps {
   db: Db;
@@ -55,7 +63,7 @@ export interface IndexerDeps {
 }
 
 export interface IndexPassLimits {
-  /** getLogs ranges per pass (each one or two requests). Default 20. */
+  /** getLogs ranges per pass, re-reads of final blocks included (each one or two requests). Default 20. */
   maxRanges?: number;
   /** Wall time after which no new range starts. Default 10 s. */
   maxMillis?: number;
@@ -75,6 +83,8 @@ export interface IndexOutcome {
   toBlock: bigint | null;
   /** Transfer rows newly stored (logs and pool catch-up). */
   transfersFound: number;
+  /** Of those, rows the re-read of final blocks found that their first read had missed. */
+  recovered: number;
   finalized: number;
   orphaned: number;
   reorgDepth?: number;
@@ -264,7 +274,9 @@ async function reorgStep(pass: Pass): Promise<SkipReason | undefined> {
       deps.metrics.chainReorgDepth.observe(labels, check.depth);
       outcome.orphaned += orphanedRows.length;
       outcome.reorgDepth = check.depth;
-      pass.cursor = { ...check.rewindTo, ...pass.seen };
+      // The verified block never passes the cursor (applyReorg's writeCursor takes it down too).
+      const verifiedBlock = min(pass.cursor.verifiedBlock, check.rewindTo.blockNumber);
+      pass.cursor = { ...check.rewindTo, ...pass.seen, verifiedBlock };
       log.warn(
         {
           lowest_block: String(check.lowestBlock),
@@ -295,28 +307,42 @@ async function reorgStep(pass: Pass): Promise<SkipReason | undefined> {
 
 /**
  * New logs from the cursor to the head, range by range; each range's rows and the cursor move
- * commit together. Stops at the pass's bounds; an RPC error leaves the cursor where it got to.
+ * commit together. Blocks above the verified block that have become final are read first, from
+ * the verified block on: in the same request as the new blocks when the range size allows,
+ * else up to the final block in ranges of their own. Stops at the pass's bounds; an RPC error
+ * leaves the cursor (and the verified block) where it got to.
  */
 async function readNewLogs(pass: Pass, contracts: readonly string[], mem: IndexerMemory): Promise<void> {
-  const { deps, info, limits, log, labels, outcome, head } = pass;
+  const { deps, info, limits, log, labels, outcome, head, finalBlock } = pass;
   const wallets = await watchedWallets(deps.db, deps.config, info.chainId, { closedPools: 'exclude' });
   const addresses = [...new Set(wallets.map((w) => w.address))];
   const firstRun = limits.firstRunBlocks ?? 10_000n;
   const origin = info.startBlock ?? (head > firstRun ? head - firstRun : 0n);
-  let from = pass.cursor ? pass.cursor.blockNumber + 1n : origin;
-  const progressFrom = from < origin ? from : origin;
-  const backfill = head - from >= BACKFILL_THRESHOLD;
+  const firstNew = pass.cursor ? pass.cursor.blockNumber + 1n : origin;
+  const progressFrom = firstNew < origin ? firstNew : origin;
+  const backfill = head - firstNew >= BACKFILL_THRESHOLD;
   const deadline = Date.now() + (limits.maxMillis ?? 10_000);
   const maxRanges = limits.maxRanges ?? 20;
+  // No cursor yet: nothing below the origin is ours to read, so nothing there to verify.
+  let verified = pass.cursor?.verifiedBlock ?? origin - 1n;
   // The head was read in one batch with the checked cursor (or there is no cursor yet): a first
   // range that ends at the head needs no new read of its end. Later ranges read theirs with the
   // previous range's end as the anchor.
   let knownEnd: BlockHeader | undefined = pass.cursorChecked || !pass.cursor ? pass.headHeader : undefined;
+  let readingFrom = firstNew;
   try {
-    for (let ranges = 0; from <= head && ranges < maxRanges && Date.now() < deadline; ranges++) {
+    for (let ranges = 0; ranges < maxRanges && Date.now() < deadline; ranges++) {
+      const cursorBlock = pass.cursor?.blockNumber ?? origin - 1n;
+      const verifyTo = min(cursorBlock, finalBlock);
+      const reread = verified < verifyTo;
+      const start = reread ? verified + 1n : cursorBlock + 1n;
+      if (start > head) break;
+      readingFrom = start;
+      // A re-read too wide to share one request with the new blocks stops at the final block.
+      const last = reread && head - start + 1n > mem.range.size ? verifyTo : head;
       const anchor = pass.cursor;
       const readEnd = knownEnd;
-      const read = await readAdaptiveRange(mem.range, from, head, (a, b) =>
+      const read = await readAdaptiveRange(mem.range, start, last, (a, b) =>
         readTransferRange(deps.rpc.client, info.chainId, contracts, addresses, a, b, {
           anchor,
           end: readEnd?.number === b ? readEnd : undefined,
@@ -324,25 +350,45 @@ async function readNewLogs(pass: Pass, contracts: readonly string[], mem: Indexe
       );
       knownEnd = undefined;
       const { end, facts } = read.value;
-      const ids = await deps.db.transaction(async (tx) => {
-        const inserted = await storeTransfers(tx, facts, 'logs');
+      // The range began at or below verified + 1, so verification is contiguous up to its final part.
+      const readFinal = min(end.number, finalBlock);
+      const nextVerified = start <= verified + 1n && readFinal > verified ? readFinal : verified;
+      // A re-read that ends below the cursor leaves it where it is.
+      const moved = end.number > cursorBlock;
+      const next = moved || !pass.cursor ? { blockNumber: end.number, blockHash: end.hash } : pass.cursor;
+      const { fresh, again } = await deps.db.transaction(async (tx) => {
+        const fresh = await storeTransfers(
+          tx,
+          facts.filter((f) => f.blockNumber > cursorBlock),
+          'logs',
+        );
+        // Facts in blocks read before: new rows here are what an earlier read missed.
+        const again = await storeTransfers(
+          tx,
+          facts.filter((f) => f.blockNumber <= cursorBlock),
+          'logs',
+        );
         // Not the finality seen: the rows up to it are not final yet (finalityStep marks them,
         // then records it), and balance proofs are made at the recorded finalized block.
         await writeCursor(tx, info.chainId, {
-          blockNumber: end.number,
-          blockHash: end.hash,
+          blockNumber: next.blockNumber,
+          blockHash: next.blockHash,
           headBlock: pass.seen.headBlock,
+          verifiedBlock: nextVerified,
         });
-        return inserted;
+        return { fresh, again };
       });
-      pass.cursor = { blockNumber: end.number, blockHash: end.hash, ...pass.seen };
-      outcome.fromBlock ??= from;
-      outcome.toBlock = end.number;
-      outcome.transfersFound += ids.length;
-      deps.metrics.chainTransfersIndexed.inc(labels, ids.length);
-      deps.metrics.chainIndexedBlock.set(labels, Number(end.number));
-      from = end.number + 1n;
-      if (backfill) reportProgress(mem, log, { at: end.number, head, origin: progressFrom });
+      pass.cursor = { ...next, ...pass.seen, verifiedBlock: nextVerified };
+      verified = nextVerified;
+      outcome.fromBlock ??= start;
+      if (outcome.toBlock === null || end.number > outcome.toBlock) outcome.toBlock = end.number;
+      const found = fresh.length + again.length;
+      outcome.transfersFound += found;
+      outcome.recovered += again.length;
+      deps.metrics.chainTransfersIndexed.inc(labels, found);
+      deps.metrics.chainIndexedBlock.set(labels, Number(next.blockNumber));
+      if (again.length > 0) await reportRecovered(pass, again, { from: start, to: end.number });
+      if (backfill && moved) reportProgress(mem, log, { at: end.number, head, origin: progressFrom });
     }
   } catch (err) {
     if (err instanceof ReadStopped) {
@@ -352,7 +398,7 @@ async function readNewLogs(pass: Pass, contracts: readonly string[], mem: Indexe
       outcome.skipped = 'rpc_error';
       outcome.error = errorMessage(err);
       log.warn(
-        { err: outcome.error, from: String(from) },
+        { err: outcome.error, from: String(readingFrom) },
         'eth_getLogs failed; the cursor stays, next pass retries',
       );
     } else {
@@ -362,6 +408,31 @@ async function readNewLogs(pass: Pass, contracts: readonly string[], mem: Indexe
   if (backfill && pass.cursor && pass.cursor.blockNumber >= head) {
     log.info({ block: String(head) }, `indexed to block ${head} of ${head} (100%)`);
   }
+}
+
+/**
+ * Transfers the re-read of final blocks found that their first read had missed: an RPC node
+ * answered eth_getLogs incompletely. They are stored now and flow on like any new transfer; the
+ * log line says which, and which URLs the chain is read through.
+ */
+async function reportRecovered(
+  pass: Pass,
+  ids: bigint[],
+  range: { from: bigint; to: bigint },
+): Promise<void> {
+  const { rows } = await pass.deps.db.execute<{ tx_hash: string; block_number: string }>(sql`
+    select tx_hash, block_number::text from chain_transfers where ${idsIn(ids.map(String))}
+    order by block_number, log_index`);
+  pass.log.warn(
+    {
+      recovered: ids.length,
+      from: String(range.from),
+      to: String(range.to),
+      transfers: rows.map((r) => `${r.tx_hash}@${r.block_number}`),
+      urls: pass.deps.rpc.hosts,
+    },
+    'the re-read of final blocks found transfers an earlier eth_getLogs answer had left out; stored now',
+  );
 }
 
 /**
@@ -378,6 +449,7 @@ async function finalityStep(pass: Pass, checkedBlock: bigint | null): Promise<vo
         finalBlock,
         cursorBlock: pass.cursor?.blockNumber ?? null,
         checkedBlock,
+        verifiedBlock: pass.cursor?.verifiedBlock ?? null,
         now: pass.clock.now(),
       },
     );
@@ -424,7 +496,11 @@ function errorMessage(err: unknown): string {
 }
 
 function nothingDone(lag: number | null): IndexOutcome {
-  return { fromBlock: null, toBlock: null, transfersFound: 0, finalized: 0, orphaned: 0, lag };
+  return { fromBlock: null, toBlock: null, transfersFound: 0, recovered: 0, finalized: 0, orphaned: 0, lag };
+}
+
+function min(a: bigint, b: bigint): bigint {
+  return a < b ? a : b;
 }
 
 function lagOf(head: bigint, cursorBlock: bigint): number {

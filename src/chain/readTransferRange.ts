@@ -1,6 +1,7 @@
 import type { Hex, PublicClient } from 'viem';
 import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import { type BlockHeader, getBlockHeader, getBlockHeaders } from './blockHeaders.ts';
+import { RpcMalformedResultError } from './rpcClients.ts';
 import { decodeTransferLog, transferLogFilter } from './transferLog.ts';
 
 /** The reading stopped: the node is behind, or its blocks changed under us (a reorg in flight). */
@@ -37,6 +38,10 @@ export interface RangeReadOptions {
  * the anchor check ties that chain to what is stored already: the next pass's reorg check needs
  * only the cursor block to vouch for every row read this way.
  *
+ * The end hash does not vouch for the answer being complete: a node behind a load balancer, or a
+ * lagging fallback, can leave logs out of a range it knows the end of (or answer null, which is
+ * an error here). The indexer reads each range again once it is final (indexChain.ts).
+ *
  * A log's time is its `blockTimestamp` (returned by anvil, reth and recent geth); only blocks of
  * logs without one have their header read, in the batch of the last round, and their hash checked
  * against the log's.
@@ -54,17 +59,16 @@ export async function readTransferRange(
   if (endBefore.number !== toBlock)
     throw new Error(`readTransferRange: the end header is not block ${toBlock}`);
   if (contracts.length === 0 || wallets.length === 0) return { end: endBefore, facts: [] };
-  const [sent, received] = await Promise.all(
-    (['from', 'to'] as const).map(
-      (side) =>
-        client.request({
-          method: 'eth_getLogs',
-          params: [transferLogFilter(contracts, side, wallets, fromBlock, toBlock)],
-        }) as Promise<RawLog[]>,
-    ),
-  );
+  const getLogs = async (side: 'from' | 'to') =>
+    logList(
+      await client.request({
+        method: 'eth_getLogs',
+        params: [transferLogFilter(contracts, side, wallets, fromBlock, toBlock)],
+      }),
+    );
+  const [sent, received] = await Promise.all([getLogs('from'), getLogs('to')]);
   const logs = new Map<string, RawLog>();
-  for (const l of [...(sent ?? []), ...(received ?? [])]) {
+  for (const l of [...sent, ...received]) {
     if (l.transactionHash && l.logIndex !== null) logs.set(`${l.transactionHash}:${l.logIndex}`, l);
   }
   // One hash per height among the logs; the end block's must be the end hash.
@@ -133,6 +137,16 @@ async function readEnd(
     );
   }
   return end;
+}
+
+/**
+ * An eth_getLogs answer as a list. Anything else (a lagging node's null) is an error, never "no
+ * logs": the range is read again, by the next attempt or the next pass. (The instrumented
+ * transport refuses it first; this is for any other client.)
+ */
+function logList(answer: unknown): RawLog[] {
+  if (!Array.isArray(answer)) throw new RpcMalformedResultError('eth_getLogs', answer);
+  return answer as RawLog[];
 }
 
 /** A raw log as eth_getLogs answers it; `blockTimestamp` only from nodes that add it. */

@@ -97,7 +97,8 @@ export function createChainRpc(
 
 /**
  * One URL's transport: http (batched) or WebSocket, wrapped so that each attempt is measured, a
- * rate limit spelled only in the message becomes retryable, and errors lose the URL.
+ * rate limit spelled only in the message becomes retryable, an eth_getLogs answer that is not a
+ * list fails (RpcMalformedResultError), and errors lose the URL.
  */
 function instrumented(
   url: string,
@@ -117,6 +118,9 @@ function instrumented(
       const stop = metrics.rpcRequestSeconds.startTimer({ ...labels, method });
       try {
         const result = await transport.request(args, options);
+        if (method === 'eth_getLogs' && !Array.isArray(result)) {
+          throw new RpcMalformedResultError(method, result, redacted);
+        }
         metrics.rpcRequests.inc({ ...labels, method, outcome: 'ok' });
         return result;
       } catch (err) {
@@ -157,6 +161,25 @@ export class RpcRateLimitedError extends BaseError {
       cause: cause instanceof Error ? cause : undefined,
       name: 'RpcRateLimitedError',
     });
+  }
+}
+
+/**
+ * An answer that is not one: eth_getLogs must answer a list, and a node that is behind or half
+ * synced (a lagging fallback, one node behind a load balancer) may answer null instead. Read as
+ * "no logs", it would let the cursor pass payments that exist, so it is an error like any other:
+ * the fallback asks the next URL, viem retries the round (the error has no code, so it is
+ * retryable), and when every attempt fails the pass ends with the cursor where it was.
+ */
+export class RpcMalformedResultError extends BaseError {
+  constructor(method: string, result: unknown, host?: string) {
+    const answered = result === null ? 'null' : Array.isArray(result) ? 'a list' : typeof result;
+    super(
+      `${method}: ${host ?? 'the node'} answered ${answered}, not a list; retry (another URL may have it)`,
+      {
+        name: 'RpcMalformedResultError',
+      },
+    );
   }
 }
 

@@ -21,13 +21,19 @@ import { numeric78 } from '../ledger/schema.ts';
  * time (claim-link pools), and the balance proofs.
  */
 
-/** Per chain: the last block the indexer has read (number and hash), and the chain's head and finality seen then. */
+/**
+ * Per chain: the last block the indexer has read (number and hash), and the chain's head and
+ * finality seen then. verified_block: every block up to it had its logs read while final (a read
+ * near the head may miss logs; chainCursor.ts); null in a row written without it, read as
+ * least(block_number, finalized_block) (migration 0011).
+ */
 export const chainCursors = pgTable('chain_cursors', {
   chainId: bigint('chain_id', { mode: 'number' }).primaryKey(),
   blockNumber: bigint('block_number', { mode: 'bigint' }).notNull(),
   blockHash: text('block_hash').notNull(),
   headBlock: bigint('head_block', { mode: 'bigint' }),
   finalizedBlock: bigint('finalized_block', { mode: 'bigint' }),
+  verifiedBlock: bigint('verified_block', { mode: 'bigint' }),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
 

@@ -4,8 +4,9 @@ import type { AddressInfo } from 'node:net';
 /**
  * A JSON-RPC proxy in front of anvil that behaves like the providers the indexer meets in
  * production: a block-range limit on eth_getLogs with a real provider's error message, rate-limit
- * error bodies, being down (connection refused or HTTP 503), and lagging behind (no block above
- * some height). Batches are handled item by item, as providers do.
+ * error bodies, being down (connection refused or HTTP 503), lagging behind (no block above
+ * some height), and incomplete eth_getLogs answers (null, or logs left out, as from a node behind a
+ * load balancer that has not caught up). Batches are handled item by item, as providers do.
  */
 export interface ProxyBehaviour {
   /** eth_getLogs over more blocks than this (both ends included) is refused. */
@@ -27,6 +28,13 @@ export interface ProxyBehaviour {
   fakeHashes: Map<bigint, string>;
   /** Delay before answering each HTTP request, in ms (a slow node). */
   delayMs: number;
+  /** The next N eth_getLogs requests answer `result: null` (a lagging node's "nothing"). */
+  nullLogsNext: number;
+  /**
+   * Transaction hash (lowercase) -> how many more eth_getLogs answers leave its logs out. Only
+   * answers that held one of its logs count down.
+   */
+  omitLogsOf: Map<string, number>;
 }
 
 export interface RpcCall {
@@ -66,6 +74,8 @@ export async function startRpcProxy(
     blocksAbove: null,
     fakeHashes: new Map(),
     delayMs: 0,
+    nullLogsNext: 0,
+    omitLogsOf: new Map(),
     ...initial,
   };
   const calls: RpcCall[] = [];
@@ -106,6 +116,10 @@ export async function startRpcProxy(
         }
       }
     }
+    if (req.method === 'eth_getLogs' && behaviour.nullLogsNext > 0) {
+      behaviour.nullLogsNext--;
+      return reply({ result: null });
+    }
     if (
       req.method === 'eth_getBlockByNumber' &&
       typeof params[0] === 'string' &&
@@ -122,7 +136,22 @@ export async function startRpcProxy(
     if (fake && forwarded && typeof forwarded === 'object' && 'result' in forwarded && forwarded.result) {
       return { ...forwarded, result: { ...(forwarded.result as object), hash: fake } };
     }
+    if (req.method === 'eth_getLogs' && behaviour.omitLogsOf.size > 0) return omitLogs(forwarded);
     return forwarded;
+  };
+
+  const omitLogs = (forwarded: unknown): unknown => {
+    const result = (forwarded as { result?: unknown } | null)?.result;
+    if (!Array.isArray(result)) return forwarded;
+    const held = new Set<string>();
+    const kept = result.filter((l: { transactionHash?: string }) => {
+      const tx = l.transactionHash?.toLowerCase() ?? '';
+      if ((behaviour.omitLogsOf.get(tx) ?? 0) <= 0) return true;
+      held.add(tx);
+      return false;
+    });
+    for (const tx of held) behaviour.omitLogsOf.set(tx, (behaviour.omitLogsOf.get(tx) ?? 1) - 1);
+    return { ...(forwarded as object), result: kept };
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
