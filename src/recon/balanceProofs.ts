@@ -120,18 +120,25 @@ function configuredSeries(
 }
 
 /**
- * Proves every watched wallet and token (of one chain when given) and stores the results, in one
- * statement, so a reader of balance_proofs never sees half a pass. A (chain, token, wallet, role)
- * whose latest stored proof is no longer in the configuration (of the chains this pass covers) is
- * closed with a `retired` row: the alerts stop following it.
+ * Proves every watched wallet and token (of one chain when given; of one store's wallets when
+ * given) and stores the results, in one statement, so a reader of balance_proofs never sees half
+ * a pass. A (chain, token, wallet, role) whose latest stored proof is no longer in the
+ * configuration (of the chains this pass covers) is closed with a `retired` row: the alerts stop
+ * following it.
+ *
+ * A store's wallets are the addresses it holds in either role. Each is proven whole, as an
+ * unscoped pass proves it: a wallet the store shares (a business's custody wallet) compares the
+ * accounts of every store that holds it, since balanceOf counts all of their money.
  */
 export async function proveBalances(
   deps: ProofDeps,
-  options: { chainId?: number } = {},
+  options: { chainId?: number; storeId?: string | null } = {},
 ): Promise<BalanceProof[]> {
   const proofs: BalanceProof[] = [];
+  const storeId = options.storeId ?? null;
   for (const target of addressesToProve(deps.config)) {
     if (options.chainId !== undefined && target.chainId !== options.chainId) continue;
+    if (storeId !== null && ![...target.roles.values()].some((stores) => stores.includes(storeId))) continue;
     for (const token of deps.config.chains.chain(target.chainId)?.tokens ?? []) {
       proofs.push(...(await proveAddress(deps, target, token)));
     }

@@ -8,11 +8,16 @@ import type { DbExecutor } from '../db/database.ts';
  * kinds the run checked that was not found again (its cause has cleared).
  *
  * A check owns the (kind, ref type) pairs it can decide alone; a check that could not read its
- * source owns nothing, so an unreadable source never resolves a finding.
+ * source owns nothing, so an unreadable source never resolves a finding. In a store-scoped run it
+ * owns them for the run's store (findings.store_id), or, for a check scoped by what it looked at
+ * rather than by store (the proofs of the store's wallets, whose findings have no store_id, as a
+ * wallet can be shared), for the refs it names.
  */
 export interface OwnedKind {
   kind: string;
   refType: string;
+  /** Only the findings of these refs, whatever their store_id and the run's store. */
+  refIds?: string[];
 }
 
 export async function createFoundTable(tx: DbExecutor): Promise<void> {
@@ -66,17 +71,29 @@ export async function syncFindings(
     select count(*) filter (where inserted)::text as opened, count(*) filter (where not inserted)::text as refreshed
     from written`);
   let resolved = 0;
-  if (owned.length > 0) {
-    const pairs = sql.join(
-      owned.map((o) => sql`(${o.kind}, ${o.refType})`),
-      sql`, `,
+  const byStore = owned.filter((o) => o.refIds === undefined);
+  const byRef = owned.filter((o) => o.refIds !== undefined && o.refIds.length > 0);
+  const ownedFinding: SQL[] = [];
+  if (byStore.length > 0)
+    ownedFinding.push(
+      sql`((f.kind, f.ref_type) in (${sql.join(
+        byStore.map((o) => sql`(${o.kind}, ${o.refType})`),
+        sql`, `,
+      )}) and (${storeId}::text is null or f.store_id = ${storeId}::text))`,
     );
+  for (const o of byRef)
+    ownedFinding.push(
+      sql`(f.kind = ${o.kind} and f.ref_type = ${o.refType} and f.ref_id in (${sql.join(
+        (o.refIds ?? []).map((r) => sql`${r}`),
+        sql`, `,
+      )}))`,
+    );
+  if (ownedFinding.length > 0) {
     const res = await tx.execute<{ n: string }>(sql`
       with done as (
         update findings f set resolved_at = now()
         where f.resolved_at is null
-          and (f.kind, f.ref_type) in (${pairs})
-          and (${storeId}::text is null or f.store_id = ${storeId}::text)
+          and (${sql.join(ownedFinding, sql` or `)})
           and not exists (
             select 1 from recon_found r
             where r.kind = f.kind and r.ref_type = f.ref_type and r.ref_id = f.ref_id)

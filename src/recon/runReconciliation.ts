@@ -23,6 +23,7 @@ import {
   type WrittenFile,
   writeReportFiles,
 } from './report/writeReportFiles.ts';
+import { acquireRunLock, type ReconRunLock } from './runLock.ts';
 
 export interface ReconDeps {
   db: Db;
@@ -93,9 +94,18 @@ const PHASES = [
  * in one snapshot and written in every asked format. The run's row in recon_runs (one per period
  * and store) is replaced by a rerun, as are its files. A run that breaks is recorded `failed`
  * with its reason, and the error is thrown to the caller (the job retries; the CLI prints it).
+ *
+ * Runs take turns (runLock.ts): a run of a period and store that another run is doing waits for
+ * it, then runs the period again; the findings transactions of any two runs take turns too. A
+ * run writes its row only while the row is still its own (running, with its start time), so a run
+ * that breaks can never mark another run's row `failed`.
+ *
+ * A store-scoped run proves the wallets of its store only (a wallet it shares with other stores,
+ * such as a business's custody wallet, with all of their accounts), resolves the
+ * balance_proof_failed findings of those wallets, and leaves the balance-proof gauges to the
+ * unscoped runs and the prove job: a gauge is the worst over every store's wallets.
  */
 export async function runReconciliation(deps: ReconDeps, options: ReconOptions): Promise<ReconResult> {
-  const clock = deps.clock ?? systemClock;
   const storeId = options.storeId ?? null;
   if (storeId !== null && !deps.config.stores.some((s) => s.storeId === storeId))
     throw new ReconInputError(`store ${storeId} is not in STORES_FILE`);
@@ -103,8 +113,42 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
   const storeKey = storeId ?? '*';
   const { from, to } = options.period;
   const dir = options.outDir ?? join(deps.config.reportsDir, storeId ?? 'all', `${stamp(from)}_${stamp(to)}`);
+  const lock = await acquireRunLock(deps.db, options.period, storeKey, async () => {
+    const { rows } = await deps.db.execute<{ id: string; trigger: string; phase: string | null }>(sql`
+      select id::text, trigger, phase from recon_runs
+      where period_from = ${from.toISOString()}::timestamptz and period_to = ${to.toISOString()}::timestamptz
+        and store_key = ${storeKey}`);
+    deps.logger.warn(
+      { storeId, from: from.toISOString(), to: to.toISOString(), running: rows[0] ?? null },
+      'another reconciliation run of this period and store is in progress: waiting for it, then running the period again',
+    );
+  });
+  try {
+    return await lockedRun(deps, options, { lock, storeId, storeKey, formats, dir });
+  } finally {
+    await lock.release();
+  }
+}
+
+async function lockedRun(
+  deps: ReconDeps,
+  options: ReconOptions,
+  run: {
+    lock: ReconRunLock;
+    storeId: string | null;
+    storeKey: string;
+    formats: readonly ReportFormat[];
+    dir: string;
+  },
+): Promise<ReconResult> {
+  const clock = deps.clock ?? systemClock;
+  const { lock, storeId, storeKey, formats, dir } = run;
+  // The run's duration, from when it holds its lock: the wait for another run is not its own.
   const startedAt = performance.now();
-  const runId = await startRun(deps.db, options, storeKey, storeId);
+  const { from, to } = options.period;
+  const { id: runId, startedAt: token } = await startRun(lock.db, options, storeKey, storeId);
+  // Every write of the row is guarded: it is this run's only while running with its start time.
+  const own = sql`id = ${runId}::bigint and status = 'running' and started_at = ${token}::timestamptz`;
 
   let phaseIndex = 0;
   const phase = async <T>(name: (typeof PHASES)[number], work: () => Promise<T>): Promise<T> => {
@@ -112,7 +156,7 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
     options.onProgress?.(progress);
     deps.metrics?.reconProgress.reset();
     deps.metrics?.reconProgress.set({ phase: name }, phaseIndex / PHASES.length);
-    await deps.db.execute(sql`update recon_runs set phase = ${name} where id = ${runId}::bigint`);
+    await lock.db.execute(sql`update recon_runs set phase = ${name} where ${own}`);
     const result = await work();
     phaseIndex += 1;
     return result;
@@ -121,9 +165,9 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
   try {
     const now = clock.now();
     const proofs: BalanceProof[] = await phase('proofs', () =>
-      proveBalances({ db: deps.db, config: deps.config, rpcs: deps.rpcs }),
+      proveBalances({ db: deps.db, config: deps.config, rpcs: deps.rpcs }, { storeId }),
     );
-    if (deps.metrics) recordProofMetrics(deps.metrics, proofs);
+    if (deps.metrics && storeId === null) recordProofMetrics(deps.metrics, proofs);
     await phase('refunds', () =>
       refundsOverdue(
         { db: deps.db, refundGraceMs: deps.config.refundGraceMs, logger: deps.logger },
@@ -132,40 +176,42 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
       ),
     );
 
-    const { outcomes, sync } = await deps.db.transaction(
-      async (tx) => {
-        const ctx: CheckContext = {
-          tx,
-          storeId,
-          now,
-          settings: deps.config.recon,
-          chains: deps.config.chains,
-        };
-        await tx.execute(WORK_MEM);
-        await createFoundTable(tx);
-        const outcomes: CheckOutcome[] = [];
-        await phase('clearing', async () => {
-          outcomes.push(await clearInTransit(ctx), await clearRefunds(ctx), await clearSuspense(ctx));
-        });
-        await phase('matching', async () => {
-          outcomes.push(await matchIntents(ctx), await matchStuckIntents(ctx), await matchClaimLinks(ctx));
-        });
-        await phase('assertions', async () => {
-          outcomes.push(await assertProofs(ctx, proofs), await assertTrialBalance(ctx));
-        });
-        const sync = await phase('findings', () =>
-          // Each check says what it decided: one that could not read its source owns nothing, and
-          // the proofs own their kind even when some wallet could not be proven (that wallet's
-          // finding is in recon_found, so it stays open; the wallets that now pass resolve).
-          syncFindings(
+    const { outcomes, sync } = await lock.withFindingsLock(() =>
+      deps.db.transaction(
+        async (tx) => {
+          const ctx: CheckContext = {
             tx,
-            outcomes.flatMap((o) => o.owned),
             storeId,
-          ),
-        );
-        return { outcomes, sync };
-      },
-      { isolationLevel: 'repeatable read' },
+            now,
+            settings: deps.config.recon,
+            chains: deps.config.chains,
+          };
+          await tx.execute(WORK_MEM);
+          await createFoundTable(tx);
+          const outcomes: CheckOutcome[] = [];
+          await phase('clearing', async () => {
+            outcomes.push(await clearInTransit(ctx), await clearRefunds(ctx), await clearSuspense(ctx));
+          });
+          await phase('matching', async () => {
+            outcomes.push(await matchIntents(ctx), await matchStuckIntents(ctx), await matchClaimLinks(ctx));
+          });
+          await phase('assertions', async () => {
+            outcomes.push(await assertProofs(ctx, proofs), await assertTrialBalance(ctx));
+          });
+          const sync = await phase('findings', () =>
+            // Each check says what it decided: one that could not read its source owns nothing, and
+            // the proofs own their kind even when some wallet could not be proven (that wallet's
+            // finding is in recon_found, so it stays open; the wallets that now pass resolve).
+            syncFindings(
+              tx,
+              outcomes.flatMap((o) => o.owned),
+              storeId,
+            ),
+          );
+          return { outcomes, sync };
+        },
+        { isolationLevel: 'repeatable read' },
+      ),
     );
 
     // The report and its files are read in one snapshot: findings.csv is streamed from a cursor
@@ -204,11 +250,15 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
         ]),
       ),
     };
-    await deps.db.execute(sql`
+    const completed = await lock.db.execute(sql`
       update recon_runs set status = 'completed', passed = ${report.passed}, phase = 'done',
              finished_at = now(), duration_ms = ${durationMs}, counts = ${JSON.stringify(counts)}::jsonb,
              files = ${JSON.stringify(files.map((f) => ({ name: f.name, path: f.path, sha256: f.sha256, bytes: f.bytes })))}::jsonb
-      where id = ${runId}::bigint`);
+      where ${own}`);
+    if (completed.rowCount !== 1)
+      throw new Error(
+        `recon_runs: run ${runId} of this period was restarted by another run while this one ran; its result is not recorded`,
+      );
     deps.metrics?.reconProgress.reset();
     deps.metrics?.reconProgress.set({ phase: 'done' }, 1);
     deps.metrics?.reconRunSeconds.observe({ outcome: 'completed' }, durationMs / 1000);
@@ -238,10 +288,11 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
   } catch (err) {
     const message = (err instanceof Error ? err.message : String(err)).split('\n')[0] ?? 'unknown error';
     const durationMs = Math.round(performance.now() - startedAt);
+    // Through the pool, not the lock's connection, which may be the thing that broke.
     await deps.db
       .execute(sql`
         update recon_runs set status = 'failed', finished_at = now(), duration_ms = ${durationMs}, error = ${message}
-        where id = ${runId}::bigint`)
+        where ${own}`)
       .catch(() => undefined);
     deps.metrics?.reconRunSeconds.observe({ outcome: 'failed' }, durationMs / 1000);
     throw err;
@@ -256,21 +307,22 @@ function stamp(t: Date): string {
     .replace(/\.\d{3}/, '');
 }
 
+/** Claims the period's row for this run: its id, and its start time, which tells the row is still this run's. */
 async function startRun(
   db: Db,
   options: ReconOptions,
   storeKey: string,
   storeId: string | null,
-): Promise<string> {
-  const { rows } = await db.execute<{ id: string }>(sql`
+): Promise<{ id: string; startedAt: string }> {
+  const { rows } = await db.execute<{ id: string; started_at: string }>(sql`
     insert into recon_runs (period_from, period_to, store_key, store_id, trigger, status, phase, started_at)
     values (${options.period.from.toISOString()}::timestamptz, ${options.period.to.toISOString()}::timestamptz,
             ${storeKey}, ${storeId}, ${options.trigger ?? 'cli'}, 'running', 'start', now())
     on conflict (period_from, period_to, store_key) do update set
       trigger = excluded.trigger, status = 'running', passed = null, phase = 'start', started_at = now(),
       finished_at = null, duration_ms = null, counts = '{}'::jsonb, files = '[]'::jsonb, error = null
-    returning id::text`);
-  const id = rows[0]?.id;
-  if (!id) throw new Error('recon_runs: the run row was not written');
-  return id;
+    returning id::text, started_at::text`);
+  const row = rows[0];
+  if (!row) throw new Error('recon_runs: the run row was not written');
+  return { id: row.id, startedAt: row.started_at };
 }

@@ -18,6 +18,10 @@ export function proofRefId(p: Pick<BalanceProof, 'chainId' | 'token' | 'wallet'>
  * recon_found (kept open, refreshed), so an open finding of a wallet that now passes, or that left
  * the configuration, resolves, whatever the other wallets' proofs say. An address configured as
  * both merchant and custody is one finding (one ref), listing its roles.
+ *
+ * A store-scoped run proves only its store's wallets (balanceProofs.ts): it owns the findings of
+ * those wallets (by ref: the finding has no store_id, a wallet can be shared), never another
+ * store's, nor those of wallets that left the configuration (an unscoped run resolves these).
  */
 export async function assertProofs(ctx: CheckContext, proofs: BalanceProof[]): Promise<CheckOutcome> {
   const failed = proofs.filter((p) => p.ok !== true);
@@ -52,7 +56,11 @@ export async function assertProofs(ctx: CheckContext, proofs: BalanceProof[]): P
         (unreadable.length > 0 ? `; ${unreadable.length} could not be proven: ${unreadable[0]?.error}` : '');
   return {
     result: { name: 'assertions.balance_proofs', layer: 'assertions', status, count: failed.length, detail },
-    owned: [{ kind: 'balance_proof_failed', refType: 'wallet' }],
+    owned: [
+      ctx.storeId === null
+        ? { kind: 'balance_proof_failed', refType: 'wallet' }
+        : { kind: 'balance_proof_failed', refType: 'wallet', refIds: [...new Set(proofs.map(proofRefId))] },
+    ],
   };
 }
 

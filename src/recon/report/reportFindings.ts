@@ -88,8 +88,12 @@ export async function findingsSection(
     where ${inScope(scope, from)}
     group by f.kind, f.severity`,
   );
-  // Age at the run's clock, to the millisecond (as the times the report prints).
-  const ageMs = sql`extract(epoch from (${scope.generatedAt.toISOString()}::timestamptz - date_trunc('milliseconds', f.first_seen_at))) * 1000`;
+  // Age on the database's clock, which stamps first_seen_at and which the period's start was moved
+  // onto above: now() is this transaction's start, the instant periodStartOnDbClock read, i.e.
+  // generatedAt on that time line. Against the run's clock, a skewed one (the sandbox's, days
+  // ahead; or one behind) would age every finding by the skew, or make ages negative.
+  // To the millisecond, as the times the report prints.
+  const ageMs = sql`extract(epoch from (date_trunc('milliseconds', now()) - date_trunc('milliseconds', f.first_seen_at))) * 1000`;
   const ages = await tx.execute<{ kind: string; lt1h: number; h1to1d: number; d1to7d: number; gt7d: number }>(
     sql`
     select f.kind,

@@ -156,7 +156,7 @@ export interface FindingsSection {
   counts: { new: number; open: number; resolved: number };
   /** Per kind and severity: how many of each list (full counts). */
   byKind: { kind: string; severity: string; new: number; open: number; resolved: number }[];
-  /** Unresolved findings of the new and open lists per kind, by age at generatedAt (full counts). */
+  /** Unresolved findings of the new and open lists per kind, by age at generatedAt (full counts), on the database clock that stamps first_seen_at. */
   unresolvedByAge: { kind: string; lt1h: number; h1to1d: number; d1to7d: number; gt7d: number }[];
   /** At most this many findings of each kind in each of the lists below. */
   samplePerKind: number;

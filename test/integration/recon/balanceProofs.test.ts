@@ -221,4 +221,26 @@ describe('balance proofs', () => {
     expect(merchant).toMatchObject({ ok: true, ledgerBalance: 4_000_000n, chainBalance: 4_000_000n });
     expect(custody).toMatchObject({ ok: true, ledgerBalance: 4_000_000n, chainBalance: 4_000_000n });
   });
+
+  it('behavior: a pass for one store proves only its wallets, and a wallet it shares whole', async () => {
+    await settle();
+    const stB = kit.stores[1]!;
+    const merchantB = stB.wallets.get(CHAIN_ID)!.merchant.toLowerCase();
+    const before = await kit.db.db.execute<{ id: string }>(
+      sql`select max(id)::text as id from balance_proofs`,
+    );
+    const proofs = await proveBalances(proofDeps(), { storeId: 'st_b' });
+    const proven = [...new Set(proofs.map((p) => `${p.role} ${p.wallet}`))].sort();
+    expect(proven).toEqual([`custody ${kit.custody.toLowerCase()}`, `merchant ${merchantB}`]);
+    expect(proofs.every((p) => p.ok === true)).toBe(true);
+    // The custody wallet of the business is st_a's too: its proof counts both stores' accounts.
+    expect(only(proofs, 'custody', kit.custody).storeIds).toEqual(['st_a', 'st_b']);
+    // Only these are proven and stored (st_a's merchant wallet keeps its latest proof); a retired
+    // row is only for what left the configuration (st_c's wallet of the test before).
+    const stored = await kit.db.db.execute<{ role: string; wallet: string }>(sql`
+      select distinct role, wallet from balance_proofs
+      where id > ${before.rows[0]!.id}::bigint and not coalesce((details->>'retired')::boolean, false)
+      order by role, wallet`);
+    expect(stored.rows.map((r) => `${r.role} ${r.wallet}`)).toEqual(proven);
+  });
 });

@@ -388,6 +388,72 @@ describe('runReconciliation', () => {
     expect(run.report.storeId).toBe('st_b');
     expect(run.report.payments.byStatus).toEqual([]);
   });
+
+  it("behavior: a store-scoped run proves its store's wallets and resolves their proof findings, not another store's", async () => {
+    await settleChain();
+    const all = await runReconciliation(deps, { period: period() });
+    const merchants = all.report.balanceProofs.filter((p) => p.role === 'merchant');
+    expect(merchants.filter((p) => p.result !== 'pass')).toEqual([]);
+    const token = kit.chain.tokens.USDT.address;
+    const merchantB = kit.stores[1]!.wallets.get(CHAIN_ID)!.merchant;
+    const refA = proofRefId({ chainId: CHAIN_ID, token, wallet: kit.merchant });
+    const refB = proofRefId({ chainId: CHAIN_ID, token, wallet: merchantB });
+    // Earlier runs found both stores' merchant wallets off; each agrees with the chain again now.
+    for (const ref of [refA, refB])
+      await kit.db.db.execute(sql`
+        insert into findings (kind, severity, store_id, ref_type, ref_id, details)
+        values ('balance_proof_failed', 'critical', null, 'wallet', ${ref}, '{}'::jsonb)`);
+    const custodyOpen = (await openFindings()).filter((f) => f.includes(kit.custody.toLowerCase()));
+
+    const run = await runReconciliation(deps, { period: period(), storeId: 'st_a' });
+    // st_a's merchant wallet and the custody wallet of its business (shared with st_b, proven whole).
+    const wallets = [...new Set(run.report.balanceProofs.map((p) => `${p.role} ${p.wallet}`))].sort();
+    expect(wallets).toEqual([
+      `custody ${kit.custody.toLowerCase()}`,
+      `merchant ${kit.merchant.toLowerCase()}`,
+    ]);
+    const open = await openFindings();
+    expect(open).not.toContain(`balance_proof_failed ${refA}`);
+    expect(run.report.findings.resolved.map((f) => `${f.kind} ${f.refId}`)).toContain(
+      `balance_proof_failed ${refA}`,
+    );
+    // st_b's merchant wallet was not proven by this run: its finding is left as it was.
+    expect(open).toContain(`balance_proof_failed ${refB}`);
+    // The custody wallet (a payout of an earlier test is in flight there) is as the proof says.
+    expect(open.filter((f) => f.includes(kit.custody.toLowerCase()))).toEqual(custodyOpen);
+
+    await runReconciliation(deps, { period: period() });
+    expect(await openFindings()).not.toContain(`balance_proof_failed ${refB}`);
+  });
+
+  it('behavior: finding ages are on the database clock that stamps them, whatever the skew of the run clock', async () => {
+    await kit.db.db.execute(sql`
+      insert into findings (kind, severity, store_id, ref_type, ref_id, details, first_seen_at, last_seen_at)
+      values ('age_probe', 'info', 'st_a', 'probe', 'age-fresh', '{}'::jsonb, now(), now()),
+             ('age_probe', 'info', 'st_a', 'probe', 'age-old', '{}'::jsonb, now() - interval '2 days', now())`);
+    // The sandbox's clock runs days ahead of the database's; another one may lag behind it.
+    for (const skew of [3 * 24 * HOUR, -3 * 24 * HOUR]) {
+      const skewed = createManualClock(new Date(Date.now() + skew));
+      const run = await runReconciliation(
+        { ...deps, clock: skewed },
+        {
+          period: {
+            from: new Date(skewed.now().getTime() - 48 * HOUR),
+            to: new Date(skewed.now().getTime() + HOUR),
+          },
+          formats: ['json'],
+        },
+      );
+      expect(run.report.findings.unresolvedByAge.find((a) => a.kind === 'age_probe')).toEqual({
+        kind: 'age_probe',
+        lt1h: 1,
+        h1to1d: 0,
+        d1to7d: 1,
+        gt7d: 0,
+      });
+    }
+    await kit.db.db.execute(sql`delete from findings where kind = 'age_probe'`);
+  });
 });
 
 async function findingsOf(refId: string): Promise<string[]> {
