@@ -464,6 +464,8 @@ async function finalityStep(pass: Pass, checkedBlock: bigint | null): Promise<vo
   }
   if (!pass.cursor) return;
   await writeCursorHead(deps.db, info.chainId, head, finalBlock);
+  // Wall time, not the pass clock (which may follow the sandbox's): Prometheus compares it with time().
+  deps.metrics.chainLastPass.set(labels, Date.now() / 1000);
   deps.metrics.chainIndexedBlock.set(labels, Number(pass.cursor.blockNumber));
   outcome.lag = lagOf(head, pass.cursor.blockNumber);
   deps.metrics.chainLagBlocks.set(labels, outcome.lag);

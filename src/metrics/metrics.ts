@@ -171,6 +171,12 @@ export function createMetrics() {
       labelNames: ['chain_id'] as const,
       registers: [registry],
     }),
+    chainLastPass: new Gauge({
+      name: 'stablebooks_chain_last_pass_timestamp_seconds',
+      help: 'Wall-clock time of the last indexer pass that read the head and recorded it (a stuck indexer stops moving it; ChainStalled)',
+      labelNames: ['chain_id'] as const,
+      registers: [registry],
+    }),
     chainLagBlocks: new Gauge({
       name: 'stablebooks_chain_lag_blocks',
       help: 'Blocks between the chain head and the indexer cursor',

@@ -100,6 +100,9 @@ describe('transfer indexer: one pass', () => {
     expect(await kit.cursor()).toEqual({ block_number: String(head), block_hash: await kit.blockHash(head) });
     expect(await metricValue(deps.metrics, 'stablebooks_chain_transfers_indexed_total')).toBe(3);
     expect(await metricValue(deps.metrics, 'stablebooks_chain_lag_blocks')).toBe(0);
+    // The pass's wall time, which ChainStalled compares with Prometheus' time().
+    const lastPass = await metricValue(deps.metrics, 'stablebooks_chain_last_pass_timestamp_seconds');
+    expect(Math.abs(lastPass - Date.now() / 1000)).toBeLessThan(60);
 
     // Depth 2: the last two blocks are pending; two more blocks make everything final.
     await chain.mine(2);
