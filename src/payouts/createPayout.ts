@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { sql } from 'drizzle-orm';
+import { DrizzleQueryError, sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../chain/registry.ts';
 import { eip155ToServiceChain, UnknownChainError } from '../chain/serviceChain.ts';
+import type { DbExecutor } from '../db/database.ts';
 import type { Token } from '../ledger/accounts.ts';
 import { postEntry } from '../ledger/postEntry.ts';
 import { claimLinkFunded } from '../ledger/rules/claimLinkRules.ts';
-import { addSecretValue } from '../logging/logger.ts';
+import { addSecretValue, type Logger } from '../logging/logger.ts';
 import { AmountFormatError, formatDecimalAmount, parseDecimalAmount } from '../money/decimalAmount.ts';
 import { recordFinding } from '../recon/recordFinding.ts';
 import type { CreateClaimLinkInput } from '../svc/client.ts';
@@ -13,6 +14,7 @@ import { SvcInvalidRequestError } from '../svc/errors.ts';
 import { type CreateClaimLinkResult, createClaimLinkRequestSchema } from '../svc/models/claimLink.ts';
 import { StableCoin, type StableCoinSymbol } from '../svc/models/stableCoin.ts';
 import { decideRetry, defaultRetrySettings, mayHaveActed, type RetrySettings } from '../svc/retryPolicy.ts';
+import { markCancelled } from './closeLink.ts';
 import { describeError } from './describeError.ts';
 import { PayoutConflictError, PayoutCreateError, PayoutInputError } from './errors.ts';
 import { findPayout, linkFactOf, type PayoutRecord, type PayoutView, viewOf } from './payoutRecord.ts';
@@ -31,7 +33,9 @@ import { seal } from './secretBox.ts';
  *
  * The row is written before the first call (create_outcome pending) and every attempt is counted
  * on it, so a crash or a timeout is resumed by running the same create again. The funded link and
- * its rule-5 entry commit in one transaction.
+ * its rule-5 entry commit in one transaction, tried again a few times from the answer in memory;
+ * once any attempt may have reached the service, every way this function fails is a
+ * PayoutCreateError `unknown` (the CLI's exit 75), never a plain error that reads as "nothing paid".
  */
 
 export interface CreatePayoutInput {
@@ -92,8 +96,25 @@ export async function createPayout(deps: PayoutsDeps, input: CreatePayoutInput):
   // have funded the link: what this run hears cannot prove that nothing was paid.
   let reachedService =
     payout.createOutcome === 'unknown' || (payout.createOutcome === 'pending' && payout.attempts > 0);
+  // The row's count after this run's latest attempt, and how many of them are this run's: a total
+  // beyond the row's first count plus our own is another run's attempt, read after our snapshot,
+  // whose call may fund the link while ours is refused.
+  let attempts = payout.attempts;
+  let own = 0;
+  const fail = (outcome: 'failed' | 'unknown', reason: string, err: unknown) =>
+    new PayoutCreateError(outcome, payout.id, request.referenceId, attempts, reason, { cause: err });
   for (let attempt = 1; ; attempt++) {
-    const attempts = await countAttempt(deps, payout.id);
+    try {
+      attempts = await countAttempt(deps, payout.id);
+      own += 1;
+    } catch (err) {
+      // Nothing of this attempt was sent; an earlier one (of this run or another) may have funded it.
+      if (!reachedService) throw err;
+      const reason = `the attempt could not be recorded: ${describeError(causeOf(err))}`;
+      await recordError(deps, log, payout.id, reason, 'unknown');
+      log.error({ attempts, reason }, 'claim-link create stopped after an attempt that may have funded it');
+      throw fail('unknown', reason, err);
+    }
     let result: CreateClaimLinkResult;
     try {
       result = await client.createClaimLinkAutoPayout(request.api);
@@ -106,7 +127,7 @@ export async function createPayout(deps: PayoutsDeps, input: CreatePayoutInput):
       reachedService ||= acted;
       const decision = decideRetry(err, 'safe', attempt, settings, random);
       if (decision.retry) {
-        await recordError(deps, payout.id, reason, null);
+        await recordError(deps, log, payout.id, reason, null);
         log.warn(
           { attempt: attempts, delayMs: decision.delayMs, reason },
           'claim-link create: retrying with the same reference_id',
@@ -118,13 +139,31 @@ export async function createPayout(deps: PayoutsDeps, input: CreatePayoutInput):
       // the service (a timeout that funded the link, then 50103 insufficient balance because it
       // did), `failed` would hide a funded link whose funding the chain side then books to rule 9
       // and a later run books again through its idempotent hit. Unknown sends the caller back to
-      // run the same create, which resumes safely.
-      const outcome = reachedService ? 'unknown' : 'failed';
-      await recordError(deps, payout.id, reason, outcome);
+      // run the same create, which resumes safely. Another run's attempt counts too.
+      if (attempts !== payout.attempts + own) reachedService = true;
+      const decided = reachedService ? 'unknown' : 'failed';
+      const recorded = await recordError(deps, log, payout.id, reason, decided, payout.attempts + own);
+      // The row has the last word: another run may have counted an attempt since ours (unknown)
+      // or created the payout (running the same create again returns it).
+      const outcome = (recorded ?? decided) === 'failed' ? 'failed' : 'unknown';
       log.warn({ attempts, outcome, reason }, 'claim-link create did not fund a link');
-      throw new PayoutCreateError(outcome, payout.id, request.referenceId, attempts, reason, { cause: err });
+      throw fail(outcome, reason, err);
     }
-    const created = await settleCreated(deps, payout.id, result);
+    let created: PayoutView;
+    try {
+      created = await settleWithRetries(deps, log, sleep, payout.id, result);
+    } catch (err) {
+      // The service funded the link and we could not record it: a plain error would read as
+      // "refused, nothing paid" and invite a new reference_id, a second payment. What the answer
+      // alone carries (funding hash, token) is kept if the row can still be written.
+      const reason = `the funded link could not be recorded: ${describeError(causeOf(err))}`;
+      await recordUnsettled(deps, log, payout.id, reason, result);
+      log.error(
+        { attempts, claimLinkId: result.claim_link_id, reason },
+        'claim-link create: the service funded the link but it could not be recorded; run the same create again',
+      );
+      throw fail('unknown', reason, err);
+    }
     log.info(
       { claimLinkId: created.claimLinkId, attempts, idempotentHit: result.idempotent_hit },
       'claim link created and funded',
@@ -248,23 +287,124 @@ async function countAttempt(deps: PayoutsDeps, payoutId: string): Promise<number
   return rows[0]?.attempts ?? 0;
 }
 
+/**
+ * Records a failed attempt's error and, at the end of a run, its outcome; never downgrades a
+ * created payout, and writes `failed` only while the row counts exactly `expectedAttempts` (the
+ * first count plus this run's own), else `unknown`. Best effort (when the database cannot be
+ * written, the outcome the caller decided stands): returns the row's create_outcome after it.
+ */
 async function recordError(
   deps: PayoutsDeps,
+  log: Logger,
   payoutId: string,
   reason: string,
   outcome: 'failed' | 'unknown' | null,
+  expectedAttempts = 0,
+): Promise<PayoutView['createOutcome'] | undefined> {
+  try {
+    const { rows } = await deps.db.execute<{ create_outcome: PayoutView['createOutcome'] }>(sql`
+      update payouts set last_error = ${reason}, updated_at = now(),
+             create_outcome = case when create_outcome = 'created' then create_outcome
+                                   when ${outcome}::text = 'failed' and attempts <> ${expectedAttempts} then 'unknown'
+                                   else coalesce(${outcome}::text, create_outcome) end
+      where id = ${payoutId} returning create_outcome`);
+    return rows[0]?.create_outcome;
+  } catch (err) {
+    log.error(
+      { reason, outcome, error: describeError(causeOf(err)) },
+      'claim-link create: could not record the error',
+    );
+    return undefined;
+  }
+}
+
+/**
+ * After a funded answer whose settling failed: the payout becomes `unknown` (running the same
+ * create again settles it through an idempotent hit), keeping what only this answer carries, the
+ * funding hash and amount and the sealed token and URL, for that run to merge. The claim link id
+ * is not stored: a row without it is not a created link anywhere. Best effort.
+ */
+async function recordUnsettled(
+  deps: PayoutsDeps,
+  log: Logger,
+  payoutId: string,
+  reason: string,
+  result: CreateClaimLinkResult,
 ): Promise<void> {
-  // A concurrent run may have created it meanwhile: never downgrade a created payout.
-  await deps.db.execute(sql`
-    update payouts set last_error = ${reason}, updated_at = now(),
-           create_outcome = case when create_outcome = 'created' then create_outcome
-                                 else coalesce(${outcome}, create_outcome) end
-    where id = ${payoutId}`);
+  try {
+    const sealed = sealResult(deps, result);
+    await deps.db.execute(sql`
+      update payouts set last_error = ${reason}, create_outcome = 'unknown', updated_at = now(),
+             funding_tx_hash = coalesce(funding_tx_hash, ${result.funding_tx_hash}),
+             funded_amount = coalesce(funded_amount, ${result.funded_amount}),
+             claim_token_enc = coalesce(claim_token_enc, ${sealed.tokenEnc}),
+             claim_url_enc = coalesce(claim_url_enc, ${sealed.urlEnc})
+      where id = ${payoutId} and create_outcome <> 'created'`);
+  } catch (err) {
+    log.error(
+      { reason, error: describeError(causeOf(err)) },
+      'claim-link create: could not record the unknown outcome',
+    );
+  }
+}
+
+function sealResult(
+  deps: PayoutsDeps,
+  result: CreateClaimLinkResult,
+): { urlEnc: string | null; tokenEnc: string | null } {
+  return {
+    urlEnc: result.claim_url ? seal(deps.encryptionKey, result.claim_url) : null,
+    tokenEnc: result.token ? seal(deps.encryptionKey, result.token) : null,
+  };
+}
+
+/** Waits between tries of settling a funded answer (held in memory): a restart, a lost connection. */
+const SETTLE_RETRY_DELAYS_MS = [250, 1000, 4000];
+
+async function settleWithRetries(
+  deps: PayoutsDeps,
+  log: Logger,
+  sleep: (ms: number) => Promise<void>,
+  payoutId: string,
+  result: CreateClaimLinkResult,
+): Promise<PayoutView> {
+  for (let retry = 0; ; retry++) {
+    try {
+      return await settleCreated(deps, payoutId, result);
+    } catch (err) {
+      const delayMs = SETTLE_RETRY_DELAYS_MS[retry];
+      if (delayMs === undefined || !mayPassOnRetry(err)) throw err;
+      log.warn(
+        { delayMs, reason: describeError(causeOf(err)) },
+        'claim-link create: recording the funded link failed; trying again',
+      );
+      await sleep(delayMs);
+    }
+  }
+}
+
+/**
+ * False for a failure that the same transaction meets again: an error that says so (an
+ * idempotency conflict), or SQLSTATE class 22 (data exception) or 23 (integrity violation).
+ */
+function mayPassOnRetry(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if ('retryable' in e && e.retryable === false) return false;
+    if ('code' in e && typeof e.code === 'string' && /^2[23]/.test(e.code)) return false;
+  }
+  return true;
+}
+
+/** The database's own error behind drizzle's wrapper (whose message is the query and its parameters). */
+function causeOf(err: unknown): unknown {
+  return err instanceof DrizzleQueryError && err.cause !== undefined ? err.cause : err;
 }
 
 /**
  * The service funded the link: store it (URL and token sealed) and post rule 5, in one
- * transaction. A payout another run already settled is returned as it is.
+ * transaction. A payout another run already settled (its answer may have been a replay, without
+ * hash or token) takes what this answer adds. A replay that says the link is cancelled closes it
+ * (rule 7) in the same transaction; one that says it is claimed or expired is a finding.
  */
 async function settleCreated(
   deps: PayoutsDeps,
@@ -274,11 +414,39 @@ async function settleCreated(
   return deps.db.transaction(async (tx) => {
     const payout = await findPayout(tx, { id: payoutId }, { forUpdate: true });
     if (!payout) throw new Error(`payout ${payoutId} vanished`);
-    if (payout.createOutcome === 'created') return viewOf(payout);
+    const sealed = sealResult(deps, result);
+    if (payout.createOutcome === 'created') {
+      if (payout.claimLinkId !== result.claim_link_id) {
+        await recordFinding(
+          tx,
+          {
+            kind: 'claim_link_create_mismatch',
+            severity: 'warning',
+            ref: { type: 'claim_link', id: result.claim_link_id },
+            details: {
+              payout_id: payoutId,
+              reference_id: payout.referenceId,
+              differences: [`claim_link_id ${result.claim_link_id}, recorded ${payout.claimLinkId}`],
+            },
+          },
+          payout.storeId,
+        );
+        return viewOf(payout);
+      }
+      await tx.execute(sql`
+        update payouts set
+          funding_tx_hash = coalesce(funding_tx_hash, ${result.funding_tx_hash}),
+          funded_amount = coalesce(funded_amount, ${result.funded_amount}),
+          claim_token_enc = coalesce(claim_token_enc, ${sealed.tokenEnc}),
+          claim_url_enc = coalesce(claim_url_enc, ${sealed.urlEnc}),
+          updated_at = now()
+        where id = ${payoutId}`);
+      const merged = await findPayout(tx, { id: payoutId });
+      if (!merged) throw new Error(`payout ${payoutId} vanished`);
+      return viewOf(merged);
+    }
     const fundedAt = deps.clock.now();
-    const urlEnc = result.claim_url ? seal(deps.encryptionKey, result.claim_url) : payout.claimUrlEnc;
     // The token comes once, to the call that funded the link; a replay's null keeps what we hold.
-    const tokenEnc = result.token ? seal(deps.encryptionKey, result.token) : payout.claimTokenEnc;
     await tx.execute(sql`
       update payouts set
         claim_link_id = ${result.claim_link_id},
@@ -286,8 +454,8 @@ async function settleCreated(
         funding_tx_hash = coalesce(${result.funding_tx_hash}, funding_tx_hash),
         funded_amount = coalesce(${result.funded_amount}, funded_amount),
         funded_at = ${fundedAt.toISOString()}::timestamptz,
-        claim_url_enc = ${urlEnc},
-        claim_token_enc = ${tokenEnc},
+        claim_url_enc = coalesce(${sealed.urlEnc}, claim_url_enc),
+        claim_token_enc = coalesce(${sealed.tokenEnc}, claim_token_enc),
         idempotent_hit = ${result.idempotent_hit},
         create_outcome = 'created',
         last_error = null,
@@ -317,8 +485,61 @@ async function settleCreated(
     });
     if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
     for (const finding of outcome.findings) await recordFinding(tx, finding, created.storeId);
-    return viewOf(created);
+    return closedOnReplay(tx, deps, created, result.status);
   });
+}
+
+/** Link statuses after which the link holds no money for its recipient (spec, claim link status). */
+const CLOSED_ON_REPLAY = new Set(['claiming', 'claimed', 'expired']);
+
+/**
+ * A late idempotent hit (after a lost answer) reports the link's status now. Cancelled at the
+ * service meanwhile: rule 7 at once, as the cancelled webhook would (nothing else would close it:
+ * the expiry job skips cancelled links, refundsOverdue needs cancelled_at). Claimed or expired:
+ * funded_at is when we learnt of the funding, not when it happened, so a person checks that the
+ * chain side books the claim or the refund.
+ */
+async function closedOnReplay(
+  tx: DbExecutor,
+  deps: PayoutsDeps,
+  created: PayoutRecord,
+  status: string,
+): Promise<PayoutView> {
+  const claimLinkId = created.claimLinkId ?? '';
+  if (status === 'cancelled') {
+    const closed = await markCancelled(tx, deps, created.id, 'create');
+    if (closed.newlyCancelled) {
+      await recordFinding(
+        tx,
+        {
+          kind: 'cancelled_outside_stablebooks',
+          severity: 'info',
+          ref: { type: 'claim_link', id: claimLinkId },
+          details: { what: 'create was answered by a replay of a link already cancelled at the service' },
+        },
+        created.storeId,
+      );
+    }
+    return closed.payout;
+  }
+  if (CLOSED_ON_REPLAY.has(status)) {
+    await recordFinding(
+      tx,
+      {
+        kind: 'claim_link_closed_on_replay',
+        severity: 'warning',
+        ref: { type: 'claim_link', id: claimLinkId },
+        details: {
+          payout_id: created.id,
+          reference_id: created.referenceId,
+          status,
+          what: `create was answered by a replay of a link already ${status} at the service; funded_at is when we learnt of the funding: check that its claim or refund is booked`,
+        },
+      },
+      created.storeId,
+    );
+  }
+  return viewOf(created);
 }
 
 /** Where the service's answer differs from what we asked (the entry books what we asked). */

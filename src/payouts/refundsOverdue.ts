@@ -8,9 +8,10 @@ export const EXPIRY_REFUND_OVERDUE = 'expiry_refund_overdue';
  * Refunds that are late (DESIGN.md section 9): a link cancelled (or expired) longer than the
  * refund grace ago whose refund has not been proven (refunded_at, set when the chain shows the
  * refund final) gets a `refund_overdue` (or `expiry_refund_overdue`) finding, severity warning;
- * once refunded_at is set, the open finding resolves. Two set-based statements with the semantics
- * of recordFinding / resolveFinding (one open finding per kind and link, refreshed while it lasts),
- * so a run costs the same for ten links or ten thousand.
+ * once refunded_at is set, the open finding resolves. A link our books saw claimed is owed no
+ * refund, whatever else was reported for it: no finding, and an open one resolves. Two set-based
+ * statements with the semantics of recordFinding / resolveFinding (one open finding per kind and
+ * link, refreshed while it lasts), so a run costs the same for ten links or ten thousand.
  */
 export async function refundsOverdue(
   deps: Pick<ClaimLinkJobDeps, 'db' | 'refundGraceMs' | 'logger'>,
@@ -25,7 +26,7 @@ export async function refundsOverdue(
       select p.*, coalesce(p.cancelled_at, p.expired_at) as closed_at,
              case when p.cancelled_at is not null then ${REFUND_OVERDUE} else ${EXPIRY_REFUND_OVERDUE} end as kind
       from payouts p
-      where p.claim_link_id is not null and p.refunded_at is null
+      where p.claim_link_id is not null and p.refunded_at is null and p.claimed_at is null
         and coalesce(p.cancelled_at, p.expired_at) <= ${cutoff}::timestamptz
         and (${storeId}::text is null or p.store_id = ${storeId})
     ), written as (
@@ -48,7 +49,8 @@ export async function refundsOverdue(
       update findings f set resolved_at = now()
       from payouts p
       where f.kind in (${REFUND_OVERDUE}, ${EXPIRY_REFUND_OVERDUE}) and f.resolved_at is null
-        and f.ref_type = 'claim_link' and f.ref_id = p.claim_link_id and p.refunded_at is not null
+        and f.ref_type = 'claim_link' and f.ref_id = p.claim_link_id
+        and (p.refunded_at is not null or p.claimed_at is not null)
         and (${storeId}::text is null or p.store_id = ${storeId})
       returning 1
     )

@@ -113,7 +113,10 @@ export function registerPayouts(program: Command): void {
             already_cancelled: result.alreadyCancelled,
           },
           (r) =>
-            `payout ${r.id}: claim link ${r.claim_link_id} ${r.already_cancelled ? 'was already cancelled' : 'cancelled'}; the refund to the custody wallet is pending`,
+            r.cancelled_at === null
+              ? // Our books closed it otherwise (expired, claimed): a conflict finding, not a second close.
+                `payout ${r.id}: the service reports claim link ${r.claim_link_id} cancelled, but our books already hold it ${r.link_status ?? 'closed'}; see the claim_link_close_conflict finding: stablebooks payouts show ${r.id}`
+              : `payout ${r.id}: claim link ${r.claim_link_id} ${r.already_cancelled ? 'was already cancelled' : 'cancelled'}; the refund to the custody wallet is pending`,
         );
       });
     });

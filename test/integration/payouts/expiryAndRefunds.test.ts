@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { applyClaimLinkWebhook } from '../../../src/payouts/applyClaimLinkWebhook.ts';
 import { cancelPayout } from '../../../src/payouts/cancelPayout.ts';
 import { createPayout } from '../../../src/payouts/createPayout.ts';
 import { expireClaimLinks } from '../../../src/payouts/expireClaimLinks.ts';
@@ -137,5 +138,82 @@ describe('expireClaimLinks and refundsOverdue', () => {
     const result = await refundsOverdue(jobDeps, at(GRACE_MS + 3000));
     expect(result.resolved).toBe(1);
     expect((await openFindings()).some((f) => f.ref_id === cancelled.claimLinkId)).toBe(false);
+  });
+  it('behavior: a cancel reported for a link our books expired or saw claimed is a conflict finding only: no cancelled_at, no refund_overdue', async () => {
+    const expired = await createLink('6');
+    const claimed = await createLink('7');
+    for (const link of [expired, claimed]) await untilLinkSent(world, link.claimLinkId);
+    await world.sb.control(`/_sandbox/claim_links/${claimed.claimLinkId}/claim`, {});
+    // The chain side records the claim (claimed_at, link_status).
+    await db.execute(sql`
+      update payouts set claimed_at = funded_at, link_status = 'claimed' where id = ${claimed.payoutId}`);
+    const now = () => world.sb.world.clock.now();
+    await world.advance(14 * DAY_S + 60);
+    await expireClaimLinks(deps, now());
+    const expiredAt = (await findPayout(db, { id: expired.payoutId }))?.expiredAt;
+    expect(expiredAt).not.toBeNull();
+
+    // The service then reports both cancelled (its webhook; for an expired link the expiry refund).
+    for (const [i, link] of [expired, claimed].entries()) {
+      const applied = await db.transaction((tx) =>
+        applyClaimLinkWebhook(tx, deps, {
+          storeId: 'st_a',
+          webhookId: `wh_close_conflict_${i}_${link.claimLinkId}`,
+          body: {
+            event: 'cancelled',
+            claim_link_id: link.claimLinkId,
+            refund_tx_hash: `0x${'ab'.repeat(32)}`,
+          },
+        }),
+      );
+      expect(applied).toMatchObject({ kind: 'applied', newlyCancelled: false });
+    }
+    expect(await findPayout(db, { id: expired.payoutId })).toMatchObject({
+      linkStatus: 'expired',
+      expiredAt,
+      cancelledAt: null,
+    });
+    expect(await findPayout(db, { id: claimed.payoutId })).toMatchObject({
+      linkStatus: 'claimed',
+      cancelledAt: null,
+    });
+    expect((await closeEntries(expired.claimLinkId)).map((e) => e.kind)).toEqual(['claim_link.expired']);
+    expect(await closeEntries(claimed.claimLinkId)).toEqual([]);
+
+    await refundsOverdue(jobDeps, new Date(now().getTime() + 2 * GRACE_MS));
+    const open = (await openFindings()).filter((f) =>
+      [expired.claimLinkId, claimed.claimLinkId].includes(f.ref_id),
+    );
+    expect(open).toEqual([
+      { kind: 'expiry_refund_overdue', ref_id: expired.claimLinkId, severity: 'warning' },
+    ]);
+    const { rows } = await db.execute<{ kind: string; ref_id: string }>(sql`
+      select kind, ref_id from findings
+      where ref_id in (${expired.claimLinkId}, ${claimed.claimLinkId}) and resolved_at is null order by kind, ref_id`);
+    expect(rows.map((r) => `${r.kind} ${r.ref_id}`).sort()).toEqual(
+      [
+        `claim_link_close_conflict ${claimed.claimLinkId}`,
+        `claim_link_close_conflict ${expired.claimLinkId}`,
+        `expiry_refund_overdue ${expired.claimLinkId}`,
+      ].sort(),
+    );
+  });
+
+  it('behavior: a refund_overdue left open on a link our books saw claimed resolves', async () => {
+    const link = await createLink('8');
+    await untilLinkSent(world, link.claimLinkId);
+    await cancelPayout(deps, link.payoutId);
+    const cancelledAt = (await findPayout(db, { id: link.payoutId }))?.cancelledAt ?? new Date(0);
+    await refundsOverdue(jobDeps, new Date(cancelledAt.getTime() + 2 * GRACE_MS));
+    expect((await openFindings()).some((f) => f.ref_id === link.claimLinkId)).toBe(true);
+    // A row written before cancel refused to close claimed links: both cancelled and claimed.
+    await db.execute(sql`update payouts set claimed_at = now() where id = ${link.payoutId}`);
+    await refundsOverdue(jobDeps, new Date(cancelledAt.getTime() + 2 * GRACE_MS));
+    expect((await openFindings()).some((f) => f.ref_id === link.claimLinkId)).toBe(false);
+    // And none is opened again.
+    await refundsOverdue(jobDeps, new Date(cancelledAt.getTime() + 3 * GRACE_MS));
+    const { rows } = await db.execute<{ n: string }>(sql`
+      select count(*)::text as n from findings where ref_id = ${link.claimLinkId} and kind = 'refund_overdue'`);
+    expect(rows[0]?.n).toBe('1');
   });
 });
