@@ -32,8 +32,9 @@ export function maintenanceProcessor(ctx: JobContext) {
       case maintenanceJobs.sweepPolls.name: {
         const stale = await staleTrackedIntents(ctx.payments.db, POLL_STALE_MS * ctx.pollScale);
         for (const s of stale) {
+          // The number read here, not re-read: the job dropped and the job added are the same one.
           await dropFinishedJob(ctx.queues.polls(s.storeId), pollJob.jobId(s.id, s.pollCount));
-          await schedulePoll(ctx, s.storeId, s.id, 0);
+          await schedulePoll(ctx, s.storeId, s.id, 0, s.pollCount);
         }
         return stale.length;
       }

@@ -43,7 +43,8 @@ export const webhookJob = {
 
 export const pollJob = {
   name: 'intent.poll',
-  data: z.object({ intentId: z.string().min(1), storeId: z.string().min(1) }),
+  // n: the poll's number (absent from jobs queued before it was carried; their id has it).
+  data: z.object({ intentId: z.string().min(1), storeId: z.string().min(1), n: z.int().min(0).optional() }),
   jobId: (intentId: string, pollCount: number) => `poll.${intentId}.${pollCount}`,
   options: {
     attempts: 5,

@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { DrizzleQueryError, sql } from 'drizzle-orm';
 import { toJsonb } from '../db/storableJson.ts';
 import type { CreateCheckoutIntentInput } from '../svc/client.ts';
 import { UnknownOutcomeError } from '../svc/errors.ts';
@@ -44,14 +44,7 @@ export async function createIntent(
   // The outcome and the tracking row commit together: if the first read below fails (or the
   // process dies), the poll sweeper still finds the intent (never polled) and polls it, so an
   // intent created here is never left untracked, and nobody re-runs the create for it.
-  await deps.db.execute(sql`
-    with c as (
-      update checkout_intent_creations set outcome = 'created', intent_id = ${intentId}, error = null, updated_at = now()
-      where id = ${creationId}::bigint
-    )
-    insert into checkout_intents (id, store_id, tracked_via, tracked_at)
-    values (${intentId}, ${storeId}, 'create', ${deps.clock.now().toISOString()}::timestamptz)
-    on conflict (id) do nothing`);
+  await recordCreated(deps, { creationId, storeId, intentId });
   try {
     const applied = await trackIntent(deps, storeId, intentId, 'create');
     return { created, applied, firstReadError: null };
@@ -68,8 +61,81 @@ export async function trackIntent(
   intentId: string,
   source: 'create' | 'track' = 'track',
 ): Promise<ApplyResult> {
-  const intent = await deps.client(storeId).getCheckoutIntent(intentId);
-  return deps.db.transaction((tx) =>
-    applyIntentSnapshot(tx, deps, { storeId, intent, source, observedAt: deps.clock.now() }),
-  );
+  const client = deps.client(storeId);
+  // Stamped before the request is sent: the answer is at least this recent, never newer (a read
+  // that waited must not pass for newer than a poll recorded meanwhile).
+  const observedAt = deps.clock.now();
+  const intent = await client.getCheckoutIntent(intentId);
+  return deps.db.transaction((tx) => applyIntentSnapshot(tx, deps, { storeId, intent, source, observedAt }));
+}
+
+/**
+ * The service created the intent, but recording it (the creation's outcome and the tracking row)
+ * failed on every attempt, e.g. the database was unreachable. The intent exists and can be paid:
+ * creating it again would make a second one. Creations are keyed by a serial id, not by order_id
+ * or any key of the request (the service has none for create), so a re-run of the create cannot
+ * find this one: the intent must be tracked by its id, which only this error holds.
+ */
+export class IntentNotRecordedError extends Error {
+  override name = 'IntentNotRecordedError';
+  constructor(
+    readonly intentId: string,
+    readonly storeId: string,
+    options: { cause: unknown },
+  ) {
+    super(
+      `intent ${intentId} was created at the service but could not be recorded (${oneLine(databaseCause(options.cause))}); ` +
+        `do not create it again: once the database answers, run: stablebooks intents track ${intentId} --store ${storeId}`,
+      options,
+    );
+  }
+}
+
+/** Waits before the 2nd, 3rd and 4th attempt at recording a created intent: a blip, a failover. */
+const RECORD_RETRY_DELAYS_MS = [200, 1_000, 3_000];
+
+/**
+ * Records `created` and starts tracking, retried (the statement is idempotent: the same update,
+ * and an insert that does nothing once the row exists) unless the error is one a retry meets
+ * again; then IntentNotRecordedError.
+ */
+async function recordCreated(
+  deps: PaymentsDeps,
+  ids: { creationId: string | undefined; storeId: string; intentId: string },
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await deps.db.execute(sql`
+        with c as (
+          update checkout_intent_creations set outcome = 'created', intent_id = ${ids.intentId}, error = null, updated_at = now()
+          where id = ${ids.creationId}::bigint
+        )
+        insert into checkout_intents (id, store_id, tracked_via, tracked_at)
+        values (${ids.intentId}, ${ids.storeId}, 'create', ${deps.clock.now().toISOString()}::timestamptz)
+        on conflict (id) do nothing`);
+      return;
+    } catch (err) {
+      const delayMs = RECORD_RETRY_DELAYS_MS[attempt];
+      if (delayMs === undefined || !mayPassOnRetry(err)) {
+        throw new IntentNotRecordedError(ids.intentId, ids.storeId, { cause: databaseCause(err) });
+      }
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
+  }
+}
+
+/** False for SQLSTATE class 22 (data exception) or 23 (integrity violation): the same statement meets it again. */
+function mayPassOnRetry(err: unknown): boolean {
+  const cause = databaseCause(err);
+  const code = cause instanceof Error && 'code' in cause ? cause.code : undefined;
+  return !(typeof code === 'string' && /^2[23]/.test(code));
+}
+
+/** The database's own error behind drizzle's wrapper (whose message lists the query and its parameters). */
+function databaseCause(err: unknown): unknown {
+  return err instanceof DrizzleQueryError && err.cause !== undefined ? err.cause : err;
+}
+
+function oneLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ').trim();
 }

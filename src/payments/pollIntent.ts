@@ -11,35 +11,59 @@ export interface PollOutcome {
   changed: boolean;
   /** Delay before the next poll, or null: stop polling. */
   nextDelayMs: number | null;
+  /**
+   * The number of the next poll (its job is poll.<intent>.<nextPoll>): the intent's poll count
+   * after this poll, n + 1 unless the chain has moved on meanwhile.
+   */
+  nextPoll: number;
 }
 
 /**
- * One poll of a tracked intent: GET status (cheap); on a change, GET the full intent and apply it
- * through the same function as a webhook. Polling stops once the intent is settled (a terminal
- * status in the books). Errors from the service propagate (a 40001 carries
- * retryAfterMs for the caller to pause the key's queue).
+ * Poll number n of a tracked intent (its job is poll.<intent>.<n>): GET status (cheap); on a
+ * change, GET the full intent and apply it through the same function as a webhook. Polling stops
+ * once the intent is settled (a terminal status in the books). Errors from the service propagate
+ * (a 40001 carries retryAfterMs for the caller to pause the key's queue).
+ *
+ * A poll counts itself once, however often its job is retried: poll_count becomes
+ * greatest(poll_count, n + 1). The next poll is number poll_count: n + 1, or the number of the
+ * poll already scheduled when the chain moved on while this one failed and waited (a webhook or
+ * the sweeper scheduled poll n + 1 meanwhile, and it ran), so every poll of the intent schedules
+ * the same next job and two chains never form. Without n (a job from before n was carried), the
+ * poll is taken for the next one, as the count says.
  */
 export async function pollIntent(
   deps: PaymentsDeps,
   intentId: string,
-  options: { scale?: number; random?: () => number } = {},
+  options: { n?: number; scale?: number; random?: () => number } = {},
 ): Promise<PollOutcome> {
   const tracked = await loadTrackedIntent(deps.db, intentId);
   if (!tracked || tracked.settledBy)
-    return { status: tracked?.status ?? null, changed: false, nextDelayMs: null };
+    return {
+      status: tracked?.status ?? null,
+      changed: false,
+      nextDelayMs: null,
+      nextPoll: tracked?.pollCount ?? 0,
+    };
+  const n = options.n ?? tracked.pollCount;
   const client = deps.client(tracked.storeId);
+  const polledAt = deps.clock.now();
   const status = await client.getCheckoutIntentStatus(intentId);
-  const now = deps.clock.now();
-  await deps.db.execute(sql`
-    update checkout_intents set last_polled_at = ${now.toISOString()}::timestamptz, poll_count = poll_count + 1
-    where id = ${intentId}`);
+  const counted = await deps.db.execute<{ poll_count: number }>(sql`
+    update checkout_intents
+    set last_polled_at = ${polledAt.toISOString()}::timestamptz, poll_count = greatest(poll_count, ${n + 1}::int)
+    where id = ${intentId}
+    returning poll_count`);
+  const nextPoll = counted.rows[0]?.poll_count ?? n + 1;
   let changed = false;
   let settled = false;
   // A confirmed intent still polled is one rule 1 could not book yet: read it whole every time.
   if (status !== tracked.status || status === CheckoutStatus.CONFIRMED) {
+    // Stamped before the GET is sent: the service may change the intent while the answer travels,
+    // and this read must not look newer than a change another source recorded meanwhile.
+    const observedAt = deps.clock.now();
     const intent = await client.getCheckoutIntent(intentId);
     const result = await deps.db.transaction((tx) =>
-      applyIntentSnapshot(tx, deps, { storeId: tracked.storeId, intent, source: 'poll', observedAt: now }),
+      applyIntentSnapshot(tx, deps, { storeId: tracked.storeId, intent, source: 'poll', observedAt }),
     );
     changed = result.previousStatus !== result.status;
     settled = result.settled;
@@ -47,9 +71,9 @@ export async function pollIntent(
   const nextDelayMs = nextPollDelayMs({
     status,
     settled,
-    trackedForMs: now.getTime() - tracked.trackedAt.getTime(),
+    trackedForMs: polledAt.getTime() - tracked.trackedAt.getTime(),
     random: options.random ?? Math.random,
     scale: options.scale,
   });
-  return { status, changed, nextDelayMs };
+  return { status, changed, nextDelayMs, nextPoll };
 }

@@ -5,9 +5,11 @@ import {
   ResponseSignatureError,
   rateLimitWaitMs,
   SvcApiError,
+  type SvcError,
   SvcInvalidRequestError,
   SvcKeyPausedError,
   SvcProtocolError,
+  SvcRateLimitError,
   SvcTransportError,
   UnknownOutcomeError,
 } from './errors.ts';
@@ -37,11 +39,13 @@ import {
   PLUTUS_CODE_UNSIGNED_BEFORE_BROADCAST,
 } from './models/errorDetails.ts';
 import {
+  backoffDelay,
   decideRetry,
   defaultRetrySettings,
   type Idempotency,
   mayHaveActed,
   parseRetryAfter,
+  type RetryDecision,
   type RetrySettings,
 } from './retryPolicy.ts';
 import { createMemoryNonceStore, type NonceStore } from './signing/nonceStore.ts';
@@ -66,8 +70,8 @@ export interface SvcAttempt {
   endpoint: SvcEndpoint;
   attempt: number;
   httpStatus: number | undefined;
-  /** The envelope code, or the kind of failure when there was none. */
-  outcome: number | 'transport_error' | 'protocol_error' | 'signature_error';
+  /** The envelope code, or the kind of failure when there was none (rate_limited: a gateway's 429). */
+  outcome: number | 'transport_error' | 'protocol_error' | 'signature_error' | 'rate_limited';
   durationMs: number;
 }
 
@@ -204,8 +208,22 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
       throw transportError(spec, err);
     }
     const bytes = res.body;
+    // An answer that is not the service's (not its envelope, or unsigned for a signed store) is
+    // taken for what its status says of the way there: 429 a rate limit, 5xx a retryable failure.
+    const notFromService = (problem: string, cause?: unknown): SvcError => {
+      const err = gatewayError(spec.endpoint, res, problem, clock.now(), cause);
+      report(res.status, err instanceof SvcRateLimitError ? 'rate_limited' : 'protocol_error');
+      return err;
+    };
 
     if (credentials.signedResponse) {
+      // The service signs every answer of a signed store, errors included. A 5xx or 429 with no
+      // X-Response-* header at all was written by something in front of it (a CDN, a gateway, a
+      // proxy): a failure to reach the service, retried as one, not a forged answer. Its body is
+      // not trusted. Any other unsigned or badly signed answer is a signature error, as before.
+      if ((res.status >= 500 || res.status === 429) && !carriesResponseSignature(res.headers)) {
+        throw notFromService('answer without the service signature (a gateway or proxy answered)');
+      }
       const check = await verifyResponseSignature({
         secret: credentials.apiSecret,
         status: res.status,
@@ -231,28 +249,21 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
     try {
       json = JSON.parse(bytes.toString('utf8'));
     } catch (err) {
-      report(res.status, 'protocol_error');
-      throw new SvcProtocolError(spec.endpoint, res.status, 'response is not JSON', res.status >= 500, {
-        cause: err,
-      });
+      throw notFromService('response is not JSON', err);
     }
     const envelope = anyEnvelopeSchema.safeParse(json);
-    if (!envelope.success) {
-      report(res.status, 'protocol_error');
-      throw new SvcProtocolError(
-        spec.endpoint,
-        res.status,
-        'response is not a service envelope',
-        res.status >= 500,
-      );
-    }
+    if (!envelope.success) throw notFromService('response is not a service envelope');
     const { code, error, payload, request_id: requestId } = envelope.data;
     report(res.status, code);
     if (code !== 0) {
       const details = error?.details ?? {};
       const special = spec.classify?.(code, details);
       // Read raw: the spec says a string, but a number of seconds must not be lost to a strict schema.
-      const retryAfterMs = code === 40001 ? parseRetryAfter(details.retry_after) : undefined;
+      // Without it, an HTTP Retry-After header (the 40001 travels as HTTP 429) says how long.
+      const retryAfterMs =
+        code === 40001
+          ? (parseRetryAfter(details.retry_after) ?? retryAfterHeaderMs(res.headers, clock.now()))
+          : undefined;
       throw new SvcApiError({
         endpoint: spec.endpoint,
         code,
@@ -293,7 +304,8 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
         const waitMs = rateLimitWaitMs(err);
         // The caller must still get the service's 40001, even if the pause could not be saved.
         if (waitMs !== undefined) await options.keyPause?.start(waitMs).catch(() => undefined);
-        if (spec.idempotency === 'unsafe' && mayHaveActed(err)) {
+        // A gateway's 429 proves, like a 40001, that the service did not act.
+        if (spec.idempotency === 'unsafe' && !(err instanceof SvcRateLimitError) && mayHaveActed(err)) {
           throw new UnknownOutcomeError(
             spec.endpoint,
             {
@@ -306,11 +318,26 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
             { cause: err },
           );
         }
-        const decision = decideRetry(err, spec.idempotency, attempt, retry, random);
+        const decision = decide(err, spec.idempotency, attempt);
         if (!decision.retry) throw err;
         await sleep(decision.delayMs);
       }
     }
+  }
+
+  /**
+   * The retry policy (retryPolicy.ts), with a gateway's 429 read as the policy reads a 40001 (on
+   * every call, create included: the service did not act): wait what Retry-After asked, unless it
+   * is longer than maxRetryAfterMs (then the caller gets it and the key's pause does the waiting);
+   * without Retry-After, back off.
+   */
+  function decide(err: unknown, idempotency: Idempotency, attempt: number): RetryDecision {
+    if (!(err instanceof SvcRateLimitError)) return decideRetry(err, idempotency, attempt, retry, random);
+    if (attempt >= retry.maxAttempts) return { retry: false };
+    if (err.retryAfterMs === undefined) return { retry: true, delayMs: backoffDelay(attempt, retry, random) };
+    return err.retryAfterMs > retry.maxRetryAfterMs
+      ? { retry: false }
+      : { retry: true, delayMs: err.retryAfterMs };
   }
 
   const get = <T>(endpoint: SvcEndpoint, path: string, payload: z.ZodType<T>) =>
@@ -450,6 +477,52 @@ function validate<S extends z.ZodType>(endpoint: SvcEndpoint, schema: S, input: 
 function pathSegment(endpoint: SvcEndpoint, id: string): string {
   if (!id || id.length > 200) throw new SvcInvalidRequestError(endpoint, ['id must be a non-empty string']);
   return encodeURIComponent(id);
+}
+
+const RESPONSE_SIGNATURE_HEADERS = ['x-response-timestamp', 'x-response-nonce', 'x-response-signature'];
+
+/** Whether an answer carries any of the service's X-Response-* signature headers. */
+function carriesResponseSignature(headers: Record<string, string>): boolean {
+  return RESPONSE_SIGNATURE_HEADERS.some((name) => headers[name] !== undefined);
+}
+
+/**
+ * The error for an answer that is not the service's (a CDN's, a gateway's, a proxy's): HTTP 429
+ * is a rate limit (SvcRateLimitError, paused and retried like a 40001); otherwise a protocol
+ * error, retryable when the status is 5xx.
+ */
+function gatewayError(
+  endpoint: SvcEndpoint,
+  res: HttpAnswer,
+  problem: string,
+  now: Date,
+  cause?: unknown,
+): SvcError {
+  if (res.status === 429) return new SvcRateLimitError(endpoint, retryAfterHeaderMs(res.headers, now));
+  return new SvcProtocolError(
+    endpoint,
+    res.status,
+    problem,
+    res.status >= 500,
+    cause ? { cause } : undefined,
+  );
+}
+
+/**
+ * The HTTP Retry-After header (RFC 9110, section 10.2.3) in ms: delay-seconds, or an HTTP date,
+ * measured from the answer's own Date header when it has one (both read from the sender's clock,
+ * so our clock's skew does not count), else from `now`. A date already past is 0. Undefined when
+ * absent or unreadable.
+ */
+export function retryAfterHeaderMs(headers: Record<string, string>, now: Date): number | undefined {
+  const value = headers['retry-after']?.trim();
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  // A date names its month (Date.parse alone would read "2.5" as February 5th).
+  const at = /[a-z]{3}/i.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(at)) return undefined;
+  const sent = Date.parse(headers.date ?? '');
+  return Math.max(0, at - (Number.isNaN(sent) ? now.getTime() : sent));
 }
 
 function transportError(spec: CallSpec<unknown>, err: unknown): SvcTransportError {

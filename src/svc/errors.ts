@@ -138,8 +138,32 @@ export class SvcInvalidRequestError extends SvcError {
 }
 
 /**
- * Not sent: the service rate-limited this API key (40001) and asked us to wait, and the wait
- * (shared by every process holding the key, see SvcClientOptions.keyPause) is not over.
+ * HTTP 429 that is not the service's 40001: a CDN, gateway or proxy in front of the service
+ * refused the request (its own page, not the service's envelope; or, for a store with signed
+ * responses, a 429 without any X-Response-* header). The service never saw the request, so it is
+ * read like a 40001: retried, and the API key paused for the Retry-After header (seconds or an
+ * HTTP date), 1 s when there is none. The body is not trusted, so nothing is read from it.
+ */
+export class SvcRateLimitError extends SvcError {
+  override name = 'SvcRateLimitError';
+  readonly retryable = true;
+  readonly httpStatus = 429;
+  constructor(
+    readonly endpoint: string,
+    /** From the Retry-After header, in ms; undefined when absent or unreadable. */
+    readonly retryAfterMs: number | undefined,
+  ) {
+    super(
+      `${endpoint}: rate limited: HTTP 429 without the service's 40001 envelope (a gateway or proxy in front of it); ` +
+        (retryAfterMs === undefined ? 'no Retry-After' : `retry after ${Math.ceil(retryAfterMs / 1000)} s`),
+    );
+  }
+}
+
+/**
+ * Not sent: the service (40001) or a gateway in front of it (HTTP 429) rate-limited this API key
+ * and asked us to wait, and the wait (shared by every process holding the key, see
+ * SvcClientOptions.keyPause) is not over.
  */
 export class SvcKeyPausedError extends SvcError {
   override name = 'SvcKeyPausedError';
@@ -149,18 +173,22 @@ export class SvcKeyPausedError extends SvcError {
     readonly retryAfterMs: number,
   ) {
     super(
-      `${endpoint}: not sent: the service rate-limited this API key (40001); ` +
+      `${endpoint}: not sent: this API key was rate-limited (40001 or HTTP 429); ` +
         `it is paused for another ${Math.ceil(retryAfterMs / 1000)} s`,
     );
   }
 }
 
-/** How long to wait before using the API key again, when the error says it is rate-limited. */
+/**
+ * How long to wait before using the API key again, when the error says it is rate-limited: a
+ * 40001 from the service, an HTTP 429 from a gateway in front of it, or the key's pause.
+ */
 export function rateLimitWaitMs(err: unknown): number | undefined {
   if (err instanceof SvcKeyPausedError) return err.retryAfterMs;
   if (err instanceof SvcApiError && err.code === 40001) return err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
+  if (err instanceof SvcRateLimitError) return err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
   return undefined;
 }
 
-/** The wait after a 40001 that did not say how long (retry_after absent or unreadable). */
+/** The wait after a 40001 or 429 that did not say how long (retry_after absent or unreadable). */
 export const DEFAULT_RATE_LIMIT_WAIT_MS = 1000;

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { daemonEnvForConfig } from '../helpers/daemonProcess.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
@@ -79,5 +80,55 @@ describe('stablebooks intents', () => {
     expect(unknown.stderr.trim()).toBe(
       'stablebooks: intent nope is not tracked (track it with: stablebooks intents track nope --store S)',
     );
+  });
+
+  it('error: the service created the intent but it could not be recorded: one line naming it and the track command, exit 75; tracking it then works', async () => {
+    // Every tracking row that create inserts fails, as with a database that keeps dropping the connection.
+    await pipeline.db.execute(
+      sql.raw(`
+      create or replace function cli_blip() returns trigger language plpgsql as $$
+      begin
+        if new.tracked_via = 'create' then
+          raise exception 'simulated: terminating connection due to administrator command' using errcode = '57P01';
+        end if;
+        return new;
+      end $$;
+      create trigger cli_blip before insert on checkout_intents for each row execute function cli_blip();`),
+    );
+    let run: Awaited<ReturnType<typeof runCli>>;
+    try {
+      run = await runCli(
+        [
+          'intents',
+          'create',
+          '--store',
+          'st_a',
+          '--amount',
+          '3.00',
+          '--coin',
+          'USDT',
+          '--order-id',
+          'o-blip',
+        ],
+        env,
+      );
+    } finally {
+      await pipeline.db.execute(sql.raw('drop trigger cli_blip on checkout_intents'));
+    }
+    expect(run.code).toBe(75);
+    expect(run.stdout).toBe('');
+    const lines = run.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const id = /intent ([0-9a-f]{24}) was created at the service but could not be recorded/.exec(
+      lines[0] ?? '',
+    )?.[1];
+    expect(id, run.stderr).toBeDefined();
+    expect(lines[0]).toContain(
+      `do not create it again: once the database answers, run: stablebooks intents track ${id} --store st_a`,
+    );
+
+    const tracked = await runCli(['intents', 'track', id!, '--store', 'st_a'], env);
+    expect(tracked.code).toBe(0);
+    expect(tracked.stdout).toBe(`tracking ${id}: CREATED\n`);
   });
 });

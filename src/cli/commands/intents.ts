@@ -6,7 +6,7 @@ import { createAccountCache } from '../../ledger/ensureAccounts.ts';
 import { listEntries } from '../../ledger/listEntries.ts';
 import { createLogger } from '../../logging/logger.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
-import { createIntent, trackIntent } from '../../payments/createIntent.ts';
+import { createIntent, IntentNotRecordedError, trackIntent } from '../../payments/createIntent.ts';
 import type { PaymentsDeps } from '../../payments/paymentsDeps.ts';
 import { createSvcClient } from '../../svc/client.ts';
 import { checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
@@ -14,6 +14,14 @@ import { type Currency, currencyFromCode } from '../../svc/models/currency.ts';
 import { stableCoinFromSymbol } from '../../svc/models/stableCoin.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
+
+/**
+ * Exit status when the service created the intent but it could not be recorded: a temporary
+ * failure (EX_TEMPFAIL, as `payouts create` uses for an unknown outcome). The error line names the
+ * intent and the command to run once the database answers: `intents track`, not the create again,
+ * which would make a second intent.
+ */
+const EXIT_CREATED_NOT_RECORDED = 75;
 
 export function registerIntents(program: Command): void {
   const intents = program.command('intents').description('checkout intents: create, track and inspect');
@@ -63,7 +71,15 @@ export function registerIntents(program: Command): void {
             : {}),
         };
         await withPayments(async (deps) => {
-          const { created, applied, firstReadError } = await createIntent(deps, opts.store, request);
+          let outcome: Awaited<ReturnType<typeof createIntent>>;
+          try {
+            outcome = await createIntent(deps, opts.store, request);
+          } catch (err) {
+            if (err instanceof IntentNotRecordedError)
+              throw new CliError(err.message, EXIT_CREATED_NOT_RECORDED);
+            throw err;
+          }
+          const { created, applied, firstReadError } = outcome;
           // Created is success even when the first read failed: the intent is tracked and the
           // daemon's polls read it; running the create again would make a second intent.
           printResult(

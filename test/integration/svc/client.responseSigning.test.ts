@@ -151,12 +151,20 @@ describe('response signing: error responses are verified too', () => {
     await expectSignatureError(client.fail(), /bad_signature/);
   });
 
-  it('response signing: an unsigned 90000 is not retried (a signature failure needs a person)', async () => {
+  it('response signing: a badly signed 90000 is not retried (a signature failure needs a person)', async () => {
     const { service, client, delays } = await signedSetup();
-    service.script(apiError(90000, 500, {}, { signing: { omit: true } }), ok({ pong: 'ok' }));
-    await expectSignatureError(client.ping(), /missing_header/);
+    service.script(apiError(90000, 500, {}, { signing: { tamperBody: true } }), ok({ pong: 'ok' }));
+    await expectSignatureError(client.ping(), /bad_signature/);
     expect(service.requests).toHaveLength(1);
     expect(delays).toEqual([]);
+  });
+
+  it("response signing: a 500 with no X-Response-* header at all (a gateway's) is retried, not a signature error", async () => {
+    const { service, client, delays } = await signedSetup();
+    service.script(apiError(90000, 500, {}, { signing: { omit: true } }), ok({ pong: 'ok' }));
+    await expect(client.ping()).resolves.toMatchObject({ pong: 'ok' });
+    expect(service.requests).toHaveLength(2);
+    expect(delays).toHaveLength(1);
   });
 
   it('response signing: an unsigned 50108 "cancelled" is not taken as already cancelled', async () => {

@@ -65,8 +65,8 @@ export type Reply =
       delayMs?: number;
       signing?: ResponseSigning;
     }
-  /** Bytes that are not a service envelope (a proxy's page), never signed. */
-  | { kind: 'raw'; status: number; contentType: string; body: string }
+  /** Bytes that are not a service envelope (a proxy's page), never signed; `headers` added as given. */
+  | { kind: 'raw'; status: number; contentType: string; body: string; headers?: Record<string, string> }
   /** Read the whole request, then destroy the socket without a response. */
   | { kind: 'destroy' }
   /** Read the whole request and never answer. */
@@ -198,7 +198,7 @@ export async function startFakeService(
       if (reply.kind === 'destroy') {
         httpReq.socket.destroy();
       } else if (reply.kind === 'raw') {
-        res.writeHead(reply.status, { 'Content-Type': reply.contentType });
+        res.writeHead(reply.status, { ...reply.headers, 'Content-Type': reply.contentType });
         res.end(reply.body);
       } else if (reply.kind === 'envelope') {
         if (reply.delayMs) {
