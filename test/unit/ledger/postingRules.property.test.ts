@@ -170,7 +170,8 @@ const linkArb: fc.Arbitrary<Link> = fc.constantFrom(...TOKENS).chain((token) =>
     .map(({ A, extra, outcome, refundDelta, reorgRefund, expiryDelayMs }): Link => {
       const X = A + extra < 0n ? 0n : A + extra;
       const closes = outcome === 'cancel' || outcome === 'expiry';
-      const refund = !closes || refundDelta === null ? null : A + refundDelta < 0n ? 0n : A + refundDelta;
+      // A refund of 0 moves nothing and is no refund (rule 8 books nothing): the receivable stays.
+      const refund = !closes || refundDelta === null || A + refundDelta <= 0n ? null : A + refundDelta;
       return { type: 'link', token, A, X, outcome, refund, reorgRefund, expiryDelayMs };
     }),
 );
