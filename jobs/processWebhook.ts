@@ -1,7 +1,11 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { createMicroBatcher } from '../src/batching/microBatcher.ts';
 import { processInboxBatch } from '../src/payments/processInboxBatch.ts';
-import type { InboxOutcome } from '../src/payments/processInboxWebhook.ts';
+import {
+  failRefusedWebhook,
+  type InboxOutcome,
+  IntentReadRefusedError,
+} from '../src/payments/processInboxWebhook.ts';
 import { rateLimitWaitMs, SvcError } from '../src/svc/errors.ts';
 import type { JobContext } from './jobContext.ts';
 import { webhookJob } from './queues.ts';
@@ -32,8 +36,20 @@ export function webhookProcessor(ctx: JobContext) {
         await job.moveToDelayed(Date.now() + waitMs, token);
         throw new DelayedError();
       }
-      // No retry fixes a refused request; the inbox row stays `received` for a person (and the
-      // sweeper tries again later, in case the cause was fixed).
+      // The service refused the intent (a 30001 from an IP allowlist slip, a 50001): it is tracked
+      // already, so the poll sweeper books the payment whatever happens here. BullMQ's backoff
+      // retries the webhook; its last attempt (the job's, or fewer for a 50001) fails the row
+      // with a finding, so the inbox sweeper does not add it again for ever.
+      if (err instanceof IntentReadRefusedError) {
+        const attempts = Math.min(job.opts.attempts ?? 1, err.attempts);
+        if (job.attemptsMade + 1 >= attempts) {
+          return (await failRefusedWebhook(ctx.payments, err, job.attemptsMade + 1)).kind;
+        }
+        throw err;
+      }
+      // No retry fixes a refused request (a checkout webhook's is failed with a finding before it
+      // gets here); the inbox row stays `received` for a person (and the sweeper tries again
+      // later, in case the cause was fixed).
       if (err instanceof SvcError && !err.retryable) throw new UnrecoverableError(err.message);
       throw err;
     }

@@ -63,22 +63,20 @@ export async function applyIntentSnapshot(
   // Make sure the row exists and lock it, in one round trip: ON CONFLICT DO UPDATE locks the row
   // (waiting for a concurrent observer, like FOR UPDATE) and returns it as last committed, so
   // concurrent observers of one intent go one at a time and the second sees what the first wrote
-  // (confirmed_at above all). The update sets nothing that changes.
+  // (confirmed_at above all). The update sets nothing that changes. Only the row is read here:
+  // anything else this statement read would come from its snapshot, taken before the lock wait.
   const locked = await executePrepared<{
     status: number | null;
     status_changed_at: Date | null;
     confirmed_at: Date | null;
     settled_by: string | null;
-    confirmed_revision: number;
   }>(
     tx,
     sql`
     insert into checkout_intents as c (id, store_id, tracked_via, tracked_at)
     values (${id}, ${obs.storeId}, ${obs.source}, ${obs.observedAt.toISOString()}::timestamptz)
     on conflict (id) do update set id = c.id
-    returning c.status, c.status_changed_at, c.confirmed_at, c.settled_by,
-      (select count(*)::int from ledger_entries e
-       where e.ref_type = 'checkout_intent' and e.ref_id = c.id and e.kind = 'checkout.confirmed.reversal') as confirmed_revision`,
+    returning c.status, c.status_changed_at, c.confirmed_at, c.settled_by`,
   );
   const before = locked.rows[0];
   const previousStatus = before?.status ?? null;
@@ -100,8 +98,6 @@ export async function applyIntentSnapshot(
   }
   const status = intent.status;
   const terminal = isTerminalCheckoutStatus(status);
-  // Reversed rule-1 entries so far: a confirmation after a failure is booked as the next revision.
-  const revision = before?.confirmed_revision ?? 0;
   const confirmedAt =
     status === CheckoutStatus.CONFIRMED && wasFailure
       ? obs.observedAt // confirmed again: the new entry is dated when we learnt it, not backdated
@@ -114,8 +110,12 @@ export async function applyIntentSnapshot(
   const changed = previousStatus !== status;
 
   // The facts and, when the status changed, its history row in one round trip; the row comes
-  // back for rule 2 below.
-  const written = await executePrepared<IntentRow>(
+  // back for rule 2 below, with the intent's reversed rule-1 entries so far (a confirmation after
+  // a failure is booked as the next revision). Counted here, not in the lock statement: this
+  // statement's snapshot is taken after the lock was granted (READ COMMITTED), so it sees the
+  // reversal of an observer we waited for; the lock statement's would not, and a CONFIRMED
+  // applied just after a reversal would re-post under the reversed entry's key (no income).
+  const written = await executePrepared<IntentRow & { confirmed_revision: number }>(
     tx,
     sql`
     with u as (
@@ -140,9 +140,13 @@ export async function applyIntentSnapshot(
       select ${id}, ${previousStatus}::int, ${status}::int, ${obs.source}, ${obs.observedAt.toISOString()}::timestamptz
       where ${changed}
     )
-    select * from u`,
+    select u.*,
+      (select count(*)::int from ledger_entries e
+       where e.ref_type = 'checkout_intent' and e.ref_id = ${id} and e.kind = 'checkout.confirmed.reversal') as confirmed_revision
+    from u`,
   );
   const row = written.rows[0];
+  const revision = row?.confirmed_revision ?? 0;
 
   const findings: RuleFinding[] = obs.webhook ? compareWebhook(obs.webhook, intent) : [];
   if (wasFailure && status !== previousStatus && terminal) {

@@ -85,6 +85,34 @@ export async function bookConfirmation(
       findings: [{ kind: 'confirmed_without_amounts', severity: 'warning', ref, details: { status: 20 } }],
     };
   }
+  const oversized = [
+    facts.amountCoins,
+    facts.actualPaidAmount,
+    facts.serviceFeeAmount,
+    facts.netIncomeAmount,
+  ].find((amount) => exceedsPostingDigits(amount, token.decimals));
+  if (oversized !== undefined) {
+    // Its base units would not fit a posting (numeric(78,0)): PostgreSQL would refuse the entry
+    // on every retry. Recorded like an amount finer than the token, for a person.
+    return {
+      posted: null,
+      settled: false,
+      findings: [
+        {
+          kind: 'amount_format_error',
+          severity: 'critical',
+          ref,
+          details: {
+            amount: oversized,
+            decimals: token.decimals,
+            token: token.symbol,
+            chain_id: token.chainId,
+            reason: `more than ${POSTING_DIGITS} digits in base units`,
+          },
+        },
+      ],
+    };
+  }
   let outcome: RuleOutcome;
   try {
     outcome = checkoutConfirmed({
@@ -129,6 +157,20 @@ export async function bookConfirmation(
     const changed = await amountsChangedSinceBooked(tx, err.existingEntryId, outcome.entry);
     return { posted: null, findings: [...outcome.findings, ...changed], settled: true };
   }
+}
+
+/** Digits of a posting's amount: numeric(78,0) (DESIGN.md section 4). */
+const POSTING_DIGITS = 78;
+
+/**
+ * Whether a decimal amount, in base units of a token with `decimals`, has more digits than a
+ * posting holds. Its whole part's significant digits plus the decimals are exactly the digits of
+ * its base units (the fraction adds none beyond them; a longer fraction is an AmountFormatError).
+ */
+function exceedsPostingDigits(amount: string | null, decimals: number): boolean {
+  if (amount === null) return false;
+  const whole = (amount.split('.')[0] ?? '').replace(/^0+/, '');
+  return whole.length + decimals > POSTING_DIGITS;
 }
 
 /**

@@ -1,8 +1,14 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { trialBalance } from '../../src/ledger/balances.ts';
+import { applyIntentSnapshot } from '../../src/payments/applyIntentSnapshot.ts';
+import { trackIntent } from '../../src/payments/createIntent.ts';
 import { staleTrackedIntents } from '../../src/payments/intentTracking.ts';
+import type { PaymentsDeps } from '../../src/payments/paymentsDeps.ts';
 import { processInboxBatch } from '../../src/payments/processInboxBatch.ts';
+import { failRefusedWebhook, IntentReadRefusedError } from '../../src/payments/processInboxWebhook.ts';
+import { SvcProtocolError } from '../../src/svc/errors.ts';
+import type { CheckoutIntent } from '../../src/svc/models/checkoutIntent.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 
 /**
@@ -56,6 +62,35 @@ async function storeInboxRow(webhookId: string, storeId: string, body: Buffer): 
     insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body)
     values (${webhookId}, ${storeId}, 'checkout', 'received', '{}'::jsonb, ${body})`);
 }
+
+/**
+ * The pipeline's payments deps with the store's sandbox client counting its intent reads, each
+ * answer passed through `answer` (which may change it or throw, as a service might).
+ */
+function countingReads(answer: (id: string, intent: CheckoutIntent) => CheckoutIntent = (_id, i) => i) {
+  const counts = new Map<string, number>();
+  const sandboxClient = pipeline.payments.client('st_a');
+  const deps: PaymentsDeps = {
+    ...pipeline.payments,
+    client: () => ({
+      ...sandboxClient,
+      getCheckoutIntent: async (id: string) => {
+        counts.set(id, (counts.get(id) ?? 0) + 1);
+        return answer(id, await sandboxClient.getCheckoutIntent(id));
+      },
+    }),
+  };
+  return { deps, count: (id: string) => counts.get(id) ?? 0 };
+}
+
+async function inboxStatus(webhookId: string): Promise<{ status: string; attempts: number } | undefined> {
+  const { rows } = await pipeline.db.execute<{ status: string; attempts: number }>(
+    sql`select status, attempts from webhook_inbox where webhook_id = ${webhookId}`,
+  );
+  return rows[0];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function writers(intentIds: string[]): Promise<Set<string>> {
   const { rows } = await pipeline.db.execute<{ x: string }>(sql`
@@ -143,7 +178,7 @@ describe('processInboxBatch', () => {
     for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
   }, 120_000);
 
-  it('error: a webhook for an intent the service does not know is failed with a finding; the rest of its batch is applied', async () => {
+  it('error: a webhook whose intent the service will not give (50001) has it tracked and goes back to its job; the rest of its batch is applied', async () => {
     const paid = await paidAndStored(2);
     const body = JSON.parse((await storedBody(paid[0]!.webhookId)).toString('utf8')) as Record<
       string,
@@ -157,18 +192,198 @@ describe('processInboxBatch', () => {
         JSON.stringify({ ...body, all_svc_checkout_intent_id: unknownId, webhook_id: 'batch-unknown' }),
       ),
     );
+    const reads = countingReads();
 
-    const results = await processInboxBatch(pipeline.payments, [
-      'batch-unknown',
-      ...paid.map((p) => p.webhookId),
+    const results = await processInboxBatch(reads.deps, ['batch-unknown', ...paid.map((p) => p.webhookId)]);
+    expect(results.map((r) => (r.ok ? r.value.kind : r.error.name))).toEqual([
+      'IntentReadRefusedError',
+      'applied',
+      'applied',
     ]);
-    expect(results.map((r) => (r.ok ? r.value.kind : 'error'))).toEqual(['unusable', 'applied', 'applied']);
+    // Asked once: the refusal is handled without a second read.
+    expect(reads.count(unknownId)).toBe(1);
+    // Before: failed for good at once, the intent never tracked, so a payment learnt only by
+    // this webhook was never booked. Now the poll sweeper polls it, and the job retries.
+    expect(await inboxStatus('batch-unknown')).toEqual({ status: 'received', attempts: 1 });
+    const tracked = await pipeline.db.execute<{ tracked_via: string }>(
+      sql`select tracked_via from checkout_intents where id = ${unknownId}`,
+    );
+    expect(tracked.rows).toEqual([{ tracked_via: 'webhook' }]);
+    for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+
+    // The job's last attempt fails it, with the finding for a person.
+    const refused = results[0]!;
+    if (refused.ok || !(refused.error instanceof IntentReadRefusedError))
+      throw new Error('expected a refusal');
+    expect(refused.error).toMatchObject({ code: 50001, attempts: 3, trackedIntent: unknownId });
+    await failRefusedWebhook(pipeline.payments, refused.error, 3);
     const { rows } = await pipeline.db.execute<{ status: string; kind: string | null }>(sql`
       select w.status, f.kind from webhook_inbox w
       left join findings f on f.ref_type = 'webhook' and f.ref_id = w.webhook_id
       where w.webhook_id = 'batch-unknown'`);
     expect(rows).toEqual([{ status: 'failed', kind: 'webhook_for_unknown_intent' }]);
-    for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+  }, 120_000);
+
+  it('error: a read that waited for its batch does not override a newer CANCELED a poll recorded meanwhile', async () => {
+    const paid = await paidAndStored(3);
+    const [viaBatch, alone, other] = paid;
+    const created = await client.createCheckoutIntent({ stable_coin: 1, amount_cents: 2500n });
+    const viaTrack = created.allsvc_checkout_intent_id;
+    expect((await pipeline.sandbox.control(`/_sandbox/intents/${viaTrack}/pay`, {})).status).toBe(200);
+    const raced = new Set([viaBatch!.intentId, alone!.intentId, viaTrack]);
+    const sandboxClient = pipeline.payments.client('st_a');
+    const deps = {
+      ...pipeline.payments,
+      client: () => ({
+        ...sandboxClient,
+        getCheckoutIntent: async (id: string) => {
+          const read = await sandboxClient.getCheckoutIntent(id);
+          if (raced.has(id)) {
+            // While this CONFIRMED read waits for the rest of its batch, the service cancels the
+            // intent and a poll records it.
+            await sleep(5);
+            const forced = await pipeline.sandbox.control(`/_sandbox/intents/${id}/status`, { status: -4 });
+            expect(forced.status, JSON.stringify(forced.body)).toBe(200);
+            const now = await sandboxClient.getCheckoutIntent(id);
+            await pipeline.db.transaction((tx) =>
+              applyIntentSnapshot(tx, pipeline.payments, {
+                storeId: 'st_a',
+                intent: now,
+                source: 'poll',
+                observedAt: pipeline.payments.clock.now(),
+              }),
+            );
+            await sleep(5);
+          }
+          return read;
+        },
+      }),
+    } as PaymentsDeps;
+
+    const results = await processInboxBatch(deps, [viaBatch!.webhookId, other!.webhookId]);
+    expect(results.map((r) => (r.ok ? r.value.kind : r.error.message))).toEqual(['applied', 'applied']);
+    await processInboxBatch(deps, [alone!.webhookId]);
+    await trackIntent(deps, 'st_a', viaTrack);
+    // Before: each read was stamped when it was applied, after the poll's, so the older CONFIRMED
+    // won over the newer CANCELED and booked income for a cancelled intent.
+    for (const id of raced) {
+      const { rows } = await pipeline.db.execute<{ status: number }>(
+        sql`select status from checkout_intents where id = ${id}`,
+      );
+      expect(rows, id).toEqual([{ status: -4 }]);
+      expect(await ledgerLinesOf(pipeline.db, id), id).toEqual([]);
+    }
+    expect(await ledgerLinesOf(pipeline.db, other!.intentId)).toEqual(EXACT_LINES);
+  }, 120_000);
+
+  it('error: a poison webhook (a value PostgreSQL refuses, an intent the model refuses) fails alone with a finding and its intent tracked; the rest of its batch commits together, nothing read twice', async () => {
+    const paid = await paidAndStored(5);
+    const refusedByDb = paid[1]!;
+    const refusedByModel = paid[3]!;
+    const reads = countingReads((id, intent) => {
+      // What the model now refuses (a currency above a PostgreSQL integer), as if it had let it
+      // through: PostgreSQL refuses the row (22003) on every retry.
+      if (id === refusedByDb.intentId) return { ...intent, currency: 3_000_000_000 };
+      if (id === refusedByModel.intentId) {
+        // As the client answers an intent the model refuses.
+        throw new SvcProtocolError(
+          'checkout_intents.get',
+          200,
+          'payload does not match the spec: currency: must be a Currency enum integer of at most 2^31 - 1',
+          false,
+        );
+      }
+      return intent;
+    });
+    const logsBefore = pipeline.logs.length;
+
+    const results = await processInboxBatch(
+      reads.deps,
+      paid.map((p) => p.webhookId),
+    );
+    expect(results.map((r) => (r.ok ? r.value.kind : r.error.message))).toEqual([
+      'applied',
+      'unusable',
+      'applied',
+      'unusable',
+      'applied',
+    ]);
+    for (const p of paid) expect(reads.count(p.intentId), p.intentId).toBe(1);
+    const good = paid.filter((p) => p !== refusedByDb && p !== refusedByModel);
+    for (const p of good) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+    // Together, not one by one: one transaction's start time (now()) on every row (xmin differs,
+    // each webhook having been written under its own savepoint).
+    const { rows: started } = await pipeline.db.execute<{ n: number }>(sql`
+      select count(distinct updated_at)::int as n from checkout_intents
+      where id = any(${sql.param(good.map((p) => p.intentId))}::text[])`);
+    expect(started).toEqual([{ n: 1 }]);
+    expect(pipeline.logs.slice(logsBefore).join('')).not.toContain('processing its webhooks one by one');
+
+    // Before: left `received` with no finding and the intent untracked; the sweeper re-added it
+    // every 30 s for ever, failing each batch it joined.
+    for (const [poison, reason] of [
+      [refusedByDb, /database refused a value: value "3000000000" is out of range for type integer/],
+      [refusedByModel, /payload does not match the spec/],
+    ] as const) {
+      const { rows } = await pipeline.db.execute<{
+        status: string;
+        error: string;
+        kind: string;
+        severity: string;
+        tracked_via: string | null;
+        details: Record<string, unknown>;
+      }>(sql`
+        select w.status, w.error, f.kind, f.severity, f.details, c.tracked_via from webhook_inbox w
+        join findings f on f.ref_type = 'webhook' and f.ref_id = w.webhook_id and f.resolved_at is null
+        left join checkout_intents c on c.id = ${poison.intentId}
+        where w.webhook_id = ${poison.webhookId}`);
+      expect(rows).toEqual([
+        {
+          status: 'failed',
+          error: expect.stringMatching(reason),
+          kind: 'webhook_unprocessable',
+          severity: 'critical',
+          tracked_via: 'webhook',
+          details: expect.objectContaining({ intent_id: poison.intentId, tracked_intent: poison.intentId }),
+        },
+      ]);
+      expect(await ledgerLinesOf(pipeline.db, poison.intentId)).toEqual([]);
+    }
+    const stale = await staleTrackedIntents(pipeline.db, 60_000);
+    expect(stale.map((i) => i.id)).toEqual(
+      expect.arrayContaining([refusedByDb.intentId, refusedByModel.intentId]),
+    );
+    for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
+  }, 120_000);
+
+  it('error: a 10001 on an intent read fails that webhook with a finding and tracks its intent; the others are applied', async () => {
+    const paid = await paidAndStored(3);
+    const faults = await pipeline.sandbox.control('/_sandbox/faults', {
+      error_next: { code: 10001, count: 1 },
+    });
+    expect(faults.status).toBe(200);
+    const results = await processInboxBatch(
+      pipeline.payments,
+      paid.map((p) => p.webhookId),
+    );
+    const kinds = results.map((r) => (r.ok ? r.value.kind : r.error.message));
+    expect(kinds.filter((k) => k === 'applied')).toHaveLength(2);
+    const i = kinds.findIndex((k) => k !== 'applied');
+    expect(kinds[i]).toBe('unusable');
+    const poison = paid[i]!;
+    const { rows } = await pipeline.db.execute<{
+      status: string;
+      kind: string;
+      tracked_via: string | null;
+    }>(sql`
+      select w.status, f.kind, c.tracked_via from webhook_inbox w
+      join findings f on f.ref_type = 'webhook' and f.ref_id = w.webhook_id
+      left join checkout_intents c on c.id = ${poison.intentId}
+      where w.webhook_id = ${poison.webhookId}`);
+    // Before: the job failed at once (UnrecoverableError) and the row stayed `received`, untracked.
+    expect(rows).toEqual([{ status: 'failed', kind: 'webhook_unprocessable', tracked_via: 'webhook' }]);
+    for (const p of paid.filter((x) => x !== poison))
+      expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
   }, 120_000);
 
   it('error: a webhook the model refuses fails, and the intent it names is tracked for polling', async () => {

@@ -58,7 +58,8 @@ export const createCheckoutIntentResultSchema = z.object({
 export type CreateCheckoutIntentResult = z.output<typeof createCheckoutIntentResultSchema>;
 
 export const checkoutIntentSchema = z.object({
-  all_svc_checkout_intent_id: z.string().min(1),
+  /** At most 200 characters, as the client asks about (an ObjectId has 24); it keys our rows. */
+  all_svc_checkout_intent_id: z.string().min(1).max(200),
   /** currency, currency_symbol, amount_cents and currency_rate are null when priced in a stable coin. */
   currency: reportedCurrencySchema.nullable(),
   currency_symbol: z.string().nullable(),

@@ -15,7 +15,8 @@ const optionalText = z.string().nullable().default(null);
 
 export const checkoutWebhookPayloadSchema = z.object({
   all_svc_transaction_id: z.string().min(1),
-  all_svc_checkout_intent_id: z.string().min(1),
+  /** At most 200 characters, as the client asks about (an ObjectId has 24). */
+  all_svc_checkout_intent_id: z.string().min(1).max(200),
   /** Equals the X-Webhook-Id header; the idempotency key of the delivery. */
   webhook_id: z.string().min(1),
   amount_cents: centsSchema,

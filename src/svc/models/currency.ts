@@ -30,7 +30,11 @@ export const currencySchema = z.enum(Currency, {
  * paid webhook or intent priced in one of them must still be read (currency is report metadata,
  * never money we post), so inbound we accept any positive integer and only requests are strict.
  */
-export const reportedCurrencySchema = z.int().positive({ error: 'must be a positive Currency enum integer' });
+export const reportedCurrencySchema = z
+  .int()
+  .positive({ error: 'must be a positive Currency enum integer' })
+  // Stored as a PostgreSQL integer: a larger value would fail the intent's row on every retry.
+  .max(2_147_483_647, { error: 'must be a Currency enum integer of at most 2^31 - 1' });
 
 const CODES = new Map<number, CurrencyCode>(
   Object.entries(Currency).map(([code, value]) => [value, code as CurrencyCode]),

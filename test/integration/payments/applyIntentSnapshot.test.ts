@@ -92,6 +92,18 @@ async function findingsOf(id: string) {
   return rows.map((r) => r.kind);
 }
 
+/** Waits until a backend waits for a lock (the second observer of intent `id` on its row). */
+async function waitForLockWait(id: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await db.execute(sql`
+      select 1 from pg_stat_activity
+      where wait_event_type = 'Lock' and datname = current_database() and query like '%checkout_intents%'`);
+    if (rows.length > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no observer of ${id} waited for its row lock`);
+}
+
 describe('applyIntentSnapshot', () => {
   it('behavior: CONFIRMED posts rule 1 once, whether seen by poll, webhook or both, in any order', async () => {
     const id = 'aa0000000000000000000001';
@@ -327,6 +339,57 @@ describe('applyIntentSnapshot', () => {
     ]);
   });
 
+  it('behavior: a CONFIRMED that waited on the row lock while a failure reversed rule 1 books the next revision (:r1)', async () => {
+    const id = 'aa0000000000000000000019';
+    await poll(id, {}, 500);
+    // T1 records CANCELED (reversing rule 1) and holds the row lock until released.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let locked!: () => void;
+    const holding = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    const t1 = db.transaction(async (tx) => {
+      const r = await applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id, { status: -4 }),
+        source: 'poll',
+        observedAt: at(510),
+      });
+      locked();
+      await gate;
+      return r;
+    });
+    await holding;
+    // T2, a newer CONFIRMED, starts while T1 holds the lock: its lock statement waits for T1.
+    const t2 = db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id),
+        source: 'webhook',
+        observedAt: at(520),
+      }),
+    );
+    await waitForLockWait(id);
+    release();
+    expect((await t1).reversed?.created).toBe(true);
+    const again = await t2;
+    // Before: T2 counted the reversals in the snapshot its lock statement took before the wait
+    // (none), re-posted under the reversed entry's key, and the conflict was swallowed: CONFIRMED,
+    // settled, no income.
+    expect(again).toMatchObject({ previousStatus: -4, status: 20, settled: true });
+    expect(again.posted?.created).toBe(true);
+    const { rows } = await db.execute<{ idempotency_key: string; kind: string }>(sql`
+      select idempotency_key, kind from ledger_entries where ref_id = ${id} order by id`);
+    expect(rows).toEqual([
+      { idempotency_key: `checkout:confirmed:${id}`, kind: 'checkout.confirmed' },
+      { idempotency_key: `reversal:checkout:confirmed:${id}`, kind: 'checkout.confirmed.reversal' },
+      { idempotency_key: `checkout:confirmed:${id}:r1`, kind: 'checkout.confirmed' },
+    ]);
+  });
+
   it('behavior: text PostgreSQL cannot store (NUL, a lone surrogate) is recorded with U+FFFD instead of failing for ever', async () => {
     const id = 'aa0000000000000000000018';
     const result = await poll(id, { user_name: 'Jo\u0000e', order_description: 'half \ud800 pair' }, 400);
@@ -432,6 +495,29 @@ describe('applyIntentSnapshot', () => {
     expect(row.rows[0]).toEqual({ status: 20, settled_by: null });
     expect(await entriesOf(id)).toEqual([]);
     expect(await findingsOf(id)).toEqual(['amount_format_error']);
+  });
+
+  it('error: an amount whose base units a posting cannot hold (numeric(78,0)) is a critical finding, not a failure for ever', async () => {
+    const id = 'aa0000000000000000000020';
+    // 75 whole digits pass the model (at most 78 digits), but in USDC's 6 decimals they are 81.
+    const huge = '9'.repeat(75);
+    // Before: PostgreSQL refused the posting (numeric field overflow) on every retry.
+    const r = await poll(
+      id,
+      { amount_coins: huge, actual_paid_amount: huge, net_income_amount: huge, service_fee_amount: '0' },
+      600,
+    );
+    expect(r).toMatchObject({ status: 20, terminal: true, settled: false, posted: null });
+    expect(await entriesOf(id)).toEqual([]);
+    const { rows } = await db.execute<{ severity: string; details: Record<string, unknown> }>(
+      sql`select severity, details from findings where ref_id = ${id} and kind = 'amount_format_error'`,
+    );
+    expect(rows).toEqual([
+      {
+        severity: 'critical',
+        details: expect.objectContaining({ amount: huge, decimals: 6, token: 'USDC', chain_id: 8453 }),
+      },
+    ]);
   });
 
   it('behavior: CONFIRMED without amounts is not settled; a later answer with them books and settles it', async () => {

@@ -13,6 +13,17 @@ describe('decimalStringSchema', () => {
     expect(decimalStringSchema.safeParse(v).success).toBe(false);
   });
 
+  it('behavior: at most 78 digits, fraction included (a posting is numeric(78,0))', () => {
+    expect(decimalStringSchema.parse('9'.repeat(78))).toBe('9'.repeat(78));
+    expect(decimalStringSchema.parse(`${'9'.repeat(60)}.${'9'.repeat(18)}`)).toHaveLength(79);
+    expect(decimalStringSchema.safeParse('9'.repeat(79)).error?.issues[0]?.message).toMatch(
+      /at most 78 digits/,
+    );
+    expect(decimalStringSchema.safeParse(`${'9'.repeat(60)}.${'9'.repeat(19)}`).success).toBe(false);
+    // PostgreSQL's numeric stops at 131,072 integer digits: such a body failed every retry.
+    expect(decimalStringSchema.safeParse('1'.repeat(131_073)).success).toBe(false);
+  });
+
   it('error: a JSON number says why', () => {
     expect(decimalStringSchema.safeParse(10.5).error?.issues[0]?.message).toMatch(/never a JSON number/);
   });

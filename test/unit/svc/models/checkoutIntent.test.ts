@@ -128,8 +128,24 @@ describe('checkout intent', () => {
     ['short address', { tx_to: '0x1234' }],
     ['hash as address', { tx_from: TX_1 }],
     ['tx_to missing', { tx_to: undefined }],
+    // Values PostgreSQL or the ledger would refuse on every retry (a poison intent).
+    ['currency above a PostgreSQL integer', { currency: 2 ** 31 }],
+    ['actual_paid_amount of 79 digits', { actual_paid_amount: '1'.repeat(79) }],
+    ['net_income_amount of 131,073 digits', { net_income_amount: '1'.repeat(131_073) }],
+    ['id over 200 characters', { all_svc_checkout_intent_id: 'a'.repeat(201) }],
   ])('error: %s', (_case, patch) => {
     expect(checkoutIntentSchema.safeParse({ ...confirmedFiatIntent, ...patch }).success).toBe(false);
+  });
+
+  it('behavior: the largest values a row and a posting can hold are read', () => {
+    const intent = checkoutIntentSchema.parse({
+      ...confirmedFiatIntent,
+      currency: 2 ** 31 - 1,
+      actual_paid_amount: `${'9'.repeat(72)}.123456`,
+      amount_coins: '9'.repeat(78),
+    });
+    expect(intent.currency).toBe(2 ** 31 - 1);
+    expect(intent.actual_paid_amount).toBe(`${'9'.repeat(72)}.123456`);
   });
 });
 

@@ -97,6 +97,11 @@ describe('checkout webhook payload', () => {
     ['extra_obj as array', { extra_obj: [1] }],
     ['extra_obj as string', { extra_obj: '{}' }],
     ['chain_id as string', { chain_id: '56' }],
+    // Values PostgreSQL would refuse on every retry (a poison webhook): now a malformed body.
+    ['actual_paid_amount of 131,073 digits', { actual_paid_amount: '1'.repeat(131_073) }],
+    ['amount_coins of 79 digits', { amount_coins: '1'.repeat(79) }],
+    ['currency above a PostgreSQL integer', { currency: 3_000_000_000 }],
+    ['intent id over 200 characters', { all_svc_checkout_intent_id: 'a'.repeat(201) }],
   ])('error: %s', (_case, patch) => {
     expect(checkoutWebhookPayloadSchema.safeParse({ ...fullWebhook, ...patch }).success).toBe(false);
   });
