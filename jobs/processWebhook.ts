@@ -1,6 +1,6 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { createMicroBatcher } from '../src/batching/microBatcher.ts';
-import { processInboxBatch } from '../src/payments/processInboxBatch.ts';
+import { startInboxBatch } from '../src/payments/processInboxBatch.ts';
 import {
   failRefusedWebhook,
   type InboxOutcome,
@@ -18,7 +18,9 @@ import { schedulePoll } from './schedulePoll.ts';
  */
 export function webhookProcessor(ctx: JobContext) {
   const batches = createMicroBatcher<string, InboxOutcome>({
-    run: (webhookIds) => processInboxBatch(ctx.payments, webhookIds),
+    // Resolves once the batch's transaction is done; a webhook whose intent read hangs is applied
+    // when it answers, and holds only its own job, not the batch's slot.
+    run: (webhookIds) => startInboxBatch(ctx.payments, webhookIds),
     maxBatch: 64,
     // Two batches overlap: one fetching its intents from the API while the other writes.
     maxInFlight: 2,

@@ -11,9 +11,11 @@ export type ItemResult<O> = { ok: true; value: O } | { ok: false; error: Error }
 export interface MicroBatcherOptions<I, O> {
   /**
    * Does the work of one batch and returns one result per item, in the items' order. It should
-   * not throw; if it does, every item of the batch fails with that error.
+   * not throw; if it does, every item of the batch fails with that error. A result may still be
+   * pending (work of an item that outlives its batch, such as a webhook whose intent read hangs):
+   * its caller waits for it, but the batch's slot is free as soon as `run` resolves.
    */
-  run(items: I[]): Promise<Array<ItemResult<O>>>;
+  run(items: I[]): Promise<Array<ItemResult<O> | Promise<ItemResult<O>>>>;
   maxBatch: number;
   maxInFlight: number;
 }
@@ -38,6 +40,8 @@ export function createMicroBatcher<I, O>(options: MicroBatcherOptions<I, O>): Mi
   let scheduled = false;
   let inFlight = 0;
   let closed = false;
+  /** Items whose batch is done but whose own result is still pending. */
+  let outstanding = 0;
   const idleWaiters: Array<() => void> = [];
 
   const schedule = (): void => {
@@ -49,7 +53,7 @@ export function createMicroBatcher<I, O>(options: MicroBatcherOptions<I, O>): Mi
   };
 
   const wakeIfIdle = (): void => {
-    if (queue.length > 0 || inFlight > 0) return;
+    if (queue.length > 0 || inFlight > 0 || outstanding > 0) return;
     for (const wake of idleWaiters.splice(0)) wake();
   };
 
@@ -68,17 +72,31 @@ export function createMicroBatcher<I, O>(options: MicroBatcherOptions<I, O>): Mi
   }
 
   async function runBatch(batch: Array<Waiting<I, O>>): Promise<void> {
-    let results: Array<ItemResult<O>>;
+    let results: Array<ItemResult<O> | Promise<ItemResult<O>>>;
     try {
       results = await options.run(batch.map((w) => w.item));
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       results = batch.map(() => ({ ok: false, error }));
     }
-    batch.forEach((w, i) => {
-      const result = results[i] ?? { ok: false, error: new Error('batch returned no result for this item') };
+    const hand = (w: Waiting<I, O>, result: ItemResult<O>): void => {
       if (result.ok) w.resolve(result.value);
       else w.reject(result.error);
+    };
+    batch.forEach((w, i) => {
+      const result = results[i] ?? { ok: false, error: new Error('batch returned no result for this item') };
+      if (!(result instanceof Promise)) return hand(w, result);
+      outstanding += 1;
+      result
+        .then(
+          (r) => hand(w, r),
+          (err: unknown) =>
+            hand(w, { ok: false, error: err instanceof Error ? err : new Error(String(err)) }),
+        )
+        .finally(() => {
+          outstanding -= 1;
+          wakeIfIdle();
+        });
     });
   }
 

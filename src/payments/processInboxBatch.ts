@@ -14,6 +14,23 @@ import {
   processInboxWebhook,
 } from './processInboxWebhook.ts';
 
+/**
+ * How long a batch waits for the rest of its intents once the first has arrived, before its
+ * transaction applies those it has (ms); the others (stragglers) are applied as each arrives.
+ * Counted from the first intent, not from the batch's start: before it there is nothing to
+ * commit, so waiting costs nothing, and a service slow for every read (3 s each under load) still
+ * answers a batch within a short spread of its first answer, so the batch commits whole instead of
+ * one payment at a time exactly when the load is highest. 2 s is far above that spread for a
+ * healthy service (tens of ms) and far below a read that hangs (the client's timeout is 15 s, up
+ * to 3 attempts: ~46 s), which before held the batch's other 63 payments uncommitted.
+ */
+export const STRAGGLER_WAIT_MS = 2_000;
+
+export interface InboxBatchOptions {
+  /** See STRAGGLER_WAIT_MS (tests pass a short one). */
+  stragglerWaitMs?: number;
+}
+
 interface Ready {
   webhookId: string;
   storeId: string;
@@ -21,6 +38,15 @@ interface Ready {
   intent: CheckoutIntent;
   /** Taken just before the intent's GET was sent (see processInboxWebhook). */
   observedAt: Date;
+}
+
+/** A settled read of a webhook's intent: the intent, or the webhook's result without it. */
+type Read = { ready: Ready } | { failed: Promise<ItemResult<InboxOutcome>> };
+
+/** A webhook's intent being read; `read` never rejects. */
+interface Fetch {
+  webhookId: string;
+  read: Promise<Read>;
 }
 
 /**
@@ -34,15 +60,34 @@ interface Ready {
  * that failed on a value PostgreSQL refuses (a poison webhook) is applied again at once, each
  * webhook under a savepoint with the intents already read, so the poison fails alone and the
  * others still commit together. Intents are applied in id order, so two batches lock them in one
- * order. Safe to run twice or beside another worker, like processInboxWebhook.
+ * order. The transaction does not wait for a read that hangs: it applies the intents arrived by
+ * the deadline (STRAGGLER_WAIT_MS), and each straggler is applied in a transaction of its own once
+ * its read settles (after the batch's, one at a time), never read twice. Safe to run twice or
+ * beside another worker, like processInboxWebhook. Resolves once every webhook has its result,
+ * the stragglers' included.
  */
 export async function processInboxBatch(
   deps: PaymentsDeps,
   webhookIds: string[],
+  options: InboxBatchOptions = {},
 ): Promise<Array<ItemResult<InboxOutcome>>> {
+  return Promise.all(await startInboxBatch(deps, webhookIds, options));
+}
+
+/**
+ * processInboxBatch, resolving as soon as the batch's own transaction is done: one result per
+ * webhook, in order, those of the stragglers still pending. For a caller that can release each
+ * webhook's job on its own result (the micro-batcher hands a batch's results over all at once).
+ */
+export async function startInboxBatch(
+  deps: PaymentsDeps,
+  webhookIds: string[],
+  options: InboxBatchOptions = {},
+): Promise<Array<Promise<ItemResult<InboxOutcome>>>> {
   const alone = (id: string): Promise<ItemResult<InboxOutcome>> => settle(processInboxWebhook(deps, id));
   const first = webhookIds[0];
-  if (webhookIds.length === 1 && first !== undefined) return [await alone(first)];
+  // Awaited: a batch of one is done when its webhook is (it holds its slot like any batch).
+  if (webhookIds.length === 1 && first !== undefined) return [Promise.resolve(await alone(first))];
 
   const { rows } = await executePrepared<{
     webhook_id: string;
@@ -57,7 +102,7 @@ export async function processInboxBatch(
   );
   const byId = new Map(rows.map((r) => [r.webhook_id, r]));
   const results = new Map<string, Promise<ItemResult<InboxOutcome>>>();
-  const fetching: Array<Promise<Ready | undefined>> = [];
+  const reads: Fetch[] = [];
   for (const webhookId of new Set(webhookIds)) {
     const row = byId.get(webhookId);
     if (!row) {
@@ -70,57 +115,138 @@ export async function processInboxBatch(
       continue;
     }
     const target = { webhookId, storeId: row.store_id, intentId: payload.all_svc_checkout_intent_id };
-    fetching.push(
-      (async (): Promise<Ready | undefined> => {
+    reads.push({
+      webhookId,
+      read: (async (): Promise<Read> => {
         try {
           // In the try: a store missing from STORES_FILE throws at once, and must fail only its
           // own webhook, not the batch.
           const client = deps.client(row.store_id);
           const observedAt = deps.clock.now();
           const intent = await client.getCheckoutIntent(payload.all_svc_checkout_intent_id);
-          return { webhookId, storeId: row.store_id, payload, intent, observedAt };
+          return { ready: { webhookId, storeId: row.store_id, payload, intent, observedAt } };
         } catch (err) {
           // Handled as alone, without asking again: a refusal tracks the intent and goes back to
           // the job, an error no retry fixes fails the webhook, and anything else is the job's to
           // retry later (after the key's pause, for a 40001), not a second burst at a service
           // that struggles.
-          results.set(webhookId, settle(handleIntentReadError(deps, target, err)));
-          return undefined;
+          return { failed: settle(handleIntentReadError(deps, target, err)) };
         }
       })(),
-    );
+    });
   }
-  const ready = (await Promise.all(fetching)).filter((r): r is Ready => r !== undefined);
+
+  const { onTime, late } = await readsByDeadline(reads, options.stragglerWaitMs ?? STRAGGLER_WAIT_MS);
+  const ready: Ready[] = [];
+  for (const { webhookId, settled } of onTime) {
+    if ('ready' in settled) ready.push(settled.ready);
+    else results.set(webhookId, settled.failed);
+  }
   ready.sort(
     (a, b) =>
       compare(a.intent.all_svc_checkout_intent_id, b.intent.all_svc_checkout_intent_id) ||
       compare(a.webhookId, b.webhookId),
   );
+  const batch = applyReady(deps, ready, alone);
+  // Each straggler once its read settles, in a transaction of its own after the batch's and after
+  // the stragglers before it: this batch never holds two transactions at once (so never two on
+  // one intent), and each webhook is applied by exactly one of them. A read that failed is
+  // handled as on time (handleIntentReadError, already under way).
+  let turn: Promise<unknown> = batch;
+  for (const { webhookId, read } of late) {
+    results.set(
+      webhookId,
+      read.then((settled) => {
+        if ('failed' in settled) return settled.failed;
+        const applied = turn.then(() => applyReady(deps, [settled.ready], alone));
+        turn = applied.catch(() => undefined);
+        return applied.then((out) => resultOf(out, webhookId), failure);
+      }),
+    );
+  }
+  for (const [webhookId, result] of await batch) results.set(webhookId, result);
+  return webhookIds.map((id) => results.get(id) ?? alone(id));
+}
 
-  if (ready.length > 0) {
-    let applied: Array<[string, InboxOutcome]> | undefined;
-    try {
-      applied = await applyBatch(deps, ready, false);
-    } catch (err) {
-      if (dataException(err)) {
-        try {
-          applied = await applyBatch(deps, ready, true);
-        } catch (again) {
-          deps.logger.warn({ err: again, size: ready.length }, 'webhook batch failed under savepoints');
-        }
-      }
-      if (!applied) {
-        deps.logger.warn(
-          { err, size: ready.length },
-          'webhook batch failed; processing its webhooks one by one',
-        );
-        for (const r of ready) results.set(r.webhookId, alone(r.webhookId));
+/**
+ * Waits for the reads until all have settled, or until `waitMs` after the first that gave an
+ * intent (STRAGGLER_WAIT_MS); returns those settled by then and the rest, still running.
+ */
+async function readsByDeadline(
+  reads: Fetch[],
+  waitMs: number,
+): Promise<{ onTime: Array<{ webhookId: string; settled: Read }>; late: Fetch[] }> {
+  const settled = new Map<Fetch, Read>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let over = false;
+  await new Promise<void>((resolve) => {
+    let pending = reads.length;
+    if (pending === 0) resolve();
+    for (const fetch of reads)
+      void fetch.read.then((read) => {
+        if (over) return;
+        settled.set(fetch, read);
+        pending -= 1;
+        if (pending === 0) resolve();
+        else if ('ready' in read && timer === undefined) timer = setTimeout(resolve, waitMs);
+      });
+  });
+  // From here on, a read that settles is a straggler: what is in `settled` now is the batch's.
+  over = true;
+  clearTimeout(timer);
+  const onTime: Array<{ webhookId: string; settled: Read }> = [];
+  const late: Fetch[] = [];
+  for (const fetch of reads) {
+    const read = settled.get(fetch);
+    if (read) onTime.push({ webhookId: fetch.webhookId, settled: read });
+    else late.push(fetch);
+  }
+  return { onTime, late };
+}
+
+/**
+ * Applies intents already read (in id order) in one transaction (applyBatch); again under
+ * savepoints when a value PostgreSQL refuses failed it, else one by one through
+ * processInboxWebhook. Returns each webhook's result; does not reject.
+ */
+async function applyReady(
+  deps: PaymentsDeps,
+  ready: Ready[],
+  alone: (id: string) => Promise<ItemResult<InboxOutcome>>,
+): Promise<Map<string, Promise<ItemResult<InboxOutcome>>>> {
+  const out = new Map<string, Promise<ItemResult<InboxOutcome>>>();
+  if (ready.length === 0) return out;
+  let applied: Array<[string, InboxOutcome]> | undefined;
+  try {
+    applied = await applyBatch(deps, ready, false);
+  } catch (err) {
+    if (dataException(err)) {
+      try {
+        applied = await applyBatch(deps, ready, true);
+      } catch (again) {
+        deps.logger.warn({ err: again, size: ready.length }, 'webhook batch failed under savepoints');
       }
     }
-    for (const [webhookId, value] of applied ?? [])
-      results.set(webhookId, Promise.resolve({ ok: true, value }));
+    if (!applied) {
+      deps.logger.warn(
+        { err, size: ready.length },
+        'webhook batch failed; processing its webhooks one by one',
+      );
+      for (const r of ready) out.set(r.webhookId, alone(r.webhookId));
+    }
   }
-  return Promise.all(webhookIds.map((id) => results.get(id) ?? alone(id)));
+  for (const [webhookId, value] of applied ?? []) out.set(webhookId, Promise.resolve({ ok: true, value }));
+  return out;
+}
+
+function resultOf(
+  out: Map<string, Promise<ItemResult<InboxOutcome>>>,
+  webhookId: string,
+): Promise<ItemResult<InboxOutcome>> {
+  return (
+    out.get(webhookId) ??
+    Promise.resolve({ ok: false, error: new Error(`webhook ${webhookId} was not applied by its batch`) })
+  );
 }
 
 /**
@@ -185,10 +311,11 @@ async function applyBatch(
 }
 
 function settle(work: Promise<InboxOutcome>): Promise<ItemResult<InboxOutcome>> {
-  return work.then(
-    (value) => ({ ok: true, value }),
-    (err: unknown) => ({ ok: false, error: err instanceof Error ? err : new Error(String(err)) }),
-  );
+  return work.then((value) => ({ ok: true, value }), failure);
+}
+
+function failure(err: unknown): ItemResult<InboxOutcome> {
+  return { ok: false, error: err instanceof Error ? err : new Error(String(err)) };
 }
 
 function parseCheckout(body: Buffer): CheckoutWebhookPayload | undefined {

@@ -7,7 +7,7 @@ import { staleTrackedIntents } from '../../src/payments/intentTracking.ts';
 import type { PaymentsDeps } from '../../src/payments/paymentsDeps.ts';
 import { processInboxBatch } from '../../src/payments/processInboxBatch.ts';
 import { failRefusedWebhook, IntentReadRefusedError } from '../../src/payments/processInboxWebhook.ts';
-import { SvcProtocolError } from '../../src/svc/errors.ts';
+import { SvcProtocolError, SvcTransportError } from '../../src/svc/errors.ts';
 import type { CheckoutIntent } from '../../src/svc/models/checkoutIntent.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 
@@ -140,6 +140,124 @@ describe('processInboxBatch', () => {
     expect(again.map((r) => (r.ok ? r.value.kind : 'error'))).toEqual(ids.map(() => 'already_done'));
     for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
     for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
+  }, 120_000);
+
+  it('behavior: a read that hangs does not hold its batch: the others commit by the deadline, a straggler once its read settles, each read once', async () => {
+    const paid = await paidAndStored(5);
+    const slow = paid[1]!;
+    const hung = paid[3]!;
+    const onTime = paid.filter((p) => p !== slow && p !== hung);
+    // Reads the test answers when it chooses: `slow` answers, `hung` times out (as the client's
+    // last attempt does after ~46 s), both long after the batch's deadline.
+    const gates = new Map<string, () => void>();
+    const gate = (id: string) => new Promise<void>((resolve) => gates.set(id, resolve));
+    const release = (id: string) => gates.get(id)?.();
+    const counts = new Map<string, number>();
+    const sandboxClient = pipeline.payments.client('st_a');
+    const deps: PaymentsDeps = {
+      ...pipeline.payments,
+      client: () => ({
+        ...sandboxClient,
+        getCheckoutIntent: async (id: string) => {
+          counts.set(id, (counts.get(id) ?? 0) + 1);
+          if (id === slow.intentId) await gate(id);
+          if (id === hung.intentId) {
+            await gate(id);
+            throw new SvcTransportError('checkout_intents.get', true, 'timed out after 15000 ms');
+          }
+          return sandboxClient.getCheckoutIntent(id);
+        },
+      }),
+    };
+
+    let done = false;
+    const running = processInboxBatch(
+      deps,
+      paid.map((p) => p.webhookId),
+      // Long enough for the sandbox's answers on a loaded machine, short beside the test's waits.
+      { stragglerWaitMs: 1_000 },
+    ).finally(() => {
+      done = true;
+    });
+    onTestFinished(async () => {
+      // Whatever failed: no read left hanging, no batch left writing into the next test.
+      for (const p of paid) release(p.intentId);
+      await running;
+    });
+
+    // Before: nothing committed until every read of the batch had settled (~46 s for a hung one).
+    await pipeline.waitFor(async () => {
+      const { rows } = await pipeline.db.execute<{ n: number }>(sql`
+        select count(*)::int as n from webhook_inbox
+        where webhook_id = any(${sql.param(onTime.map((p) => p.webhookId))}::text[]) and status = 'processed'`);
+      return rows[0]?.n === onTime.length;
+    }, 5_000);
+    for (const p of onTime) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+    // Together, in the batch's one transaction.
+    expect((await writers(onTime.map((p) => p.intentId))).size).toBe(1);
+    for (const p of [slow, hung]) {
+      expect(await inboxStatus(p.webhookId)).toEqual({ status: 'received', attempts: 0 });
+      expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual([]);
+    }
+    // Each job still gets its own webhook's result, so the batch waits for its stragglers.
+    expect(done).toBe(false);
+
+    release(slow.intentId);
+    await pipeline.waitFor(async () => (await inboxStatus(slow.webhookId))?.status === 'processed', 5_000);
+    expect(await ledgerLinesOf(pipeline.db, slow.intentId)).toEqual(EXACT_LINES);
+    // In a transaction of its own, after the batch's.
+    expect((await writers([...onTime, slow].map((p) => p.intentId))).size).toBe(2);
+    expect(done).toBe(false);
+
+    release(hung.intentId);
+    const results = await running;
+    // The timeout is handled as a read that fails on time: the job's to retry, nothing asked again.
+    expect(results.map((r) => (r.ok ? r.value.kind : r.error.name))).toEqual([
+      'applied',
+      'applied',
+      'applied',
+      'SvcTransportError',
+      'applied',
+    ]);
+    for (const p of paid) expect(counts.get(p.intentId), p.intentId).toBe(1);
+    expect(await inboxStatus(hung.webhookId)).toEqual({ status: 'received', attempts: 0 });
+    expect(await ledgerLinesOf(pipeline.db, hung.intentId)).toEqual([]);
+    for (const p of [...onTime, slow]) {
+      expect(await inboxStatus(p.webhookId)).toEqual({ status: 'processed', attempts: 1 });
+      expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+    }
+
+    // BullMQ's retry of the timed-out webhook: applied once, nothing posted twice.
+    const retried = await processInboxBatch(pipeline.payments, [hung.webhookId, slow.webhookId]);
+    expect(retried.map((r) => (r.ok ? r.value.kind : r.error.message))).toEqual(['applied', 'already_done']);
+    for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+    for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
+  }, 120_000);
+
+  it('behavior: a service slow for every read still has its batch applied in one transaction (the deadline counts from the first intent)', async () => {
+    const paid = await paidAndStored(4);
+    const sandboxClient = pipeline.payments.client('st_a');
+    let n = 0;
+    const deps: PaymentsDeps = {
+      ...pipeline.payments,
+      client: () => ({
+        ...sandboxClient,
+        // Each answer well after the deadline counted from the batch's start, all within it
+        // counted from the first answer.
+        getCheckoutIntent: async (id: string) => {
+          await sleep(1_000 + 20 * n++);
+          return sandboxClient.getCheckoutIntent(id);
+        },
+      }),
+    };
+    const results = await processInboxBatch(
+      deps,
+      paid.map((p) => p.webhookId),
+      { stragglerWaitMs: 500 },
+    );
+    expect(results.map((r) => (r.ok ? r.value.kind : r.error.message))).toEqual(paid.map(() => 'applied'));
+    expect((await writers(paid.map((p) => p.intentId))).size).toBe(1);
+    for (const p of paid) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
   }, 120_000);
 
   it('error: an intent the API refuses to give now (40001) fails its own job without asking again; a retry applies it', async () => {

@@ -68,3 +68,37 @@ describe('createMicroBatcher', () => {
     await expect(batcher.add(3)).rejects.toThrow(/closed/);
   });
 });
+
+describe('createMicroBatcher: results that outlive their batch', () => {
+  it('behavior: a pending result holds its caller, not the slot: the next batch runs, and close waits for it', async () => {
+    let release: (r: ItemResult<string>) => void = () => {};
+    const straggler = new Promise<ItemResult<string>>((r) => {
+      release = r;
+    });
+    const batches: string[][] = [];
+    const batcher = createMicroBatcher<string, string>({
+      run: async (items) => {
+        batches.push(items);
+        return items.map((s) => (s === 'slow' ? straggler : { ok: true, value: s }));
+      },
+      maxBatch: 10,
+      maxInFlight: 1,
+    });
+    const slow = batcher.add('slow');
+    const quick = batcher.add('quick');
+    await expect(quick).resolves.toBe('quick');
+    // The only slot is free although 'slow' is not done: a later item gets a batch of its own.
+    await expect(batcher.add('next')).resolves.toBe('next');
+    expect(batches).toEqual([['slow', 'quick'], ['next']]);
+    let closed = false;
+    const closing = batcher.close().then(() => {
+      closed = true;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(closed).toBe(false);
+    release({ ok: false, error: new Error('read failed') });
+    await expect(slow).rejects.toThrow('read failed');
+    await closing;
+    expect(closed).toBe(true);
+  });
+});
