@@ -12,11 +12,12 @@ import {
   checkoutConfirmedKey,
   checkoutTerminalFailure,
 } from '../ledger/rules/checkoutRules.ts';
+import { DECIMAL_STRING_RE, parseDecimalAmount } from '../money/decimalAmount.ts';
 import { recordFinding } from '../recon/recordFinding.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { CheckoutWebhookPayload } from '../svc/models/checkoutWebhook.ts';
-import { bookConfirmation } from './bookConfirmation.ts';
+import { BOOKING_FINDINGS, bookConfirmation } from './bookConfirmation.ts';
 import { type IntentRow, intentRowColumns, proveIntentPayment } from './proveIntentPayment.ts';
 
 /**
@@ -108,6 +109,16 @@ export async function applyIntentSnapshot(
           : null;
   let settledBy = before?.settled_by ?? (terminal ? obs.source : null);
   const changed = previousStatus !== status;
+  // What the columns take: the read, except that a CONFIRMED read without its amounts (a duplicate
+  // webhook or a replay whose API read lacks them) never blanks the amounts rule 1 booked. With a
+  // live rule-1 entry the stored amounts stay the intent's facts, so rule 1 below is a replay, the
+  // intent stays settled and no `confirmed_without_amounts` is raised. raw_payload keeps the read
+  // as sent. Read only on this rare path, after the lock (READ COMMITTED: a reversal committed
+  // by an observer we waited for is seen).
+  const facts =
+    status === CheckoutStatus.CONFIRMED && lacksAmounts(intent)
+      ? { ...intent, ...(await bookedAmounts(tx, id)) }
+      : intent;
 
   // The facts and, when the status changed, its history row in one round trip; the row comes
   // back for rule 2 below, with the intent's reversed rule-1 entries so far (a confirmation after
@@ -115,7 +126,9 @@ export async function applyIntentSnapshot(
   // statement's snapshot is taken after the lock was granted (READ COMMITTED), so it sees the
   // reversal of an observer we waited for; the lock statement's would not, and a CONFIRMED
   // applied just after a reversal would re-post under the reversed entry's key (no income).
-  const written = await executePrepared<IntentRow & { confirmed_revision: number }>(
+  const written = await executePrepared<
+    IntentRow & { confirmed_revision: number; open_booking_findings: string[] }
+  >(
     tx,
     sql`
     with u as (
@@ -126,8 +139,8 @@ export async function applyIntentSnapshot(
         currency_rate = ${intent.currency_rate}, status = ${status}, order_id = ${intent.order_id},
         order_description = ${intent.order_description}, user_id = ${intent.user_id}, user_name = ${intent.user_name},
         error_message = ${intent.error_message}, tx_hash = ${intent.tx_hash}, tx_hash_2 = ${intent.tx_hash_2},
-        tx_from = ${intent.tx_from}, tx_to = ${intent.tx_to}, actual_paid_amount = ${intent.actual_paid_amount},
-        service_fee_amount = ${intent.service_fee_amount}, net_income_amount = ${intent.net_income_amount},
+        tx_from = ${intent.tx_from}, tx_to = ${intent.tx_to}, actual_paid_amount = ${facts.actual_paid_amount},
+        service_fee_amount = ${facts.service_fee_amount}, net_income_amount = ${facts.net_income_amount},
         payment_method_type = ${intent.payment_method_type}, accepted_stable_coins = ${intent.accepted_stable_coins},
         raw_payload = ${toJsonb(intent)}::jsonb,
         status_changed_at = case when ${changed} then ${obs.observedAt.toISOString()}::timestamptz else status_changed_at end,
@@ -142,13 +155,17 @@ export async function applyIntentSnapshot(
     )
     select u.*,
       (select count(*)::int from ledger_entries e
-       where e.ref_type = 'checkout_intent' and e.ref_id = ${id} and e.kind = 'checkout.confirmed.reversal') as confirmed_revision
+       where e.ref_type = 'checkout_intent' and e.ref_id = ${id} and e.kind = 'checkout.confirmed.reversal') as confirmed_revision,
+      (select coalesce(array_agg(f.kind), '{}') from findings f
+       where f.ref_type = 'checkout_intent' and f.ref_id = ${id} and f.resolved_at is null
+         and f.kind = any(${sql.param([...BOOKING_FINDINGS])}::text[])) as open_booking_findings
     from u`,
   );
   const row = written.rows[0];
   const revision = row?.confirmed_revision ?? 0;
 
-  const findings: RuleFinding[] = obs.webhook ? compareWebhook(obs.webhook, intent) : [];
+  // Against the facts we hold: an API read that only lacks the amounts does not disagree with them.
+  const findings: RuleFinding[] = obs.webhook ? compareWebhook(obs.webhook, facts) : [];
   if (wasFailure && status !== previousStatus && terminal) {
     // The service contradicts a terminal failure (CONFIRMED -> failure is rule 4's own finding).
     findings.push({
@@ -169,9 +186,9 @@ export async function applyIntentSnapshot(
       coinContract: intent.coin_contract,
       coinSymbol: intent.coin_symbol,
       amountCoins: intent.amount_coins,
-      actualPaidAmount: intent.actual_paid_amount,
-      serviceFeeAmount: intent.service_fee_amount,
-      netIncomeAmount: intent.net_income_amount,
+      actualPaidAmount: facts.actual_paid_amount,
+      serviceFeeAmount: facts.service_fee_amount,
+      netIncomeAmount: facts.net_income_amount,
       amountCents: intent.amount_cents,
       currency: intent.currency,
       currencyRate: intent.currency_rate,
@@ -179,6 +196,7 @@ export async function applyIntentSnapshot(
       txHash2: intent.tx_hash_2,
       confirmedAt,
       revision,
+      openBookingFindings: row?.open_booking_findings ?? [],
     });
     findings.push(...booked.findings);
     posted = booked.posted;
@@ -219,14 +237,63 @@ function isFailureStatus(status: number): boolean {
   return (CHECKOUT_FAILURE_STATUSES as readonly number[]).includes(status);
 }
 
+type Amounts = Pick<CheckoutIntent, 'actual_paid_amount' | 'service_fee_amount' | 'net_income_amount'>;
+
+function lacksAmounts(intent: Amounts): boolean {
+  return (
+    intent.actual_paid_amount === null ||
+    intent.service_fee_amount === null ||
+    intent.net_income_amount === null
+  );
+}
+
+/**
+ * The amounts of an intent whose rule-1 entry is live (posted and not reversed by rule 4), or
+ * nothing when it has none. The facts row's, as last read complete; when the row lost them (an
+ * observation before this rule blanked them), the entry's metadata, which holds them as booked.
+ */
+async function bookedAmounts(tx: DbExecutor, id: string): Promise<Amounts | Record<string, never>> {
+  const { rows } = await tx.execute<{
+    row_paid: string | null;
+    row_fee: string | null;
+    row_net: string | null;
+    entry_paid: string | null;
+    entry_fee: string | null;
+    entry_net: string | null;
+  }>(sql`
+    select c.actual_paid_amount as row_paid, c.service_fee_amount as row_fee, c.net_income_amount as row_net,
+           e.metadata->>'actual_paid_amount' as entry_paid, e.metadata->>'service_fee_amount' as entry_fee,
+           e.metadata->>'net_income_amount' as entry_net
+    from ledger_entries e join checkout_intents c on c.id = e.ref_id
+    where e.ref_type = 'checkout_intent' and e.ref_id = ${id} and e.kind = 'checkout.confirmed'
+      and not exists (select 1 from ledger_entries r where r.reverses_entry_id = e.id)
+    order by e.id desc limit 1`);
+  const r = rows[0];
+  if (!r) return {};
+  const stored = {
+    actual_paid_amount: r.row_paid,
+    service_fee_amount: r.row_fee,
+    net_income_amount: r.row_net,
+  };
+  if (!lacksAmounts(stored)) return stored;
+  return {
+    actual_paid_amount: r.entry_paid,
+    service_fee_amount: r.entry_fee,
+    net_income_amount: r.entry_net,
+  };
+}
+
 /** A webhook that disagrees with the API is a finding for a person, never a crash. */
 function compareWebhook(webhook: CheckoutWebhookPayload, intent: CheckoutIntent): RuleFinding[] {
   const ref = { type: 'checkout_intent', id: intent.all_svc_checkout_intent_id };
   const differences: Record<string, { webhook: unknown; api: unknown }> = {};
   const same = (a: unknown, b: unknown) => String(a ?? '').toLowerCase() === String(b ?? '').toLowerCase();
-  if (!same(webhook.amount_coins, intent.amount_coins))
+  if (!sameAmount(webhook.amount_coins, intent.amount_coins))
     differences.amount_coins = { webhook: webhook.amount_coins, api: intent.amount_coins };
-  if (webhook.actual_paid_amount !== null && !same(webhook.actual_paid_amount, intent.actual_paid_amount)) {
+  if (
+    webhook.actual_paid_amount !== null &&
+    !sameAmount(webhook.actual_paid_amount, intent.actual_paid_amount)
+  ) {
     differences.actual_paid_amount = { webhook: webhook.actual_paid_amount, api: intent.actual_paid_amount };
   }
   if (webhook.chain_id !== intent.chain_id)
@@ -253,4 +320,17 @@ function compareWebhook(webhook: CheckoutWebhookPayload, intent: CheckoutIntent)
       details: { webhook_id: webhook.webhook_id, differences },
     },
   ];
+}
+
+/**
+ * Whether two decimal amounts as sent are the same number, exactly: "25", "25.00" and "025.0" are.
+ * Both are read in base units of as many decimals as the finer of the two has (parseDecimalAmount,
+ * bigint), so the comparison needs no token and never rounds. A missing amount equals only a
+ * missing one; text that is not a plain decimal (the models refuse it) is compared as text.
+ */
+function sameAmount(a: string | null, b: string | null): boolean {
+  if (a === null || b === null) return a === b;
+  if (!DECIMAL_STRING_RE.test(a) || !DECIMAL_STRING_RE.test(b)) return a === b;
+  const decimals = Math.max(a.split('.')[1]?.length ?? 0, b.split('.')[1]?.length ?? 0);
+  return parseDecimalAmount(a, decimals) === parseDecimalAmount(b, decimals);
 }

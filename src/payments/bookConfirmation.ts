@@ -8,6 +8,7 @@ import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { type PostedEntry, postEntry } from '../ledger/postEntry.ts';
 import { checkoutConfirmed } from '../ledger/rules/checkoutRules.ts';
 import { AmountFormatError } from '../money/decimalAmount.ts';
+import { resolveFinding } from '../recon/recordFinding.ts';
 
 /** What rule 1 needs of a CONFIRMED intent, as stored in checkout_intents (decimal strings as sent). */
 export interface ConfirmedIntentFacts {
@@ -29,7 +30,23 @@ export interface ConfirmedIntentFacts {
   confirmedAt: Date;
   /** The rule-1 revision to book (reversed confirmations before it); read from the ledger when absent. */
   revision?: number;
+  /**
+   * The intent's open findings of BOOKING_FINDINGS kinds, when the caller read them already (the
+   * facts update of applyIntentSnapshot does, at no extra round trip); read here when absent.
+   */
+  openBookingFindings?: readonly string[];
 }
+
+/**
+ * The findings that say rule 1 could not book a CONFIRMED intent yet. Each clears once rule 1's
+ * entry is in the books (a later answer with the amounts, a registry or configuration fix and a
+ * replay), so they are resolved then, in the same transaction.
+ */
+export const BOOKING_FINDINGS = [
+  'confirmed_without_amounts',
+  'unknown_token',
+  'amount_format_error',
+] as const;
 
 export interface BookedConfirmation {
   /** The entry this call wrote, or null (already in the books, waiting, or not bookable). */
@@ -151,12 +168,32 @@ export async function bookConfirmation(
   if (!outcome.entry) return { posted: null, findings: outcome.findings, settled: true };
   try {
     const posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+    await resolveBookingFindings(tx, facts);
     return { posted, findings: outcome.findings, settled: true };
   } catch (err) {
     if (!(err instanceof IdempotencyConflictError)) throw err;
     const changed = await amountsChangedSinceBooked(tx, err.existingEntryId, outcome.entry);
+    await resolveBookingFindings(tx, facts);
     return { posted: null, findings: [...outcome.findings, ...changed], settled: true };
   }
+}
+
+/**
+ * Rule 1's entry is in the books (posted now, replayed, or booked before with other metadata):
+ * what kept it out (BOOKING_FINDINGS) has cleared for this intent. Nothing is sent when the caller
+ * read that none is open, the usual case.
+ */
+async function resolveBookingFindings(tx: DbExecutor, facts: ConfirmedIntentFacts): Promise<void> {
+  const ref = { type: 'checkout_intent', id: facts.intentId };
+  const open =
+    facts.openBookingFindings ??
+    (
+      await tx.execute<{ kind: string }>(sql`
+        select kind from findings
+        where ref_type = ${ref.type} and ref_id = ${ref.id} and resolved_at is null
+          and kind = any(${sql.param([...BOOKING_FINDINGS])}::text[])`)
+    ).rows.map((r) => r.kind);
+  for (const kind of open) await resolveFinding(tx, kind, ref);
 }
 
 /** Digits of a posting's amount: numeric(78,0) (DESIGN.md section 4). */

@@ -15,7 +15,20 @@ export type InboxOutcome =
   | { kind: 'already_done' }
   | { kind: 'applied'; intentId: string; storeId: string; settled: boolean }
   | { kind: 'claim_link_applied'; claimLinkId: string; storeId: string }
+  /** Not applied yet, kept `received` for the inbox sweeper to try again (see REFUND_WEBHOOK_WAIT). */
+  | { kind: 'waiting'; reason: string }
   | { kind: 'unusable'; reason: string };
+
+/**
+ * How long a claim-link webhook that names its link only by refund_tx_hash waits for the chain
+ * side to see that refund: the row stays `received` (its error says why) and the inbox sweeper
+ * processes it again every 30 s, until it is matched, or it was received longer than `ms` ago by
+ * the database's clock, or it has had `attempts` attempts; then it fails with
+ * `webhook_for_unknown_claim_link`, for a person (and `webhooks replay`). A replay of such a
+ * failed row is past both bounds, so it applies if the refund is known by then and fails again at
+ * once if not.
+ */
+export const REFUND_WEBHOOK_WAIT = { ms: 60 * 60_000, attempts: 150 } as const;
 
 /**
  * Processes one stored webhook: parse it with the spec's model, fetch the full intent (the
@@ -68,15 +81,27 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
     if (row.endpoint === 'claim-links' && event === 'cancelled') {
       // Applied and marked in one transaction: a repeat finds the row processed.
       const applied = await deps.db.transaction(async (tx): Promise<InboxOutcome> => {
-        const locked = await tx.execute<{ status: string }>(
-          sql`select status from webhook_inbox where webhook_id = ${webhookId} for update`,
-        );
-        if (locked.rows[0]?.status !== 'received') return { kind: 'already_done' };
+        const locked = await tx.execute<{ status: string; may_wait: boolean }>(sql`
+          select status,
+                 attempts + 1 < ${REFUND_WEBHOOK_WAIT.attempts}
+                   and received_at > now() - ${REFUND_WEBHOOK_WAIT.ms} * interval '1 millisecond' as may_wait
+          from webhook_inbox where webhook_id = ${webhookId} for update`);
+        const lockedRow = locked.rows[0];
+        if (lockedRow?.status !== 'received') return { kind: 'already_done' };
         const outcome = await applyClaimLinkWebhook(tx, deps, {
           storeId: row.store_id,
           webhookId,
           body: json,
+          mayWait: lockedRow.may_wait,
         });
+        if (outcome.kind === 'waiting') {
+          // Stays `received`: the inbox sweeper adds its job again.
+          await tx.execute(sql`
+            update webhook_inbox set attempts = attempts + 1, error = ${clip(outcome.reason)}
+            where webhook_id = ${webhookId}`);
+          deps.logger.info({ webhookId, reason: outcome.reason }, 'claim-link webhook waits for its refund');
+          return outcome;
+        }
         const failed = outcome.kind === 'unusable';
         if (!failed) await resolveWebhookFailureFindings(tx, webhookId);
         await tx.execute(sql`
@@ -90,7 +115,8 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
       });
       return applied;
     }
-    // Other claim-link event kinds are not in the spec: a person sees them.
+    // Other claim-link event kinds are not in the spec: a person sees them. (A body without an
+    // event name is the spec's `cancelled`, see claimLinkEventOf.)
     await finish('processed', null, {
       kind: 'unhandled_webhook_event',
       details: { endpoint: row.endpoint, event },

@@ -538,6 +538,156 @@ describe('applyIntentSnapshot', () => {
     expect(row.rows[0]?.settled_by).toBe('poll');
   });
 
+  it('behavior: a CONFIRMED read without amounts after rule 1 was booked keeps the amounts and the settlement', async () => {
+    const id = 'aa0000000000000000000021';
+    const bare = { actual_paid_amount: null, service_fee_amount: null, net_income_amount: null };
+    const full = await poll(id, {}, 700);
+    expect(full).toMatchObject({ settled: true, posted: { created: true } });
+    // A duplicate webhook whose API read lacks the amounts (the webhook itself carries P).
+    const duplicate = await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id, bare),
+        source: 'webhook',
+        observedAt: at(701),
+        webhook: webhookOf(id, 21, { actual_paid_amount: '25' }),
+      }),
+    );
+    // Before: the amounts became NULL, settled_by was cleared (polling restarted) and
+    // confirmed_without_amounts opened, so reconciliation's matching dropped the intent.
+    expect(duplicate).toMatchObject({
+      status: 20,
+      settled: true,
+      posted: { id: full.posted!.id, created: false },
+    });
+    const replay = await poll(id, bare, 702);
+    expect(replay).toMatchObject({ settled: true, posted: { created: false } });
+    const stored = async () =>
+      (
+        await db.execute<{
+          paid: string | null;
+          fee: string | null;
+          net: string | null;
+          settled_by: string | null;
+          raw_paid: string | null;
+        }>(sql`
+          select actual_paid_amount as paid, service_fee_amount as fee, net_income_amount as net, settled_by,
+                 raw_payload->>'actual_paid_amount' as raw_paid
+          from checkout_intents where id = ${id}`)
+      ).rows[0];
+    // The facts stay; raw_payload keeps the last read as it was sent.
+    expect(await stored()).toEqual({
+      paid: '25',
+      fee: '0.25',
+      net: '24.75',
+      settled_by: 'poll',
+      raw_paid: null,
+    });
+    expect((await poll(id, {}, 703)).settled).toBe(true);
+    expect(await stored()).toEqual({
+      paid: '25',
+      fee: '0.25',
+      net: '24.75',
+      settled_by: 'poll',
+      raw_paid: '25',
+    });
+    expect((await entriesOf(id)).map((e) => e.kind)).toEqual(['checkout.confirmed']);
+    expect(await findingsOf(id)).toEqual([]);
+  });
+
+  it('behavior: a CONFIRMED read without amounts after rule 1 was reversed is not booked and keeps polling', async () => {
+    const id = 'aa0000000000000000000022';
+    await poll(id, {}, 710);
+    await poll(id, { status: -4 }, 711);
+    const bare = await poll(
+      id,
+      { actual_paid_amount: null, service_fee_amount: null, net_income_amount: null },
+      712,
+    );
+    expect(bare).toMatchObject({ status: 20, settled: false, posted: null });
+    expect(await findingsOf(id)).toEqual([
+      'confirmed_then_failed',
+      'confirmed_without_amounts',
+      'terminal_status_changed',
+    ]);
+  });
+
+  it('behavior: the findings that kept rule 1 out resolve when it finally posts', async () => {
+    const open = async (id: string) =>
+      (
+        await db.execute<{ kind: string }>(
+          sql`select kind from findings where ref_id = ${id} and resolved_at is null order by kind`,
+        )
+      ).rows.map((r) => r.kind);
+    // No amounts, then a read with them.
+    const noAmounts = 'aa0000000000000000000023';
+    await poll(
+      noAmounts,
+      { actual_paid_amount: null, service_fee_amount: null, net_income_amount: null },
+      720,
+    );
+    expect(await open(noAmounts)).toEqual(['confirmed_without_amounts']);
+    expect((await poll(noAmounts, {}, 721)).posted?.created).toBe(true);
+    expect(await open(noAmounts)).toEqual([]);
+    expect(await findingsOf(noAmounts)).toEqual(['confirmed_without_amounts']);
+
+    // An amount finer than the token, then the service corrects it.
+    const tooFine = 'aa0000000000000000000024';
+    await poll(tooFine, { amount_coins: '25.0000001' }, 722);
+    expect(await open(tooFine)).toEqual(['amount_format_error']);
+    expect((await poll(tooFine, {}, 723)).posted?.created).toBe(true);
+    expect(await open(tooFine)).toEqual([]);
+
+    // A token the registry does not know, then the registry learns it (a CHAINS_FILE fix) and the
+    // same answer is applied again (a replay or the next poll).
+    const unknownToken = 'aa0000000000000000000025';
+    const token = `0x${'77'.repeat(20)}`;
+    const onChain999 = { chain_id: 999, coin_contract: token };
+    await poll(unknownToken, onChain999, 724);
+    expect(await open(unknownToken)).toEqual(['unknown_token']);
+    const fixed = {
+      chains: createChainRegistry([{ chain_id: 999, tokens: { USDC: { address: token, decimals: 6 } } }]),
+      accounts: createAccountCache(),
+    };
+    const booked = await db.transaction((tx) =>
+      applyIntentSnapshot(tx, fixed, {
+        storeId: 'st_a',
+        intent: intent(unknownToken, onChain999),
+        source: 'poll',
+        observedAt: at(725),
+      }),
+    );
+    expect(booked).toMatchObject({ settled: true, posted: { created: true } });
+    expect(await open(unknownToken)).toEqual([]);
+  });
+
+  it('behavior: a webhook that writes an amount another way ("25.00" for "25") agrees with the API', async () => {
+    const id = 'aa0000000000000000000026';
+    const apply = (n: number, patch: Record<string, unknown>) =>
+      db.transaction((tx) =>
+        applyIntentSnapshot(tx, deps, {
+          storeId: 'st_a',
+          intent: intent(id),
+          source: 'webhook',
+          observedAt: at(730 + n),
+          webhook: webhookOf(id, 260 + n, patch),
+        }),
+      );
+    // Before: compared as strings, each was a false webhook_api_mismatch.
+    await apply(0, { amount_coins: '25.00', actual_paid_amount: '25.000000' });
+    await apply(1, { amount_coins: '025', actual_paid_amount: '25.0' });
+    expect(await findingsOf(id)).toEqual([]);
+    // A different amount, however written, still disagrees.
+    await apply(2, { amount_coins: '25.000001', actual_paid_amount: '24.99' });
+    const { rows } = await db.execute<{ details: { differences: Record<string, unknown> } }>(
+      sql`select details from findings where ref_id = ${id} and kind = 'webhook_api_mismatch'`,
+    );
+    expect(rows[0]?.details.differences).toEqual({
+      amount_coins: { webhook: '25.000001', api: '25' },
+      actual_paid_amount: { webhook: '24.99', api: '25' },
+    });
+  });
+
   it('behavior: the trial balance stays zero', async () => {
     for (const line of await trialBalance(db)) expect(line.net).toBe(0n);
   });
