@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../chain/registry.ts';
 import type { DbExecutor } from '../db/database.ts';
-import { accountCode } from '../ledger/accounts.ts';
+import { accountCode, type Token } from '../ledger/accounts.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { EntryDraft, RuleFinding, RuleOutcome } from '../ledger/entryDraft.ts';
 import { IdempotencyConflictError } from '../ledger/errors.ts';
@@ -111,24 +111,11 @@ export async function bookConfirmation(
   if (oversized !== undefined) {
     // Its base units would not fit a posting (numeric(78,0)): PostgreSQL would refuse the entry
     // on every retry. Recorded like an amount finer than the token, for a person.
-    return {
-      posted: null,
-      settled: false,
-      findings: [
-        {
-          kind: 'amount_format_error',
-          severity: 'critical',
-          ref,
-          details: {
-            amount: oversized,
-            decimals: token.decimals,
-            token: token.symbol,
-            chain_id: token.chainId,
-            reason: `more than ${POSTING_DIGITS} digits in base units`,
-          },
-        },
-      ],
-    };
+    return unbookable(ref, token, {
+      amount: oversized,
+      decimals: token.decimals,
+      reason: `more than ${POSTING_DIGITS} digits in base units`,
+    });
   }
   let outcome: RuleOutcome;
   try {
@@ -152,18 +139,7 @@ export async function bookConfirmation(
     // An amount finer than the token (docs/decisions.md, "Amounts in models") cannot be booked,
     // but the intent's facts are still recorded by the caller: a person decides, the job does not
     // fail for ever.
-    return {
-      posted: null,
-      settled: false,
-      findings: [
-        {
-          kind: 'amount_format_error',
-          severity: 'critical',
-          ref,
-          details: { amount: err.text, decimals: err.decimals, token: token.symbol, chain_id: token.chainId },
-        },
-      ],
-    };
+    return unbookable(ref, token, { amount: err.text, decimals: err.decimals });
   }
   if (!outcome.entry) return { posted: null, findings: outcome.findings, settled: true };
   try {
@@ -254,4 +230,28 @@ async function amountsChangedSinceBooked(
       details: { entry_id: entryId.toString(), booked: show(booked), observed: show(now) },
     },
   ];
+}
+
+/**
+ * Rule 1 cannot book an amount (finer than the token, or too long for a posting): the caller
+ * still records the intent's facts, and a critical finding asks a person; the job does not fail
+ * for ever.
+ */
+function unbookable(
+  ref: RuleFinding['ref'],
+  token: Token,
+  details: { amount: string; decimals: number; reason?: string },
+): BookedConfirmation {
+  return {
+    posted: null,
+    settled: false,
+    findings: [
+      {
+        kind: 'amount_format_error',
+        severity: 'critical',
+        ref,
+        details: { ...details, token: token.symbol, chain_id: token.chainId },
+      },
+    ],
+  };
 }
