@@ -85,7 +85,10 @@ export function createMicroBatcher<I, O>(options: MicroBatcherOptions<I, O>): Mi
     };
     batch.forEach((w, i) => {
       const result = results[i] ?? { ok: false, error: new Error('batch returned no result for this item') };
-      if (!(result instanceof Promise)) return hand(w, result);
+      if (!(result instanceof Promise)) {
+        hand(w, result);
+        return;
+      }
       outstanding += 1;
       result
         .then(
