@@ -16,11 +16,15 @@
  *    `--role worker` processes start and drain them: fetch the intent from the sandbox, record
  *    the facts, post rule 1, mark the webhook processed. Payments (entries) per second from the
  *    first to the last processed webhook.
+ * Diagnostics between 2 and 3: the HTTP ceiling (bare fastify) and the ladder
+ * (bench/intakeLadderServer.ts: the intake's route answering after verifying, then after also
+ * storing), to show which step costs what.
  *
  * Every measured phase starts with a CHECKPOINT (see `checkpoint`). Needs wrk (Debian package
  * `wrk`) beside PostgreSQL's pgbench. Starts its own durable PostgreSQL (fsync,
  * synchronous_commit, full_page_writes on), Redis and sandbox, and stops them all, also on error or Ctrl-C. Environment: BENCH_SECONDS (default 10),
- * BENCH_PAYMENTS (default 2000), BENCH_WORKERS (default 1). No timing is asserted: the figures
+ * BENCH_PAYMENTS (default 2000), BENCH_WORKERS (default 1), BENCH_CPU_PROF (a folder: the daemon
+ * processes write V8 CPU profiles there when they stop). No timing is asserted: the figures
  * are printed, with a markdown block for docs/benchmarks.md.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -370,6 +374,49 @@ async function bareHttpCeiling(dir: string, prefix: string): Promise<IntakeRun> 
   }
 }
 
+/**
+ * One step of the intake's ladder (bench/intakeLadderServer.ts): the daemon's HTTP server and
+ * intake route doing the work up to `step` and answering 200, driven like the intake, with the
+ * CPU of its process and of the servers. Where the intake's rate goes between the bare HTTP
+ * ceiling and the full intake: verification, then the durable store, then the enqueue.
+ */
+async function ladderStep(
+  dir: string,
+  step: 'verify' | 'store',
+  prefix: string,
+  env: Record<string, string>,
+  groups: Record<string, () => number[]>,
+): Promise<IntakeRun & { cpu: CpuWindow }> {
+  const port = await freePort();
+  const server = startManagedProcess(
+    process.execPath,
+    ['--max-semi-space-size=4', '--import', 'tsx', 'bench/intakeLadderServer.ts'],
+    {
+      cwd: process.cwd(),
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env, LADDER_STEP: step, PORT: String(port) },
+    },
+  );
+  try {
+    const deadline = Date.now() + 20_000;
+    while (!server.output().includes('ready')) {
+      if (Date.now() > deadline) throw new Error(`ladder server (${step}) did not start: ${server.output()}`);
+      await sleep(50);
+    }
+    log(`ladder, up to ${step}: ${CONNECTIONS} connections, ${SECONDS} s`);
+    const pid = server.child.pid;
+    const { result, cpu } = await cpuOver({ [step]: () => (pid ? [pid] : []), ...groups }, () =>
+      driveIntake(dir, `http://127.0.0.1:${port}`, prefix, SECONDS),
+    );
+    log(
+      `ladder, up to ${step}: ${fmt(result.perSecond)}/s answered 200 (non-200 ${result.other}), p99 ${result.p99} ms; ` +
+        `${cpuText(cpu)}; CPU per webhook ${cpuPerItem(cpu, result.perSecond)}`,
+    );
+    return { ...result, cpu };
+  } finally {
+    await server.stop();
+  }
+}
+
 /** wrk's threads: one per core, as pgbench's -j. */
 const WRK_THREADS = os.cpus().length;
 /** Webhooks prepared per second of a run: more than this machine's HTTP ceiling, so none repeats. */
@@ -566,6 +613,10 @@ async function run(cleanups: Cleanups): Promise<void> {
       env,
       port: port ?? (await freePort()),
       logDir: dir,
+      // BENCH_CPU_PROF=<dir>: each daemon process writes a V8 CPU profile there when it stops.
+      nodeFlags: process.env.BENCH_CPU_PROF
+        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+        : [],
     });
     procs.push(proc);
     return proc;
@@ -687,6 +738,17 @@ async function run(cleanups: Cleanups): Promise<void> {
   );
 
   const bare = await bareHttpCeiling(dir, runPrefix);
+  const ladderPrefix = prepareWebhooks(dir, intake.url, apiKey, apiSecret, SECONDS, 'ladder');
+  const ladderUrl = await createDb(postgres.url, 'bench_ladder');
+  await runMigrations(ladderUrl);
+  const ladderEnv = { DATABASE_URL: ladderUrl, API_KEY: apiKey, API_SECRET: apiSecret };
+  const ladderGroups = {
+    postgres: () => servers().postgres,
+    'wrk (load generator)': () => (wrkPid ? [wrkPid] : []),
+  };
+  const verifyStep = await ladderStep(dir, 'verify', ladderPrefix, ladderEnv, ladderGroups);
+  await checkpoint(admin);
+  const storeStep = await ladderStep(dir, 'store', ladderPrefix, ladderEnv, ladderGroups);
 
   const after = await baselineRun('single-row INSERT again (noise check)', singleInsert);
   const baseline = (before.tps + after.tps) / 2;
@@ -808,6 +870,7 @@ async function run(cleanups: Cleanups): Promise<void> {
     `| pgbench of one webhook per statement (nonce claim + inbox row, no group commit), ${CONNECTIONS} clients, extended protocol | ${fmt(statementOnly.tps)} TPS | (diagnostic) | |`,
     `| intake: signed checkout webhooks accepted (200, stored, enqueued), ${CONNECTIONS} connections, ${SECONDS} s | ${fmt(load.perSecond)}/s = ${(ratio * 100).toFixed(0)}% of pgbench | >= ${TARGETS.ratioToPgbench * 100}% | ${verdict(ratio >= TARGETS.ratioToPgbench)} |`,
     `| HTTP ceiling (diagnostic): bare fastify answering the same requests 200 without verifying or storing | ${fmt(bare.perSecond)}/s = ${((bare.perSecond / baseline) * 100).toFixed(0)}% of pgbench; intake = ${((load.perSecond / bare.perSecond) * 100).toFixed(0)}% of it | | |`,
+    `| ladder (diagnostic): the intake's route answering 200 after verifying / after also storing (no enqueue) | ${fmt(verifyStep.perSecond)}/s / ${fmt(storeStep.perSecond)}/s = ${((verifyStep.perSecond / baseline) * 100).toFixed(0)}% / ${((storeStep.perSecond / baseline) * 100).toFixed(0)}% of pgbench | | |`,
     `| intake latency p50 / p99 (max) | ${load.p50} / ${load.p99} ms (${load.max} ms) | p99 < ${TARGETS.p99Ms} ms | ${verdict(load.p99 < TARGETS.p99Ms)} |`,
     `| intake RSS: start / peak during the run | ${fmt(mb(rssStart))} / ${fmt(mb(peak))} MB | < ${TARGETS.rssDuringMb} MB | ${verdict(mb(peak) < TARGETS.rssDuringMb)} |`,
     `| intake RSS when idle: after ${idleSeconds} s (at 10 s) | ${fmt(mb(rssIdle))} MB (${fmt(mb(rssAt10))} MB) | < ${TARGETS.rssIdleMb} MB | ${verdict(mb(rssIdle) < TARGETS.rssIdleMb)} |`,
@@ -816,6 +879,8 @@ async function run(cleanups: Cleanups): Promise<void> {
     `Counters. pgbench single-row INSERT: ${before.perFlush.toFixed(1)} commits per WAL flush, CPU per transaction ${cpuPerItem(before.cpu, before.tps)}. ` +
       `Intake run: ${commitsPerFlush.toFixed(2)} commits per WAL flush; ${cpuText(intakeCpu)}; CPU per accepted webhook ${cpuPerItem(intakeCpu, load.perSecond)}; ` +
       `${fmt(batches.count)} inbox batches of ${batches.meanSize.toFixed(1)} webhooks, statement and commit ${batches.storeMs.toFixed(1)} ms, enqueue ${batches.enqueueMs.toFixed(1)} ms (means). ` +
+      `Ladder, up to verify: ${cpuText(verifyStep.cpu)}; CPU per webhook ${cpuPerItem(verifyStep.cpu, verifyStep.perSecond)}. ` +
+      `Up to store: ${cpuText(storeStep.cpu)}; CPU per webhook ${cpuPerItem(storeStep.cpu, storeStep.perSecond)}. ` +
       `Drain: ${cpuText(drainCpu)}; CPU per payment ${cpuPerItem(drainCpu, e2ePerSecond)}; per job ${anatomy}.`,
   ];
   console.log(`\n${lines.join('\n')}\n`);

@@ -136,12 +136,14 @@ export async function startDaemonProcess(options: {
   port: number;
   logDir: string;
   readyTimeoutMs?: number;
+  /** Extra Node.js flags (the benches' CPU profile). */
+  nodeFlags?: string[];
 }): Promise<DaemonProcess> {
   const url = `http://127.0.0.1:${options.port}`;
   const proc: ManagedProcess = startManagedProcess(
     process.execPath,
     // The V8 flag every launcher gives the daemon (Dockerfile, scripts/run.sh; docs/decisions.md).
-    ['--max-semi-space-size=4', BIN, 'start', '--role', options.roles],
+    ['--max-semi-space-size=4', ...(options.nodeFlags ?? []), BIN, 'start', '--role', options.roles],
     {
       cwd: REPO,
       env: {
