@@ -109,6 +109,9 @@ export async function applyIntentSnapshot(
           : null;
   let settledBy = before?.settled_by ?? (terminal ? obs.source : null);
   const changed = previousStatus !== status;
+  // A transaction once reported stays a fact: a later read without its hashes (a bare API answer)
+  // does not blank them, since rule 2, the payment verifier and matching read them from the row;
+  // a different hash replaces them.
   // What the columns take: the read, except that a CONFIRMED read without its amounts (a duplicate
   // webhook or a replay whose API read lacks them) never blanks the amounts rule 1 booked. With a
   // live rule-1 entry the stored amounts stay the intent's facts, so rule 1 below is a replay, the
@@ -138,8 +141,9 @@ export async function applyIntentSnapshot(
         amount_coins = ${intent.amount_coins}, coin_symbol = ${intent.coin_symbol}, coin_contract = ${intent.coin_contract},
         currency_rate = ${intent.currency_rate}, status = ${status}, order_id = ${intent.order_id},
         order_description = ${intent.order_description}, user_id = ${intent.user_id}, user_name = ${intent.user_name},
-        error_message = ${intent.error_message}, tx_hash = ${intent.tx_hash}, tx_hash_2 = ${intent.tx_hash_2},
-        tx_from = ${intent.tx_from}, tx_to = ${intent.tx_to}, actual_paid_amount = ${facts.actual_paid_amount},
+        error_message = ${intent.error_message},
+        tx_hash = coalesce(${intent.tx_hash}, tx_hash), tx_hash_2 = coalesce(${intent.tx_hash_2}, tx_hash_2),
+        tx_from = coalesce(${intent.tx_from}, tx_from), tx_to = coalesce(${intent.tx_to}, tx_to), actual_paid_amount = ${facts.actual_paid_amount},
         service_fee_amount = ${facts.service_fee_amount}, net_income_amount = ${facts.net_income_amount},
         payment_method_type = ${intent.payment_method_type}, accepted_stable_coins = ${intent.accepted_stable_coins},
         raw_payload = ${toJsonb(intent)}::jsonb,

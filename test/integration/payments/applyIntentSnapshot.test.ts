@@ -458,6 +458,33 @@ describe('applyIntentSnapshot', () => {
     expect(await findingsOf(id)).toEqual([]);
   });
 
+  it('behavior: a later read without the transaction hashes keeps those already reported', async () => {
+    const id = 'aa0000000000000000000027';
+    await poll(id, {}, 730);
+    const bare = await poll(id, { tx_hash: null, tx_hash_2: null, tx_from: null, tx_to: null }, 731);
+    expect(bare.settled).toBe(true);
+    const row = async () =>
+      (
+        await db.execute<{
+          tx_hash: string | null;
+          tx_hash_2: string | null;
+          tx_from: string | null;
+          tx_to: string | null;
+        }>(sql`select tx_hash, tx_hash_2, tx_from, tx_to from checkout_intents where id = ${id}`)
+      ).rows[0];
+    // Before: all four became NULL, and rule 2 and the payment verifier lost the transfer to prove.
+    expect(await row()).toEqual({
+      tx_hash: `0x${'1'.repeat(64)}`,
+      tx_hash_2: `0x${'2'.repeat(64)}`,
+      tx_from: `0x${'cd'.repeat(20)}`,
+      tx_to: MERCHANT,
+    });
+    // A different hash reported later replaces the known one.
+    await poll(id, { tx_hash_2: `0x${'3'.repeat(64)}` }, 732);
+    expect((await row())?.tx_hash_2).toBe(`0x${'3'.repeat(64)}`);
+    expect(await entriesOf(id)).toHaveLength(1);
+  });
+
   it('error: amounts changed after booking are a critical finding; the entry is not touched', async () => {
     const id = 'aa0000000000000000000012';
     await poll(id, {}, 15);
