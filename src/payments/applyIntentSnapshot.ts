@@ -143,7 +143,7 @@ export async function applyIntentSnapshot(
         order_description = ${intent.order_description}, user_id = ${intent.user_id}, user_name = ${intent.user_name},
         error_message = ${intent.error_message},
         tx_hash = coalesce(${intent.tx_hash}, tx_hash), tx_hash_2 = coalesce(${intent.tx_hash_2}, tx_hash_2),
-        tx_from = coalesce(${intent.tx_from}, tx_from), tx_to = coalesce(${intent.tx_to}, tx_to), actual_paid_amount = ${facts.actual_paid_amount},
+        tx_from = coalesce(${intent.tx_from}, tx_from), tx_to = ${intent.tx_to}, actual_paid_amount = ${facts.actual_paid_amount},
         service_fee_amount = ${facts.service_fee_amount}, net_income_amount = ${facts.net_income_amount},
         payment_method_type = ${intent.payment_method_type}, accepted_stable_coins = ${intent.accepted_stable_coins},
         raw_payload = ${toJsonb(intent)}::jsonb,

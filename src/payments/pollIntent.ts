@@ -1,4 +1,6 @@
 import { sql } from 'drizzle-orm';
+import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
+import { rateLimitWaitMs, SvcError } from '../svc/errors.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
 import { loadTrackedIntent } from './intentTracking.ts';
@@ -24,6 +26,12 @@ export interface PollOutcome {
  * once the intent is settled (a terminal status in the books). Errors from the service propagate
  * (a 40001 carries retryAfterMs for the caller to pause the key's queue).
  *
+ * A read the service refuses for good (a non-retryable error: an intent it does not know, our
+ * credentials refused, an answer the model rejects) opens an `intent_poll_refused` finding and
+ * still counts as a poll (last_polled_at), then propagates: the job fails and the sweeper tries
+ * the intent again only when it is stale, so a person sees why it is not followed instead of an
+ * error retried every minute. The next poll that reads the intent resolves the finding.
+ *
  * A poll counts itself once, however often its job is retried: poll_count becomes
  * greatest(poll_count, n + 1). The next poll is number poll_count: n + 1, or the number of the
  * poll already scheduled when the chain moved on while this one failed and waited (a webhook or
@@ -47,7 +55,13 @@ export async function pollIntent(
   const n = options.n ?? tracked.pollCount;
   const client = deps.client(tracked.storeId);
   const polledAt = deps.clock.now();
-  const status = await client.getCheckoutIntentStatus(intentId);
+  let status: number;
+  try {
+    status = await client.getCheckoutIntentStatus(intentId);
+  } catch (err) {
+    await recordRefusal(deps, tracked.storeId, intentId, polledAt, err);
+    throw err;
+  }
   const counted = await deps.db.execute<{ poll_count: number }>(sql`
     update checkout_intents
     set last_polled_at = ${polledAt.toISOString()}::timestamptz, poll_count = greatest(poll_count, ${n + 1}::int)
@@ -61,13 +75,17 @@ export async function pollIntent(
     // Stamped before the GET is sent: the service may change the intent while the answer travels,
     // and this read must not look newer than a change another source recorded meanwhile.
     const observedAt = deps.clock.now();
-    const intent = await client.getCheckoutIntent(intentId);
+    const intent = await client.getCheckoutIntent(intentId).catch(async (err: unknown) => {
+      await recordRefusal(deps, tracked.storeId, intentId, polledAt, err);
+      throw err;
+    });
     const result = await deps.db.transaction((tx) =>
       applyIntentSnapshot(tx, deps, { storeId: tracked.storeId, intent, source: 'poll', observedAt }),
     );
     changed = result.previousStatus !== result.status;
     settled = result.settled;
   }
+  await resolveFinding(deps.db, POLL_REFUSED, { type: 'checkout_intent', id: intentId });
   const nextDelayMs = nextPollDelayMs({
     status,
     settled,
@@ -76,4 +94,37 @@ export async function pollIntent(
     scale: options.scale,
   });
   return { status, changed, nextDelayMs, nextPoll };
+}
+
+const POLL_REFUSED = 'intent_poll_refused';
+
+/** A refusal no retry fixes: the finding, and the poll counted as made (see pollIntent). */
+async function recordRefusal(
+  deps: PaymentsDeps,
+  storeId: string,
+  intentId: string,
+  polledAt: Date,
+  err: unknown,
+): Promise<void> {
+  if (!(err instanceof SvcError) || err.retryable || rateLimitWaitMs(err) !== undefined) return;
+  await deps.db.transaction(async (tx) => {
+    await tx.execute(sql`
+      update checkout_intents set last_polled_at = ${polledAt.toISOString()}::timestamptz where id = ${intentId}`);
+    await recordFinding(
+      tx,
+      {
+        kind: POLL_REFUSED,
+        severity: 'warning',
+        ref: { type: 'checkout_intent', id: intentId },
+        details: {
+          error: err.name,
+          ...('code' in err && typeof err.code === 'number' ? { code: err.code } : {}),
+          message: err.message.slice(0, 500),
+          action:
+            'check that this intent belongs to the store and that its API key works; the poll sweeper tries it again once it is stale',
+        },
+      },
+      storeId,
+    );
+  });
 }

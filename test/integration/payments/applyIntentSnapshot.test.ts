@@ -461,7 +461,7 @@ describe('applyIntentSnapshot', () => {
   it('behavior: a later read without the transaction hashes keeps those already reported', async () => {
     const id = 'aa0000000000000000000027';
     await poll(id, {}, 730);
-    const bare = await poll(id, { tx_hash: null, tx_hash_2: null, tx_from: null, tx_to: null }, 731);
+    const bare = await poll(id, { tx_hash: null, tx_hash_2: null, tx_from: null }, 731);
     expect(bare.settled).toBe(true);
     const row = async () =>
       (
@@ -472,7 +472,7 @@ describe('applyIntentSnapshot', () => {
           tx_to: string | null;
         }>(sql`select tx_hash, tx_hash_2, tx_from, tx_to from checkout_intents where id = ${id}`)
       ).rows[0];
-    // Before: all four became NULL, and rule 2 and the payment verifier lost the transfer to prove.
+    // Before: all three became NULL, and rule 2 and the payment verifier lost the transfer to prove.
     expect(await row()).toEqual({
       tx_hash: `0x${'1'.repeat(64)}`,
       tx_hash_2: `0x${'2'.repeat(64)}`,
