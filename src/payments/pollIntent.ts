@@ -26,11 +26,10 @@ export interface PollOutcome {
  * once the intent is settled (a terminal status in the books). Errors from the service propagate
  * (a 40001 carries retryAfterMs for the caller to pause the key's queue).
  *
- * A read the service refuses for good (a non-retryable error: an intent it does not know, our
- * credentials refused, an answer the model rejects) opens an `intent_poll_refused` finding and
- * still counts as a poll (last_polled_at), then propagates: the job fails and the sweeper tries
- * the intent again only when it is stale, so a person sees why it is not followed instead of an
- * error retried every minute. The next poll that reads the intent resolves the finding.
+ * A read the service refuses (a non-retryable error: an intent it does not know, our credentials
+ * refused, an answer the model rejects) opens an `intent_poll_refused` finding, then propagates:
+ * the job fails and the poll sweeper tries again, as before, but a person now sees why the intent
+ * is not followed. The next poll that reads the intent resolves the finding.
  *
  * A poll counts itself once, however often its job is retried: poll_count becomes
  * greatest(poll_count, n + 1). The next poll is number poll_count: n + 1, or the number of the
@@ -59,7 +58,7 @@ export async function pollIntent(
   try {
     status = await client.getCheckoutIntentStatus(intentId);
   } catch (err) {
-    await recordRefusal(deps, tracked.storeId, intentId, polledAt, err);
+    await recordRefusal(deps, tracked.storeId, intentId, err);
     throw err;
   }
   const counted = await deps.db.execute<{ poll_count: number }>(sql`
@@ -76,7 +75,7 @@ export async function pollIntent(
     // and this read must not look newer than a change another source recorded meanwhile.
     const observedAt = deps.clock.now();
     const intent = await client.getCheckoutIntent(intentId).catch(async (err: unknown) => {
-      await recordRefusal(deps, tracked.storeId, intentId, polledAt, err);
+      await recordRefusal(deps, tracked.storeId, intentId, err);
       throw err;
     });
     const result = await deps.db.transaction((tx) =>
@@ -98,33 +97,28 @@ export async function pollIntent(
 
 const POLL_REFUSED = 'intent_poll_refused';
 
-/** A refusal no retry fixes: the finding, and the poll counted as made (see pollIntent). */
+/** A refusal no retry fixes, as a finding on the intent (see pollIntent). */
 async function recordRefusal(
   deps: PaymentsDeps,
   storeId: string,
   intentId: string,
-  polledAt: Date,
   err: unknown,
 ): Promise<void> {
   if (!(err instanceof SvcError) || err.retryable || rateLimitWaitMs(err) !== undefined) return;
-  await deps.db.transaction(async (tx) => {
-    await tx.execute(sql`
-      update checkout_intents set last_polled_at = ${polledAt.toISOString()}::timestamptz where id = ${intentId}`);
-    await recordFinding(
-      tx,
-      {
-        kind: POLL_REFUSED,
-        severity: 'warning',
-        ref: { type: 'checkout_intent', id: intentId },
-        details: {
-          error: err.name,
-          ...('code' in err && typeof err.code === 'number' ? { code: err.code } : {}),
-          message: err.message.slice(0, 500),
-          action:
-            'check that this intent belongs to the store and that its API key works; the poll sweeper tries it again once it is stale',
-        },
+  await recordFinding(
+    deps.db,
+    {
+      kind: POLL_REFUSED,
+      severity: 'warning',
+      ref: { type: 'checkout_intent', id: intentId },
+      details: {
+        error: err.name,
+        ...('code' in err && typeof err.code === 'number' ? { code: err.code } : {}),
+        message: err.message.slice(0, 500),
+        action:
+          'check that this intent belongs to the store and that its API key works; the poll sweeper keeps trying',
       },
-      storeId,
-    );
-  });
+    },
+    storeId,
+  );
 }

@@ -152,7 +152,7 @@ describe('poll chain', () => {
     expect(pollNumberOf({ id: undefined, data: {} }, id)).toBeUndefined();
   });
 
-  it('error: a read the service refuses for good opens intent_poll_refused and counts as a poll; the next read resolves it', async () => {
+  it('error: a read the service refuses opens intent_poll_refused; the next read resolves it', async () => {
     const id = await trackedIntent();
     await schedulePoll(ctx, 'st_a', id, 0);
     const job = await pollJobOf(id, 0);
@@ -161,21 +161,21 @@ describe('poll chain', () => {
     await job.remove();
     const state = async () =>
       (
-        await db.execute<{ polled: boolean; open: string | null; code: number | null }>(sql`
-          select c.last_polled_at is not null as polled, f.kind as open, (f.details->>'code')::int as code
+        await db.execute<{ open: string | null; code: number | null }>(sql`
+          select f.kind as open, (f.details->>'code')::int as code
           from checkout_intents c
           left join findings f on f.ref_type = 'checkout_intent' and f.ref_id = c.id and f.resolved_at is null
           where c.id = ${id}`)
       ).rows[0];
-    // Before: no finding, and last_polled_at stayed NULL, so the sweeper re-polled the intent
-    // every minute, failing each time, and nobody was told.
-    expect(await state()).toEqual({ polled: true, open: 'intent_poll_refused', code: 30001 });
+    // Before: no finding; the sweeper re-polled the intent every minute, failing each time, and
+    // nobody was told.
+    expect(await state()).toEqual({ open: 'intent_poll_refused', code: 30001 });
     expect(await pendingPolls(id)).toEqual([]);
 
     // The sweeper's next try reads the intent: the finding resolves and the chain goes on.
     await schedulePoll(ctx, 'st_a', id, 0, 0);
     await expect(run(await pollJobOf(id, 0))).resolves.toBe('scheduled');
-    expect(await state()).toEqual({ polled: true, open: null, code: null });
+    expect(await state()).toEqual({ open: null, code: null });
   });
 
   it("behavior: a poll's read is dated when it was sent: a cancel recorded while it travelled is not overturned", async () => {
