@@ -11,7 +11,7 @@ import { type BalanceProof, proveBalances, recordProofMetrics } from './balanceP
 import { assertProofs, assertTrialBalance } from './checks/assertions.ts';
 import type { CheckContext, CheckOutcome } from './checks/checkContext.ts';
 import { clearInTransit, clearRefunds, clearSuspense } from './checks/clearing.ts';
-import { matchClaimLinks, matchIntents, matchStuckIntents } from './checks/matching.ts';
+import { matchClaimLinks, matchIntentCreations, matchIntents, matchStuckIntents } from './checks/matching.ts';
 import { createFoundTable, type FindingsSync, syncFindings } from './foundFindings.ts';
 import type { Period } from './period.ts';
 import { buildReport } from './report/buildReport.ts';
@@ -193,7 +193,12 @@ async function lockedRun(
             outcomes.push(await clearInTransit(ctx), await clearRefunds(ctx), await clearSuspense(ctx));
           });
           await phase('matching', async () => {
-            outcomes.push(await matchIntents(ctx), await matchStuckIntents(ctx), await matchClaimLinks(ctx));
+            outcomes.push(
+              await matchIntents(ctx),
+              await matchStuckIntents(ctx),
+              await matchIntentCreations(ctx),
+              await matchClaimLinks(ctx),
+            );
           });
           await phase('assertions', async () => {
             outcomes.push(await assertProofs(ctx, proofs), await assertTrialBalance(ctx));

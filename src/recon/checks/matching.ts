@@ -146,6 +146,38 @@ export async function matchStuckIntents(ctx: CheckContext): Promise<CheckOutcome
 }
 
 /**
+ * intent_creation_unresolved: an `intents create` call whose outcome nobody knows (`unknown`: the
+ * request may have reached the service; or still `pending` after RECON_WEBHOOK_MINUTES: the
+ * process died during the call) while no tracked intent of the store has its order_id. The
+ * service may have created an intent that can be paid and that we do not follow; creating it
+ * again could make a second one. It resolves once an intent with that order_id is tracked (its
+ * webhook, or `intents track <id>`); a creation without order_id can only be acknowledged.
+ */
+export async function matchIntentCreations(ctx: CheckContext): Promise<CheckOutcome> {
+  const cutoff = new Date(ctx.now.getTime() - ctx.settings.webhookWindowMs).toISOString();
+  const n = await insertFound(
+    ctx.tx,
+    sql`
+    select 'intent_creation_unresolved', 'warning', c.store_id, 'intent_creation', c.id::text,
+           jsonb_build_object('outcome', c.outcome, 'order_id', c.order_id, 'requested_at', c.created_at,
+                              'error', left(c.error, 300),
+                              'action', 'find the intent at the service (by order_id) and run: stablebooks intents track <id> --store ' || c.store_id)
+    from checkout_intent_creations c
+    where (c.outcome = 'unknown' or (c.outcome = 'pending' and c.created_at < ${cutoff}::timestamptz))
+      and ${storeFilter(sql`c.store_id`, ctx.storeId)}
+      and not exists (select 1 from checkout_intents i
+                      where i.store_id = c.store_id and i.order_id is not null and i.order_id = c.order_id)`,
+  );
+  return check(
+    'matching.intent_creations',
+    'matching',
+    n,
+    'intent creations whose outcome is unknown and whose intent is not tracked',
+    [{ kind: 'intent_creation_unresolved', refType: 'intent_creation' }],
+  );
+}
+
+/**
  * Per claim link: the service's view (payouts), the webhook and the chain. A link whose refund
  * the chain proved (refunded_at) longer than RECON_WEBHOOK_MINUTES ago but whose `cancelled`
  * webhook never came: missing_webhook. (Funding, claim and refund amounts are compared with the

@@ -262,6 +262,43 @@ describe('runReconciliation', () => {
     expect(await findingsOf(id)).toEqual([]);
   });
 
+  it('behavior: an intent creation of unknown outcome is found until an intent with its order_id is tracked', async () => {
+    const order = `order-${seq++}`;
+    const creation = async (outcome: string, minutesAgo: number, orderId: string | null) =>
+      (
+        await kit.db.db.execute<{ id: string }>(sql`
+          insert into checkout_intent_creations (store_id, order_id, request, outcome, created_at)
+          values ('st_a', ${orderId}, '{}'::jsonb, ${outcome},
+                  ${new Date(clock.now().getTime() - minutesAgo * 60_000).toISOString()}::timestamptz)
+          returning id::text`)
+      ).rows[0]!.id;
+    const unknown = await creation('unknown', 1, order);
+    const stalePending = await creation('pending', 24 * 60, null);
+    const freshPending = await creation('pending', 1, null);
+    const failed = await creation('failed', 24 * 60, null);
+    await runReconciliation(deps, { period: period() });
+    // Before: nothing reported them; an intent the service may have created went unfollowed.
+    expect(await findingsOf(unknown)).toEqual(['intent_creation_unresolved']);
+    expect(await findingsOf(stalePending)).toEqual(['intent_creation_unresolved']);
+    expect(await findingsOf(freshPending)).toEqual([]);
+    expect(await findingsOf(failed)).toEqual([]);
+
+    const id = `created-${seq++}`;
+    await observe(
+      intent(id, {
+        status: 1,
+        order_id: order,
+        actual_paid_amount: null,
+        service_fee_amount: null,
+        net_income_amount: null,
+      }),
+    );
+    await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(unknown)).toEqual([]);
+    expect(await findingsOf(stalePending)).toEqual(['intent_creation_unresolved']);
+    await kit.db.db.execute(sql`delete from checkout_intent_creations where id = ${stalePending}::bigint`);
+  });
+
   it('behavior: a transfer not yet matched fails the balance proof with a reason, resolved once it is booked', async () => {
     const stranger = await kit.chain.wallet(`stranger-${seq++}`);
     await kit.chain.mint('USDT', stranger, 7_000_000n);
