@@ -281,9 +281,17 @@ async function recordPayout(deps: PayoutsDeps, request: ValidPayoutRequest): Pro
 }
 
 /** Counts an attempt before it is made, so a crash mid-call still shows it. */
+/**
+ * Counts an attempt before it is sent. A `failed` row becomes `pending` again: while the new call
+ * is in flight (and if the process dies during it) the row must not say "nothing was paid", or
+ * the chain side would book its funding as an owner withdrawal and a refusal after a crash would
+ * write `failed` over a funded link.
+ */
 async function countAttempt(deps: PayoutsDeps, payoutId: string): Promise<number> {
   const { rows } = await deps.db.execute<{ attempts: number }>(sql`
-    update payouts set attempts = attempts + 1, updated_at = now() where id = ${payoutId} returning attempts`);
+    update payouts set attempts = attempts + 1, updated_at = now(),
+      create_outcome = case when create_outcome = 'failed' then 'pending' else create_outcome end
+    where id = ${payoutId} returning attempts`);
   return rows[0]?.attempts ?? 0;
 }
 

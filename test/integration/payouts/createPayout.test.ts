@@ -278,6 +278,34 @@ describe('createPayout', () => {
     expect(resumed).toMatchObject({ called: true, payout: { createOutcome: 'created', attempts: 4 } });
   });
 
+  it('behavior: running a failed payout again makes it pending while the new call is in flight, then created', async () => {
+    const reference = ref('failed-again');
+    const spy = spyClient(world.plainClient(), async (request, call) => {
+      if (call === 1) {
+        await world.sb.control('/_sandbox/faults', { error_next: { code: 50103, count: 1 } });
+        return world.plainClient().createClaimLinkAutoPayout(request);
+      }
+      // The second run's call: the row must no longer claim that nothing was paid.
+      inFlight = (await rowOf(reference)).createOutcome;
+      return world.plainClient().createClaimLinkAutoPayout(request);
+    });
+    let inFlight: string | undefined;
+    world.useClient(spy);
+    try {
+      const err = await createPayout(deps, input(reference, '2')).catch((e: unknown) => e);
+      expect((err as PayoutCreateError).outcome).toBe('failed');
+      expect(await rowOf(reference)).toMatchObject({ createOutcome: 'failed', attempts: 1 });
+      const again = await createPayout(deps, input(reference, '2'));
+      // Before: 'failed' during the call, so a funding the chain side saw meanwhile (or after a
+      // crash here) was booked as an owner withdrawal.
+      expect(inFlight).toBe('pending');
+      expect(again.payout).toMatchObject({ createOutcome: 'created', attempts: 2 });
+      expect(await entriesOf(again.payout.claimLinkId ?? '')).toHaveLength(1);
+    } finally {
+      world.useClient(null);
+    }
+  });
+
   it('behavior: a timeout that may have funded the link, then a definite refusal (50103): unknown, not failed; running it again settles it once', async () => {
     const reference = ref('timeout-refused');
     const quick = world.plainClient({ timeouts: { claimLinkCreateMs: 1500 } });
