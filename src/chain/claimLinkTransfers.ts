@@ -54,6 +54,7 @@ type PayoutRow = {
   funding_tx_hash: string | null;
   pool_address: string | null;
   funded_at: Date | null;
+  link_status: string | null;
   claimed_at: Date | null;
   cancelled_at: Date | null;
   expired_at: Date | null;
@@ -62,7 +63,7 @@ type PayoutRow = {
 };
 
 const payoutColumns = sql.raw(
-  'id, store_id, claim_link_id, amount, token_address, funding_tx_hash, pool_address, funded_at, claimed_at, cancelled_at, expired_at, refund_tx_hash, refunded_at',
+  'id, store_id, claim_link_id, amount, token_address, funding_tx_hash, pool_address, funded_at, link_status, claimed_at, cancelled_at, expired_at, refund_tx_hash, refunded_at',
 );
 
 async function post(tx: DbExecutor, deps: Deps, outcome: RuleOutcome, storeId: string): Promise<boolean> {
@@ -348,7 +349,15 @@ async function bookFunding(
   }
   await tx.execute(sql`
     update payouts set pool_address = coalesce(pool_address, ${row.to_address}),
-      funding_tx_hash = coalesce(funding_tx_hash, ${row.tx_hash}), updated_at = now()
+      funding_tx_hash = coalesce(funding_tx_hash, ${row.tx_hash}),
+      -- A payout whose answer carried no funding hash was dated by a replay, maybe days after the
+      -- lost answer: its funding's block dates it instead, or the 14-day expiry (and the reading
+      -- of its refund) would come that much later. An answer with the hash came back with the
+      -- funding and dates it well; and the sandbox's chain does not follow its clock.
+      funded_at = case when funding_tx_hash is null
+                       then least(funded_at, ${new Date(row.block_time).toISOString()}::timestamptz)
+                       else funded_at end,
+      updated_at = now()
     where id = ${payout.id}`);
   // The entry's key is the first log's: that row is what rule 3 reverses it through.
   const keyed = booked && first.logIndex === row.log_index;
@@ -629,7 +638,13 @@ async function closeLink(
 ): Promise<void> {
   const payoutDeps = { chains: deps.config.chains, accounts: deps.accounts, clock: deps.clock };
   const now = deps.clock.now();
-  if (payout.funded_at && isExpired(new Date(payout.funded_at), now)) {
+  // An expiry when the service said so, or when the 14 days since the funding have passed. Judged
+  // on our clock, not the refund's block time: the sandbox's clock moves without its chain's, and
+  // a cancel refund read only after the 14 days (downtime) is therefore still taken for an expiry.
+  const expired =
+    payout.link_status === 'expired' ||
+    (payout.funded_at !== null && isExpired(new Date(payout.funded_at), now));
+  if (expired) {
     if (await markExpired(tx, payoutDeps, payout.id, now)) return;
   }
   await markCancelled(tx, payoutDeps, payout.id, 'chain');

@@ -680,3 +680,41 @@ describe('claim-link fundings out of custody', () => {
     }
   });
 });
+
+describe('claim-link refunds: cancellation or expiry', () => {
+  it('behavior: the funding block dates funded_at, so an expiry refund after a create answer learnt days late is an expiry', async () => {
+    const linkId = 'cl_funded_late';
+    // Funded on chain now; the create answer was lost, and the idempotent replay that settles it
+    // three days later carries no funding hash and stamps funded_at then.
+    const funding = await fund(linkId, 3_000_000n + FEE);
+    const chainNow = async () => {
+      const block = (await kit.raw('eth_getBlockByNumber', ['latest', false])) as { timestamp: string };
+      return new Date(Number(BigInt(block.timestamp)) * 1000);
+    };
+    clock.set(new Date((await chainNow()).getTime() + 3 * DAY_MS));
+    await createdPayout(linkId, 3_000_000n, null);
+    await settle();
+    expect(await matchedAs(funding.txHash)).toEqual(['claim_link_funding_fee']);
+    const fundedAt = await kit.db.db.execute<{ funded_at: string }>(
+      sql`select funded_at from payouts where claim_link_id = ${linkId}`,
+    );
+    // Before: funded_at stayed three days after the funding block.
+    expect(new Date(fundedAt.rows[0]?.funded_at ?? 0).getTime()).toBeLessThan(
+      (await chainNow()).getTime() + 60_000,
+    );
+    // The service expires it 14 days after the funding and refunds it (chain time moves on).
+    await kit.raw('evm_increaseTime', [14 * 86_400 + 60]);
+    await kit.chain.transfer('USDT', `pool:${linkId}`, kit.custody, 3_000_000n);
+    clock.set(new Date((await chainNow()).getTime() + 60_000));
+    await settle();
+    expect(await kinds(linkId)).toEqual([
+      'claim_link.funded',
+      'claim_link.funding_fee',
+      'claim_link.expired',
+      'claim_link.refunded',
+    ]);
+    expect(await payout(linkId)).toMatchObject({ link_status: 'expired' });
+    expect(await openFindings(linkId)).not.toContain('cancelled_outside_stablebooks');
+    await expectBalanced();
+  });
+});
