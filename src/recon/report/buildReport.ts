@@ -262,8 +262,12 @@ async function payoutTotals(tx: DbExecutor, input: ReportInput): Promise<PayoutT
       select p.store_id, p.chain_id, p.token_address, o.outcome, o.at,
              case when o.outcome = 'funded' then coalesce(p.funded_amount, p.amount) else p.amount end as amount
       from payouts p
-      cross join lateral (values ('funded', p.funded_at), ('claimed', p.claimed_at), ('cancelled', p.cancelled_at),
-                                 ('expired', p.expired_at), ('refunded', p.refunded_at)) as o(outcome, at)
+      -- A link closes once: rows from before the close was guarded can hold both cancelled_at and
+      -- expired_at, and count under the earlier of the two only.
+      cross join lateral (values ('funded', p.funded_at), ('claimed', p.claimed_at),
+                                 ('cancelled', case when p.expired_at is null or p.cancelled_at <= p.expired_at then p.cancelled_at end),
+                                 ('expired', case when p.cancelled_at is null or p.expired_at < p.cancelled_at then p.expired_at end),
+                                 ('refunded', p.refunded_at)) as o(outcome, at)
       where p.claim_link_id is not null and o.at >= ${from}::timestamptz and o.at < ${to}::timestamptz
         and ${storeFilter(sql`p.store_id`, input.storeId)}
     )

@@ -377,6 +377,27 @@ describe('runReconciliation', () => {
     expect(await findingsOf(link)).toEqual([]);
   });
 
+  it('behavior: a link with both cancelled_at and expired_at (an old row) counts once in the payout totals, as the earlier', async () => {
+    const totals = async () => {
+      const run = await runReconciliation(deps, { period: period() });
+      const of = (outcome: string) =>
+        run.report.payouts.filter((p) => p.outcome === outcome).reduce((n, p) => n + p.count, 0);
+      return { cancelled: of('cancelled'), expired: of('expired') };
+    };
+    const before = await totals();
+    const link = `cl-both-${seq++}`;
+    const expiredAt = new Date(clock.now().getTime() - 3 * HOUR).toISOString();
+    const cancelledAt = new Date(clock.now().getTime() - 2 * HOUR).toISOString();
+    await kit.db.db.execute(sql`
+      insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address, create_outcome,
+                           claim_link_id, link_status, funded_at, expired_at, cancelled_at, refunded_at)
+      values (${`po-${link}`}, 'st_a', ${`ref-${link}`}, '5', 1, ${CHAIN_ID}, ${kit.chain.tokens.USDT.address.toLowerCase()},
+              'created', ${link}, 'cancelled', ${expiredAt}::timestamptz, ${expiredAt}::timestamptz,
+              ${cancelledAt}::timestamptz, ${cancelledAt}::timestamptz)`);
+    // Before: counted under both, so the closes added up to more links than were funded.
+    expect(await totals()).toEqual({ cancelled: before.cancelled, expired: before.expired + 1 });
+  });
+
   it('behavior: the report counts every finding and samples 100 per kind; findings.csv lists them all', async () => {
     await kit.db.db.execute(sql`
       insert into findings (kind, severity, store_id, ref_type, ref_id, details)
