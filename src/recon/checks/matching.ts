@@ -198,7 +198,28 @@ export async function matchClaimLinks(ctx: CheckContext): Promise<CheckOutcome> 
         select 1 from webhook_inbox w
         where w.endpoint = 'claim-links' and w.status = 'processed' and w.ref_id = p.claim_link_id)`,
   );
-  return check('matching.claim_links', 'matching', n, 'cancelled links: refund on chain and webhook', [
-    { kind: 'missing_webhook', refType: 'claim_link' },
-  ]);
+  // The service says the link was claimed (a 50108 to a cancel, a webhook) but the chain side has
+  // not booked the claim leaving its pool: rule 6 is missing, the link's money still sits in
+  // assets:claim_pool, and a claimed link is never expired, so nothing else would tell.
+  const inTransitCutoff = new Date(ctx.now.getTime() - ctx.settings.inTransitWindowMs).toISOString();
+  const unproven = await insertFound(
+    ctx.tx,
+    sql`
+    select 'claim_unproven', 'warning', p.store_id, 'claim_link', p.claim_link_id,
+           jsonb_build_object('payout_id', p.id, 'reference_id', p.reference_id, 'link_status', p.link_status,
+                              'since', p.updated_at, 'pool_address', p.pool_address)
+    from payouts p
+    where p.claim_link_id is not null and p.link_status in ('claiming', 'claimed') and p.claimed_at is null
+      and p.updated_at < ${inTransitCutoff}::timestamptz and ${storeFilter(sql`p.store_id`, ctx.storeId)}`,
+  );
+  return check(
+    'matching.claim_links',
+    'matching',
+    n + unproven,
+    'claim links: cancelled ones with refund and webhook, claimed ones with the claim on chain',
+    [
+      { kind: 'missing_webhook', refType: 'claim_link' },
+      { kind: 'claim_unproven', refType: 'claim_link' },
+    ],
+  );
 }

@@ -398,6 +398,23 @@ describe('runReconciliation', () => {
     expect(await totals()).toEqual({ cancelled: before.cancelled, expired: before.expired + 1 });
   });
 
+  it('behavior: a link the service calls claimed whose claim the chain side has not booked is claim_unproven until it does', async () => {
+    const link = `cl-claimed-${seq++}`;
+    const since = new Date(clock.now().getTime() - 2 * HOUR).toISOString();
+    await kit.db.db.execute(sql`
+      insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address, create_outcome,
+                           claim_link_id, link_status, funded_at, updated_at)
+      values (${`po-${link}`}, 'st_a', ${`ref-${link}`}, '5', 1, ${CHAIN_ID}, ${kit.chain.tokens.USDT.address.toLowerCase()},
+              'created', ${link}, 'claimed', ${since}::timestamptz, ${since}::timestamptz)`);
+    await runReconciliation(deps, { period: period() });
+    // Before: nothing; a claimed link is never expired, so its money sat in claim_pool unremarked.
+    expect(await findingsOf(link)).toEqual(['claim_unproven']);
+    await kit.db.db.execute(sql`
+      update payouts set claimed_at = ${since}::timestamptz where claim_link_id = ${link}`);
+    await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(link)).toEqual([]);
+  });
+
   it('behavior: the report counts every finding and samples 100 per kind; findings.csv lists them all', async () => {
     await kit.db.db.execute(sql`
       insert into findings (kind, severity, store_id, ref_type, ref_id, details)
