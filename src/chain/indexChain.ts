@@ -387,7 +387,10 @@ async function readNewLogs(pass: Pass, contracts: readonly string[], mem: Indexe
       outcome.recovered += again.length;
       deps.metrics.chainTransfersIndexed.inc(labels, found);
       deps.metrics.chainIndexedBlock.set(labels, Number(next.blockNumber));
-      if (again.length > 0) await reportRecovered(pass, again, { from: start, to: end.number });
+      if (again.length > 0) {
+        deps.metrics.chainTransfersRecovered.inc(labels, again.length);
+        await reportRecovered(pass, again, { from: start, to: end.number });
+      }
       if (backfill && moved) reportProgress(mem, log, { at: end.number, head, origin: progressFrom });
     }
   } catch (err) {

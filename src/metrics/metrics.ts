@@ -202,6 +202,12 @@ export function createMetrics() {
       labelNames: ['chain_id'] as const,
       registers: [registry],
     }),
+    chainTransfersRecovered: new Counter({
+      name: 'stablebooks_chain_transfers_recovered_total',
+      help: 'Transfer logs an earlier eth_getLogs answer left out, found by the re-read of final blocks (an RPC answering incompletely)',
+      labelNames: ['chain_id'] as const,
+      registers: [registry],
+    }),
     chainNodeDisagreements: new Counter({
       name: 'stablebooks_chain_node_disagreements_total',
       help: 'Block hash mismatches one RPC URL showed and another did not (not treated as a reorg)',

@@ -132,8 +132,15 @@ describe('transfer indexer: eth_getLogs answers with logs missing', () => {
 
       await chain.mine(2); // the block is final now
       proxy.calls.length = 0;
-      const second = await indexChainPass(kit.deps([proxy.url]), CHAIN_ID);
+      const secondDeps = kit.deps([proxy.url]);
+      const second = await indexChainPass(secondDeps, CHAIN_ID);
       expect(second).toMatchObject({ transfersFound: 1, recovered: 1 });
+      // Counted for operators: their RPC answers getLogs incompletely.
+      expect(
+        await metricValue(secondDeps.metrics, 'stablebooks_chain_transfers_recovered_total', {
+          chain_id: String(CHAIN_ID),
+        }),
+      ).toBe(1);
       expect(await rowOf(paid.txHash)).toMatchObject({
         block_hash: paid.blockHash,
         state: 'final',
