@@ -43,6 +43,8 @@ interface Deps {
   config: Pick<Config, 'stores' | 'chains'>;
   accounts: AccountCache;
   clock: Clock;
+  /** How long a final transfer may wait for what explains it before a person is told. */
+  unmatchedGraceMs: number;
 }
 
 type PayoutRow = {
@@ -55,6 +57,8 @@ type PayoutRow = {
   pool_address: string | null;
   funded_at: Date | null;
   link_status: string | null;
+  reference_id: string;
+  create_outcome: string;
   claimed_at: Date | null;
   cancelled_at: Date | null;
   expired_at: Date | null;
@@ -63,7 +67,7 @@ type PayoutRow = {
 };
 
 const payoutColumns = sql.raw(
-  'id, store_id, claim_link_id, amount, token_address, funding_tx_hash, pool_address, funded_at, link_status, claimed_at, cancelled_at, expired_at, refund_tx_hash, refunded_at',
+  'id, store_id, claim_link_id, amount, token_address, funding_tx_hash, pool_address, funded_at, link_status, reference_id, create_outcome, claimed_at, cancelled_at, expired_at, refund_tx_hash, refunded_at',
 );
 
 async function post(tx: DbExecutor, deps: Deps, outcome: RuleOutcome, storeId: string): Promise<boolean> {
@@ -226,6 +230,8 @@ function shareFundingTransaction(
   return given;
 }
 
+const FUNDING_AWAITS_OUTCOME = 'funding_awaits_create_outcome';
+
 /** A payout matched by amount, and the others that could have been. */
 interface ByAmount {
   payout: PayoutRow;
@@ -287,7 +293,32 @@ async function bookFunding(
   byAmount: ByAmount | null,
 ): Promise<MatchDecision | 'unmatched'> {
   // The create call has not told us the link yet (in flight, or its outcome unknown): wait for it.
-  if (!payout.claim_link_id) return { kind: 'deferred' };
+  // Past the grace, say so: the outflow waits (and custody's proof fails) until someone learns
+  // the outcome, which only running the same create again does when it is unknown.
+  if (!payout.claim_link_id) {
+    const waited = row.final_at ? deps.clock.now().getTime() - new Date(row.final_at).getTime() : 0;
+    if (waited >= deps.unmatchedGraceMs) {
+      await recordFinding(
+        tx,
+        {
+          kind: FUNDING_AWAITS_OUTCOME,
+          severity: 'warning',
+          ref: { type: 'payout', id: payout.id },
+          details: {
+            reference_id: payout.reference_id,
+            create_outcome: payout.create_outcome,
+            amount: payout.amount,
+            tx_hash: row.tx_hash,
+            what: "a custody outflow that may be this payout's funding waits for its create outcome",
+            action: `run the same payouts create again (reference_id ${payout.reference_id}, same amount) to learn it`,
+          },
+        },
+        payout.store_id,
+      );
+    }
+    return { kind: 'deferred' };
+  }
+  await resolveFinding(tx, FUNDING_AWAITS_OUTCOME, { type: 'payout', id: payout.id });
   const linkId = payout.claim_link_id;
   if (!payout.pool_address) {
     const learnt = await tx.execute(sql`

@@ -718,3 +718,50 @@ describe('claim-link refunds: cancellation or expiry', () => {
     await expectBalanced();
   });
 });
+
+describe('claim-link fundings waiting for their payout', () => {
+  it('behavior: a funding that waits for a payout whose create outcome is unknown is a finding after the grace, resolved once the outcome is learnt', async () => {
+    const linkId = 'cl_waits_for_outcome';
+    const payoutId = `po_${linkId}`;
+    // A create whose answer never came: no link yet, outcome unknown, nothing posted.
+    await kit.db.db.execute(sql`
+      insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address, create_outcome)
+      values (${payoutId}, 'st_a', ${`ref-${linkId}`}, '4', 1, ${CHAIN_ID}, ${USDT.address}, 'unknown')`);
+    const payoutFindings = async () =>
+      (
+        await kit.db.db.execute<{ kind: string }>(sql`
+          select kind from findings where ref_type = 'payout' and ref_id = ${payoutId} and resolved_at is null`)
+      ).rows.map((r) => r.kind);
+    const funded = await fund(linkId, 4_000_000n + FEE);
+    clock.set(new Date());
+    await settle();
+    expect(await matchedAs(funded.txHash)).toEqual([null]); // waits for the payout's link
+    expect(await payoutFindings()).toEqual([]);
+
+    clock.advance(120_000); // past the 60 s grace since it became final (on the indexer's clock)
+    await settle();
+    // Before: it waited in silence (custody's balance proof failing) until someone ran the create again.
+    expect(await payoutFindings()).toEqual(['funding_awaits_create_outcome']);
+    const details = await kit.db.db.execute<{ action: string }>(sql`
+      select details->>'action' as action from findings where ref_id = ${payoutId} and resolved_at is null`);
+    expect(details.rows[0]?.action).toMatch(/reference_id ref-cl_waits_for_outcome/);
+
+    // The same create run again learns the link (an idempotent hit): rule 5, then the funding books.
+    await kit.db.db.execute(sql`
+      update payouts set claim_link_id = ${linkId}, create_outcome = 'created', link_status = 'link_sent',
+             funded_at = ${clock.now().toISOString()}::timestamptz
+      where id = ${payoutId}`);
+    const rule5 = claimLinkFunded({
+      storeId: 'st_a',
+      claimLinkId: linkId,
+      token: USDT,
+      amount: '4',
+      occurredAt: clock.now(),
+    });
+    await postEntry(kit.db.db, rule5.entry!, { accounts });
+    await settle();
+    expect(await matchedAs(funded.txHash)).toEqual(['claim_link_funding_fee']);
+    expect(await payoutFindings()).toEqual([]);
+    await expectBalanced();
+  });
+});
