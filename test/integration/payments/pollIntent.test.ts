@@ -142,6 +142,18 @@ describe('poll chain', () => {
     expect(await pendingPolls(id)).toEqual([pollJob.jobId(id, 2)]);
   });
 
+  it('behavior: "poll now" brings forward the next poll already waiting on the slow schedule', async () => {
+    const id = await trackedIntent();
+    await schedulePoll(ctx, 'st_a', id, 10 * 60_000);
+    expect(await (await pollJobOf(id, 0)).getState()).toBe('delayed');
+    // A webhook whose API read did not settle the intent asks for a poll now.
+    await schedulePoll(ctx, 'st_a', id, 0);
+    // Before: the add was ignored (same job id) and the poll still waited its ten minutes.
+    expect(await (await pollJobOf(id, 0)).getState()).toBe('waiting');
+    expect(await pendingPolls(id)).toEqual([pollJob.jobId(id, 0)]);
+    await (await pollJobOf(id, 0)).remove();
+  });
+
   it('behavior: a poll job queued without n in its data takes it from its id', () => {
     const id = 'aa0000000000000000000001';
     expect(pollNumberOf({ id: pollJob.jobId(id, 7), data: { intentId: id, storeId: 'st_a' } }, id)).toBe(7);
