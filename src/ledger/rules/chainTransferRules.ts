@@ -143,7 +143,7 @@ function sameToken(a: Token, b: Token): boolean {
 
 /**
  * Rule 2: debit wallet N, credit in_transit N, when the transfer matches the intent's token,
- * recipient and amount. Otherwise no entry and one finding per mismatch (`unknown_token`,
+ * recipient and amount. Otherwise no entry and one finding per mismatch (`payment_unknown_token`,
  * `token_mismatch`, `recipient_mismatch`, `amount_mismatch`). With `inTransit` (a lone log of
  * another amount, booked at its value): a value above it credits in_transit that much and
  * suspense the rest.
@@ -157,7 +157,10 @@ export function paymentProven(input: PaymentProofInput): RuleOutcome {
   const findings: RuleFinding[] = [];
   if (token === null) {
     findings.push({
-      kind: 'unknown_token',
+      // Not rule 1's `unknown_token` on the same intent (a confirmation in a token the registry
+      // does not know, resolved when rule 1 books): sharing its kind, a replay of rule 1 closed
+      // this one, the only sign that the payment was made in a fake token.
+      kind: 'payment_unknown_token',
       severity: 'warning',
       ref,
       details: { ...base, what: 'payment transfer of a contract the chain registry does not accept' },

@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { createChainRegistry } from '../../../src/chain/registry.ts';
 import { trialBalance } from '../../../src/ledger/balances.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
+import { paymentProven } from '../../../src/ledger/rules/chainTransferRules.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
+import { recordFinding } from '../../../src/recon/recordFinding.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { checkoutWebhookPayloadSchema } from '../../../src/svc/models/checkoutWebhook.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
@@ -483,6 +485,50 @@ describe('applyIntentSnapshot', () => {
     await poll(id, { tx_hash_2: `0x${'3'.repeat(64)}` }, 732);
     expect((await row())?.tx_hash_2).toBe(`0x${'3'.repeat(64)}`);
     expect(await entriesOf(id)).toHaveLength(1);
+  });
+
+  it('error: the chain side finding a payment in a token it does not accept stays open when rule 1 replays', async () => {
+    const id = 'aa0000000000000000000028';
+    await poll(id, {}, 740);
+    // The verifier reads the payment's receipt: the transfer into tx_to is of a fake contract.
+    const fake = paymentProven({
+      storeId: 'st_a',
+      intentId: id,
+      transfer: {
+        chainId: 8453,
+        txHash: `0x${'1'.repeat(64)}`,
+        logIndex: 0,
+        blockNumber: 100n,
+        blockHash: `0x${'b'.repeat(64)}`,
+        tokenAddress: `0x${'99'.repeat(20)}`,
+        from: `0x${'cd'.repeat(20)}`,
+        to: MERCHANT as `0x${string}`,
+        amount: 24_750_000n,
+        occurredAt: at(741),
+        revival: 0,
+      },
+      token: null,
+      expected: {
+        token: chains.token(8453, USDC)!,
+        recipient: MERCHANT as `0x${string}`,
+        amount: 24_750_000n,
+      },
+    });
+    for (const f of fake.findings) await recordFinding(db, f, 'st_a');
+    const open = async () =>
+      (
+        await db.execute<{ kind: string }>(
+          sql`select kind from findings where ref_id = ${id} and resolved_at is null order by kind`,
+        )
+      ).rows.map((r) => r.kind);
+    const kinds = fake.findings.map((f) => f.kind);
+    expect(await open()).toEqual(kinds);
+    // A duplicate webhook, or a replay, applies the confirmation again: rule 1 replays.
+    expect((await poll(id, {}, 742)).posted).toMatchObject({ created: false });
+    // Before: it was `unknown_token`, rule 1's own kind, and the replay resolved the only sign of
+    // a fake payment.
+    expect(await open()).toEqual(kinds);
+    expect(kinds).toEqual(['payment_unknown_token']);
   });
 
   it('error: amounts changed after booking are a critical finding; the entry is not touched', async () => {

@@ -131,7 +131,7 @@ describe('paymentProven (rule 2)', () => {
     });
     const { entry, findings } = paymentProven(proofInput(fake, { token: null }));
     expect(entry).toBeNull();
-    expect(findings.map((f) => [f.kind, f.severity])).toEqual([['unknown_token', 'warning']]);
+    expect(findings.map((f) => [f.kind, f.severity])).toEqual([['payment_unknown_token', 'warning']]);
   });
 
   it('error: every mismatch is reported at once', () => {
@@ -143,7 +143,7 @@ describe('paymentProven (rule 2)', () => {
     const { findings } = paymentProven(
       proofInput(t, { token: null, expected: { token: USDC_BASE, recipient: MERCHANT_WALLET, amount: N6 } }),
     );
-    expect(findings.map((f) => f.kind)).toEqual(['unknown_token', 'recipient_mismatch', 'amount_mismatch']);
+    expect(findings.map((f) => f.kind)).toEqual(['payment_unknown_token', 'recipient_mismatch', 'amount_mismatch']);
   });
 
   it('error: a registry token of another contract than the log is a caller bug', () => {
