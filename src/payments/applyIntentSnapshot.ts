@@ -13,7 +13,7 @@ import {
   checkoutTerminalFailure,
 } from '../ledger/rules/checkoutRules.ts';
 import { DECIMAL_STRING_RE, parseDecimalAmount } from '../money/decimalAmount.ts';
-import { recordFinding } from '../recon/recordFinding.ts';
+import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { CheckoutWebhookPayload } from '../svc/models/checkoutWebhook.ts';
@@ -130,7 +130,11 @@ export async function applyIntentSnapshot(
   // reversal of an observer we waited for; the lock statement's would not, and a CONFIRMED
   // applied just after a reversal would re-post under the reversed entry's key (no income).
   const written = await executePrepared<
-    IntentRow & { confirmed_revision: number; open_booking_findings: string[] }
+    IntentRow & {
+      confirmed_revision: number;
+      open_booking_findings: string[];
+      open_webhook_mismatch: WebhookMismatchDetails | null;
+    }
   >(
     tx,
     sql`
@@ -162,7 +166,10 @@ export async function applyIntentSnapshot(
        where e.ref_type = 'checkout_intent' and e.ref_id = ${id} and e.kind = 'checkout.confirmed.reversal') as confirmed_revision,
       (select coalesce(array_agg(f.kind), '{}') from findings f
        where f.ref_type = 'checkout_intent' and f.ref_id = ${id} and f.resolved_at is null
-         and f.kind = any(${sql.param([...BOOKING_FINDINGS])}::text[])) as open_booking_findings
+         and f.kind = any(${sql.param([...BOOKING_FINDINGS])}::text[])) as open_booking_findings,
+      (select f.details from findings f
+       where f.ref_type = 'checkout_intent' and f.ref_id = ${id} and f.resolved_at is null
+         and f.kind = ${WEBHOOK_MISMATCH}) as open_webhook_mismatch
     from u`,
   );
   const row = written.rows[0];
@@ -170,6 +177,12 @@ export async function applyIntentSnapshot(
 
   // Against the facts we hold: an API read that only lacks the amounts does not disagree with them.
   const findings: RuleFinding[] = obs.webhook ? compareWebhook(obs.webhook, facts) : [];
+  // A webhook that disagreed with a read that was only behind (ON_CHAIN, or no amounts yet): once
+  // a later read says what the webhook said, there is nothing left to look at.
+  const mismatch = row?.open_webhook_mismatch;
+  if (mismatch && !findings.some((f) => f.kind === WEBHOOK_MISMATCH) && webhookNowAgrees(mismatch, facts)) {
+    await resolveFinding(tx, WEBHOOK_MISMATCH, { type: 'checkout_intent', id });
+  }
   if (wasFailure && status !== previousStatus && terminal) {
     // The service contradicts a terminal failure (CONFIRMED -> failure is rule 4's own finding).
     findings.push({
@@ -318,12 +331,45 @@ function compareWebhook(webhook: CheckoutWebhookPayload, intent: CheckoutIntent)
   if (Object.keys(differences).length === 0) return [];
   return [
     {
-      kind: 'webhook_api_mismatch',
+      kind: WEBHOOK_MISMATCH,
       severity: 'warning',
       ref,
       details: { webhook_id: webhook.webhook_id, differences },
     },
   ];
+}
+
+const WEBHOOK_MISMATCH = 'webhook_api_mismatch';
+
+/** What compareWebhook records: per field, the webhook's value and the API's. */
+interface WebhookMismatchDetails {
+  differences?: Record<string, { webhook: unknown; api: unknown }>;
+}
+
+/** Whether every field a webhook_api_mismatch recorded now reads as the webhook said. */
+function webhookNowAgrees(details: WebhookMismatchDetails, intent: CheckoutIntent): boolean {
+  const text = (v: unknown) => (v === null || v === undefined ? null : String(v));
+  const same = (a: unknown, b: unknown) => String(a ?? '').toLowerCase() === String(b ?? '').toLowerCase();
+  return Object.entries(details.differences ?? {}).every(([field, { webhook }]) => {
+    switch (field) {
+      case 'amount_coins':
+        return sameAmount(text(webhook), intent.amount_coins);
+      case 'actual_paid_amount':
+        return sameAmount(text(webhook), intent.actual_paid_amount);
+      case 'chain_id':
+        return Number(webhook) === intent.chain_id;
+      case 'coin_contract':
+        return same(webhook, intent.coin_contract);
+      case 'tx_hash':
+        return same(webhook, intent.tx_hash);
+      case 'status':
+        return (
+          (Number(webhook) === CheckoutStatus.CONFIRMED) === (intent.status === CheckoutStatus.CONFIRMED)
+        );
+      default:
+        return false;
+    }
+  });
 }
 
 /**

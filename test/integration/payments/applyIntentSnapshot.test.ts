@@ -423,6 +423,51 @@ describe('applyIntentSnapshot', () => {
     expect(await entriesOf(id)).toEqual([]);
   });
 
+  it('behavior: a webhook ahead of an API read that was only behind resolves once a read agrees; a real disagreement stays', async () => {
+    const open = async (id: string) =>
+      (
+        await db.execute<{ kind: string }>(
+          sql`select kind from findings where ref_id = ${id} and resolved_at is null order by kind`,
+        )
+      ).rows.map((r) => r.kind);
+    // The webhook says CONFIRMED and paid 25; the API read is still ON_CHAIN, without amounts.
+    const behind = 'aa0000000000000000000029';
+    const notYet = {
+      status: 10,
+      actual_paid_amount: null,
+      service_fee_amount: null,
+      net_income_amount: null,
+    };
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(behind, notYet),
+        source: 'webhook',
+        observedAt: at(750),
+        webhook: webhookOf(behind, 29, { actual_paid_amount: '25' }),
+      }),
+    );
+    expect(await open(behind)).toEqual(['webhook_api_mismatch']);
+    // The next poll reads what the webhook said: nothing disagrees any more.
+    expect((await poll(behind, {}, 751)).posted?.created).toBe(true);
+    // Before: open for ever, though the two sources agreed.
+    expect(await open(behind)).toEqual([]);
+
+    // A webhook whose amount the API never confirms stays a finding.
+    const differs = 'aa0000000000000000000030';
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(differs, notYet),
+        source: 'webhook',
+        observedAt: at(752),
+        webhook: webhookOf(differs, 30, { actual_paid_amount: '26' }),
+      }),
+    );
+    await poll(differs, {}, 753);
+    expect(await open(differs)).toEqual(['webhook_api_mismatch']);
+  });
+
   it('behavior: a webhook saying not paid while the API says paid is a finding', async () => {
     const id = 'aa0000000000000000000010';
     const webhook = webhookOf(id, 10, { status: -3 });
