@@ -61,3 +61,16 @@ export function formatDecimalAmount(units: bigint, decimals: number): string {
   const fraction = digits.slice(digits.length - decimals).replace(/0+$/, '');
   return `${sign}${whole}${fraction === '' ? '' : `.${fraction}`}`;
 }
+
+/**
+ * Whether two decimal amounts as sent are the same number, exactly: "25", "25.00" and "025.0" are.
+ * Both are read in base units of as many decimals as the finer of the two has (parseDecimalAmount,
+ * bigint), so the comparison needs no token and never rounds. A missing amount equals only a
+ * missing one; text that is not a plain decimal (the models refuse it) is compared as text.
+ */
+export function sameDecimalAmount(a: string | null, b: string | null): boolean {
+  if (a === null || b === null) return a === b;
+  if (!DECIMAL_STRING_RE.test(a) || !DECIMAL_STRING_RE.test(b)) return a === b;
+  const decimals = Math.max(a.split('.')[1]?.length ?? 0, b.split('.')[1]?.length ?? 0);
+  return parseDecimalAmount(a, decimals) === parseDecimalAmount(b, decimals);
+}

@@ -12,13 +12,18 @@ import {
   checkoutConfirmedKey,
   checkoutTerminalFailure,
 } from '../ledger/rules/checkoutRules.ts';
-import { DECIMAL_STRING_RE, parseDecimalAmount } from '../money/decimalAmount.ts';
+import { sameDecimalAmount } from '../money/decimalAmount.ts';
 import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { CheckoutWebhookPayload } from '../svc/models/checkoutWebhook.ts';
 import { BOOKING_FINDINGS, bookConfirmation } from './bookConfirmation.ts';
-import { type IntentRow, intentRowColumns, proveIntentPayment } from './proveIntentPayment.ts';
+import {
+  awaitsSweepHash,
+  type IntentRow,
+  intentRowColumns,
+  proveIntentPayment,
+} from './proveIntentPayment.ts';
 
 /**
  * The one function that applies what we learnt about a checkout intent, whatever the source
@@ -217,8 +222,10 @@ export async function applyIntentSnapshot(
     });
     findings.push(...booked.findings);
     posted = booked.posted;
-    if (!booked.settled && settledBy !== null) {
-      // Rare (no amounts, unknown token, an amount the token cannot hold): keep polling it.
+    // Rare (no amounts, unknown token, an amount the token cannot hold; or a routed payment whose
+    // sweep, tx_hash_2, the service has not reported yet): keep polling it.
+    const pollOn = !booked.settled || (row !== undefined && awaitsSweepHash(row));
+    if (pollOn && settledBy !== null) {
       await tx.execute(sql`update checkout_intents set settled_by = null where id = ${id}`);
       settledBy = null;
     }
@@ -305,11 +312,11 @@ function compareWebhook(webhook: CheckoutWebhookPayload, intent: CheckoutIntent)
   const ref = { type: 'checkout_intent', id: intent.all_svc_checkout_intent_id };
   const differences: Record<string, { webhook: unknown; api: unknown }> = {};
   const same = (a: unknown, b: unknown) => String(a ?? '').toLowerCase() === String(b ?? '').toLowerCase();
-  if (!sameAmount(webhook.amount_coins, intent.amount_coins))
+  if (!sameDecimalAmount(webhook.amount_coins, intent.amount_coins))
     differences.amount_coins = { webhook: webhook.amount_coins, api: intent.amount_coins };
   if (
     webhook.actual_paid_amount !== null &&
-    !sameAmount(webhook.actual_paid_amount, intent.actual_paid_amount)
+    !sameDecimalAmount(webhook.actual_paid_amount, intent.actual_paid_amount)
   ) {
     differences.actual_paid_amount = { webhook: webhook.actual_paid_amount, api: intent.actual_paid_amount };
   }
@@ -353,9 +360,9 @@ function webhookNowAgrees(details: WebhookMismatchDetails, intent: CheckoutInten
   return Object.entries(details.differences ?? {}).every(([field, { webhook }]) => {
     switch (field) {
       case 'amount_coins':
-        return sameAmount(text(webhook), intent.amount_coins);
+        return sameDecimalAmount(text(webhook), intent.amount_coins);
       case 'actual_paid_amount':
-        return sameAmount(text(webhook), intent.actual_paid_amount);
+        return sameDecimalAmount(text(webhook), intent.actual_paid_amount);
       case 'chain_id':
         return Number(webhook) === intent.chain_id;
       case 'coin_contract':
@@ -370,17 +377,4 @@ function webhookNowAgrees(details: WebhookMismatchDetails, intent: CheckoutInten
         return false;
     }
   });
-}
-
-/**
- * Whether two decimal amounts as sent are the same number, exactly: "25", "25.00" and "025.0" are.
- * Both are read in base units of as many decimals as the finer of the two has (parseDecimalAmount,
- * bigint), so the comparison needs no token and never rounds. A missing amount equals only a
- * missing one; text that is not a plain decimal (the models refuse it) is compared as text.
- */
-function sameAmount(a: string | null, b: string | null): boolean {
-  if (a === null || b === null) return a === b;
-  if (!DECIMAL_STRING_RE.test(a) || !DECIMAL_STRING_RE.test(b)) return a === b;
-  const decimals = Math.max(a.split('.')[1]?.length ?? 0, b.split('.')[1]?.length ?? 0);
-  return parseDecimalAmount(a, decimals) === parseDecimalAmount(b, decimals);
 }

@@ -10,7 +10,7 @@ import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.t
 import { chainTransferDetails, chainTransferId } from '../ledger/rules/chainTransferFact.ts';
 import { paymentProven, unmatchedTransferKey } from '../ledger/rules/chainTransferRules.ts';
 import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
-import { formatDecimalAmount, parseDecimalAmount } from '../money/decimalAmount.ts';
+import { formatDecimalAmount, parseDecimalAmount, sameDecimalAmount } from '../money/decimalAmount.ts';
 import { resolveFinding } from '../recon/recordFinding.ts';
 import { bookConfirmation } from './bookConfirmation.ts';
 
@@ -90,7 +90,9 @@ export async function proveIntentPayment(
         sql`select ${intentRowColumns} from checkout_intents where id = ${intentId}`,
       )
     ).rows[0];
-  const hash = intent?.tx_hash_2 ?? intent?.tx_hash;
+  // A routed payment (merchant credited less than paid) is proven by its sweep, tx_hash_2, never
+  // by the buyer's deposit into the temporary wallet: without it there is nothing to prove yet.
+  const hash = intent?.tx_hash_2 ?? (intent && awaitsSweepHash(intent) ? null : intent?.tx_hash);
   if (intent?.status !== 20 || !hash || !intent.tx_to || intent.chain_id === null) return none;
   const txHash = hash.toLowerCase();
   const txTo = intent.tx_to.toLowerCase();
@@ -405,4 +407,15 @@ export async function inTransitOf(tx: DbExecutor, intentId: string): Promise<big
     limit 1`,
   );
   return rows[0] ? BigInt(rows[0].amount) : null;
+}
+
+/**
+ * A confirmation of a payment routed through a temporary wallet (the service kept a fee: paid
+ * directly, the merchant wallet receives it all and there is none) read before the service
+ * reported the sweep into the merchant wallet (tx_hash_2): what proves it on chain is not known
+ * yet, so the intent is polled on until a read names it.
+ */
+export function awaitsSweepHash(intent: Pick<IntentRow, 'tx_hash_2' | 'service_fee_amount'>): boolean {
+  if (intent.tx_hash_2 || intent.service_fee_amount === null) return false;
+  return !sameDecimalAmount(intent.service_fee_amount, '0');
 }

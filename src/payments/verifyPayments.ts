@@ -50,6 +50,9 @@ export async function verifyPayments(deps: VerifyDeps, options: { limit?: number
     from checkout_intents i
     where i.status = 20 and i.confirmed_at < ${before}::timestamptz
       and coalesce(i.tx_hash_2, i.tx_hash) is not null
+      -- Routed (the service kept a fee) but its sweep not reported yet: tx_hash is the buyer's
+      -- deposit into the temporary wallet, which proves nothing about the merchant wallet.
+      and not coalesce(i.tx_hash_2 is null and i.service_fee_amount::numeric > 0, false)
       and i.chain_id in (${sql.join(
         chainIds.map((c) => sql`${c}`),
         sql`, `,

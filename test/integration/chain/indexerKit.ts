@@ -43,11 +43,12 @@ export interface IndexerKit {
   /**
    * Records a CONFIRMED direct payment of store st_a (no fee) paid by `txHash` to the merchant
    * wallet, as a poll would: `coins` of `token` (default 25 USDT); `net` is the reported net when
-   * it should disagree with P - F (rule 1 then waits for the chain). Returns the intent id.
+   * it should disagree with P - F (rule 1 then waits for the chain); `fee` the service fee (default
+   * 0; above 0 the payment was routed through a temporary wallet). Returns the intent id.
    */
   confirmedIntent(
     txHash: string,
-    options?: { coins?: string; token?: 'USDT' | 'USDC'; net?: string; observedAt?: Date },
+    options?: { coins?: string; token?: 'USDT' | 'USDC'; net?: string; fee?: string; observedAt?: Date },
   ): Promise<string>;
   rows(): Promise<TransferRowView[]>;
   /** The head, read fresh (the sandbox chain's headBlock() is cached by viem for a few seconds). */
@@ -159,7 +160,7 @@ export async function createIndexerKit(
         tx_from: null,
         tx_to: merchant,
         actual_paid_amount: coins,
-        service_fee_amount: '0',
+        service_fee_amount: opts.fee ?? '0',
         net_income_amount: opts.net ?? coins,
         payment_method_type: 1,
         accepted_stable_coins: 1,

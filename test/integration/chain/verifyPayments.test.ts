@@ -72,6 +72,17 @@ describe('verifyPayments', () => {
     expect(proofs.rows).toEqual([]);
   });
 
+  it('behavior: a routed payment confirmed before its sweep hash is not verified against the buyer deposit', async () => {
+    // The buyer paid 25 into a temporary wallet; the service kept 0.25 and has not reported the
+    // sweep of 24.75 into the merchant wallet (tx_hash_2) yet.
+    const deposit = await pay(await kit.chain.wallet('temporary'), 25_000_000n);
+    const id = await kit.confirmedIntent(deposit, { net: '24.75', fee: '0.25', observedAt: clock.now() });
+    clock.advance(GRACE + 1);
+    // Before: the deposit was read as the payment: recipient_mismatch and amount_mismatch, false.
+    expect(await verifyPayments(verifyDeps)).toBe(0);
+    expect(await findingsOf(id)).toEqual([]);
+  });
+
   it('behavior: a good receipt is stored and proven at finality by the indexer and the matcher (rule 2)', async () => {
     // The indexer has read up to here; the payment comes after, and verification runs first.
     await indexChainPass(deps, CHAIN_ID);

@@ -433,7 +433,7 @@ describe('applyIntentSnapshot', () => {
     // The webhook says CONFIRMED and paid 25; the API read is still ON_CHAIN, without amounts.
     const behind = 'aa0000000000000000000029';
     const notYet = {
-      status: 10,
+      status: 10 as const,
       actual_paid_amount: null,
       service_fee_amount: null,
       net_income_amount: null,
@@ -492,6 +492,9 @@ describe('applyIntentSnapshot', () => {
     const id = 'aa0000000000000000000011';
     const first = await poll(id, { tx_hash_2: null }, 13);
     expect(first.posted?.created).toBe(true);
+    // Routed (fee 0.25 kept) with its sweep not reported yet: polled on until a read names it.
+    // Before: settled, never polled again, so rule 2 read the buyer's deposit and never proved it.
+    expect(first.settled).toBe(false);
     // Before: the entry's metadata differed, so the re-post threw IdempotencyConflictError and
     // rolled the observation back, for ever.
     const second = await poll(id, { tx_hash_2: `0x${'2'.repeat(64)}` }, 14);
