@@ -143,7 +143,11 @@ describe('paymentProven (rule 2)', () => {
     const { findings } = paymentProven(
       proofInput(t, { token: null, expected: { token: USDC_BASE, recipient: MERCHANT_WALLET, amount: N6 } }),
     );
-    expect(findings.map((f) => f.kind)).toEqual(['payment_unknown_token', 'recipient_mismatch', 'amount_mismatch']);
+    expect(findings.map((f) => f.kind)).toEqual([
+      'payment_unknown_token',
+      'recipient_mismatch',
+      'amount_mismatch',
+    ]);
   });
 
   it('error: a registry token of another contract than the log is a caller bug', () => {
