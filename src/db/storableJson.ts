@@ -10,6 +10,14 @@ export function storableText(text: string): string {
 }
 
 /** JSON text for a jsonb parameter: bigints as decimal strings, strings and keys made storable. */
+/**
+ * Error text kept on a row or in a finding: enough to read, never a flood, and storable (a
+ * service's own message may carry what PostgreSQL refuses, which would fail the row for ever).
+ */
+export function storableExcerpt(text: string, max = 500): string {
+  return storableText(text.length > max ? `${text.slice(0, max)}...` : text);
+}
+
 export function toJsonb(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {
     if (typeof v === 'bigint') return v.toString();

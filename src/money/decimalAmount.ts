@@ -5,6 +5,12 @@
  */
 
 /** Digits, optionally a dot and more digits. No sign, exponent, whitespace or bare dot. */
+/**
+ * Digits of a ledger amount in base units: postings are numeric(78,0) (DESIGN.md section 4; a
+ * uint256 has 78 digits). No amount with more can be booked in any token.
+ */
+export const POSTING_DIGITS = 78;
+
 export const DECIMAL_STRING_RE = /^\d+(?:\.\d+)?$/;
 
 /** ERC-20 `decimals()` is a uint8. */

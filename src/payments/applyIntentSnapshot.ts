@@ -307,40 +307,65 @@ async function bookedAmounts(tx: DbExecutor, id: string): Promise<Amounts | Reco
   };
 }
 
+/**
+ * The fields a webhook and an API read of its intent are compared on: the webhook's value, the
+ * read's, and whether the read says what the webhook said (amounts as numbers, hex addresses and
+ * hashes in any case, and of the status only paid or not: any status but 20 is not paid). A
+ * webhook value of null says nothing for actual_paid_amount and status (not recorded, or from
+ * before the field existed). `agrees` also takes a webhook value back from a finding's JSON.
+ */
+const WEBHOOK_FIELDS: Record<
+  string,
+  {
+    webhook: (w: CheckoutWebhookPayload) => unknown;
+    api: (i: CheckoutIntent) => unknown;
+    agrees: (webhook: unknown, i: CheckoutIntent) => boolean;
+    optional?: boolean;
+  }
+> = {
+  amount_coins: {
+    webhook: (w) => w.amount_coins,
+    api: (i) => i.amount_coins,
+    agrees: (v, i) => sameDecimalAmount(textOf(v), i.amount_coins),
+  },
+  actual_paid_amount: {
+    webhook: (w) => w.actual_paid_amount,
+    api: (i) => i.actual_paid_amount,
+    agrees: (v, i) => sameDecimalAmount(textOf(v), i.actual_paid_amount),
+    optional: true,
+  },
+  chain_id: { webhook: (w) => w.chain_id, api: (i) => i.chain_id, agrees: (v, i) => v === i.chain_id },
+  coin_contract: {
+    webhook: (w) => w.coin_contract_address,
+    api: (i) => i.coin_contract,
+    agrees: (v, i) => sameText(v, i.coin_contract),
+  },
+  tx_hash: { webhook: (w) => w.tx_hash, api: (i) => i.tx_hash, agrees: (v, i) => sameText(v, i.tx_hash) },
+  status: {
+    webhook: (w) => w.status,
+    api: (i) => i.status,
+    agrees: (v, i) => (v === CheckoutStatus.CONFIRMED) === (i.status === CheckoutStatus.CONFIRMED),
+    optional: true,
+  },
+};
+
+const textOf = (v: unknown) => (v === null || v === undefined ? null : String(v));
+const sameText = (a: unknown, b: unknown) => String(a ?? '').toLowerCase() === String(b ?? '').toLowerCase();
+
 /** A webhook that disagrees with the API is a finding for a person, never a crash. */
 function compareWebhook(webhook: CheckoutWebhookPayload, intent: CheckoutIntent): RuleFinding[] {
-  const ref = { type: 'checkout_intent', id: intent.all_svc_checkout_intent_id };
   const differences: Record<string, { webhook: unknown; api: unknown }> = {};
-  const same = (a: unknown, b: unknown) => String(a ?? '').toLowerCase() === String(b ?? '').toLowerCase();
-  if (!sameDecimalAmount(webhook.amount_coins, intent.amount_coins))
-    differences.amount_coins = { webhook: webhook.amount_coins, api: intent.amount_coins };
-  if (
-    webhook.actual_paid_amount !== null &&
-    !sameDecimalAmount(webhook.actual_paid_amount, intent.actual_paid_amount)
-  ) {
-    differences.actual_paid_amount = { webhook: webhook.actual_paid_amount, api: intent.actual_paid_amount };
-  }
-  if (webhook.chain_id !== intent.chain_id)
-    differences.chain_id = { webhook: webhook.chain_id, api: intent.chain_id };
-  if (!same(webhook.coin_contract_address, intent.coin_contract)) {
-    differences.coin_contract = { webhook: webhook.coin_contract_address, api: intent.coin_contract };
-  }
-  if (!same(webhook.tx_hash, intent.tx_hash))
-    differences.tx_hash = { webhook: webhook.tx_hash, api: intent.tx_hash };
-  // Paid or not is what counts (any status but 20 is not paid); a null status predates the field
-  // and says nothing either way.
-  if (
-    webhook.status !== null &&
-    (webhook.status === CheckoutStatus.CONFIRMED) !== (intent.status === CheckoutStatus.CONFIRMED)
-  ) {
-    differences.status = { webhook: webhook.status, api: intent.status };
+  for (const [field, f] of Object.entries(WEBHOOK_FIELDS)) {
+    const value = f.webhook(webhook);
+    if (f.optional && value === null) continue;
+    if (!f.agrees(value, intent)) differences[field] = { webhook: value, api: f.api(intent) };
   }
   if (Object.keys(differences).length === 0) return [];
   return [
     {
       kind: WEBHOOK_MISMATCH,
       severity: 'warning',
-      ref,
+      ref: { type: 'checkout_intent', id: intent.all_svc_checkout_intent_id },
       details: { webhook_id: webhook.webhook_id, differences },
     },
   ];
@@ -355,26 +380,7 @@ interface WebhookMismatchDetails {
 
 /** Whether every field a webhook_api_mismatch recorded now reads as the webhook said. */
 function webhookNowAgrees(details: WebhookMismatchDetails, intent: CheckoutIntent): boolean {
-  const text = (v: unknown) => (v === null || v === undefined ? null : String(v));
-  const same = (a: unknown, b: unknown) => String(a ?? '').toLowerCase() === String(b ?? '').toLowerCase();
-  return Object.entries(details.differences ?? {}).every(([field, { webhook }]) => {
-    switch (field) {
-      case 'amount_coins':
-        return sameDecimalAmount(text(webhook), intent.amount_coins);
-      case 'actual_paid_amount':
-        return sameDecimalAmount(text(webhook), intent.actual_paid_amount);
-      case 'chain_id':
-        return Number(webhook) === intent.chain_id;
-      case 'coin_contract':
-        return same(webhook, intent.coin_contract);
-      case 'tx_hash':
-        return same(webhook, intent.tx_hash);
-      case 'status':
-        return (
-          (Number(webhook) === CheckoutStatus.CONFIRMED) === (intent.status === CheckoutStatus.CONFIRMED)
-        );
-      default:
-        return false;
-    }
-  });
+  return Object.entries(details.differences ?? {}).every(
+    ([field, { webhook }]) => WEBHOOK_FIELDS[field]?.agrees(webhook, intent) ?? false,
+  );
 }

@@ -7,7 +7,7 @@ import type { EntryDraft, RuleFinding, RuleOutcome } from '../ledger/entryDraft.
 import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { type PostedEntry, postEntry } from '../ledger/postEntry.ts';
 import { checkoutConfirmed } from '../ledger/rules/checkoutRules.ts';
-import { AmountFormatError } from '../money/decimalAmount.ts';
+import { AmountFormatError, POSTING_DIGITS } from '../money/decimalAmount.ts';
 import { resolveFinding } from '../recon/recordFinding.ts';
 
 /** What rule 1 needs of a CONFIRMED intent, as stored in checkout_intents (decimal strings as sent). */
@@ -171,9 +171,6 @@ async function resolveBookingFindings(tx: DbExecutor, facts: ConfirmedIntentFact
     ).rows.map((r) => r.kind);
   for (const kind of open) await resolveFinding(tx, kind, ref);
 }
-
-/** Digits of a posting's amount: numeric(78,0) (DESIGN.md section 4). */
-const POSTING_DIGITS = 78;
 
 /**
  * Whether a decimal amount, in base units of a token with `decimals`, has more digits than a

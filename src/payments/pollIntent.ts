@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
+import { storableExcerpt } from '../db/storableJson.ts';
 import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
-import { rateLimitWaitMs, SvcError } from '../svc/errors.ts';
+import { isPermanentSvcError } from '../svc/errors.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
 import { loadTrackedIntent } from './intentTracking.ts';
@@ -104,7 +105,7 @@ async function recordRefusal(
   intentId: string,
   err: unknown,
 ): Promise<void> {
-  if (!(err instanceof SvcError) || err.retryable || rateLimitWaitMs(err) !== undefined) return;
+  if (!isPermanentSvcError(err)) return;
   await recordFinding(
     deps.db,
     {
@@ -114,7 +115,7 @@ async function recordRefusal(
       details: {
         error: err.name,
         ...('code' in err && typeof err.code === 'number' ? { code: err.code } : {}),
-        message: err.message.slice(0, 500),
+        message: storableExcerpt(err.message),
         action:
           'check that this intent belongs to the store and that its API key works; the poll sweeper keeps trying',
       },

@@ -2,10 +2,10 @@ import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
-import { storableText } from '../db/storableJson.ts';
+import { storableExcerpt } from '../db/storableJson.ts';
 import { applyClaimLinkWebhook, claimLinkEventOf } from '../payouts/applyClaimLinkWebhook.ts';
 import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
-import { rateLimitWaitMs, SvcApiError, SvcError } from '../svc/errors.ts';
+import { isPermanentSvcError, SvcApiError } from '../svc/errors.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { type CheckoutWebhookPayload, checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
 import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
@@ -97,7 +97,7 @@ export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string)
         if (outcome.kind === 'waiting') {
           // Stays `received`: the inbox sweeper adds its job again.
           await tx.execute(sql`
-            update webhook_inbox set attempts = attempts + 1, error = ${clip(outcome.reason)}
+            update webhook_inbox set attempts = attempts + 1, error = ${storableExcerpt(outcome.reason)}
             where webhook_id = ${webhookId}`);
           deps.logger.info({ webhookId, reason: outcome.reason }, 'claim-link webhook waits for its refund');
           return outcome;
@@ -242,14 +242,14 @@ export async function handleIntentReadError(
     await deps.db.transaction(async (tx) => {
       if (tracked) await trackFromWebhook(tx, tracked, target.storeId, deps.clock.now());
       await tx.execute(sql`
-        update webhook_inbox set attempts = attempts + 1, error = ${clip(err.message)}
+        update webhook_inbox set attempts = attempts + 1, error = ${storableExcerpt(err.message)}
         where webhook_id = ${target.webhookId} and status = 'received'`);
     });
     throw new IntentReadRefusedError(target, err.code, attempts, tracked, { cause: err });
   }
-  if (err instanceof SvcError && !err.retryable && rateLimitWaitMs(err) === undefined) {
+  if (isPermanentSvcError(err)) {
     const refusal = {
-      reason: clip(err.message),
+      reason: storableExcerpt(err.message),
       details: { error: err.name, ...(err instanceof SvcApiError ? { code: err.code } : {}) },
     };
     return deps.db.transaction((tx) => failUnprocessableWebhook(tx, deps.clock.now(), target, refusal));
@@ -270,7 +270,7 @@ export async function failRefusedWebhook(
   const { target } = refused;
   await deps.db.transaction(async (tx) => {
     const marked = await tx.execute(sql`
-      update webhook_inbox set status = 'failed', processed_at = now(), error = ${clip(refused.message)}
+      update webhook_inbox set status = 'failed', processed_at = now(), error = ${storableExcerpt(refused.message)}
       where webhook_id = ${target.webhookId} and status = 'received'
       returning webhook_id`);
     if (marked.rows.length === 0) return;
@@ -345,15 +345,10 @@ export function dataException(
         ? err.cause
         : undefined;
   if (!dbErr?.code?.startsWith('22')) return undefined;
-  return { reason: clip(`database refused a value: ${dbErr.message}`), details: { sqlstate: dbErr.code } };
-}
-
-/**
- * Error text kept on a row or in a finding: enough to read, never a flood, and storable (the
- * service's own message may carry what PostgreSQL refuses, which would fail the row for ever).
- */
-function clip(text: string): string {
-  return storableText(text.length > 500 ? `${text.slice(0, 500)}...` : text);
+  return {
+    reason: storableExcerpt(`database refused a value: ${dbErr.message}`),
+    details: { sqlstate: dbErr.code },
+  };
 }
 
 /** The intent id a webhook names, when it has the spec's form (an ObjectId), else null. */

@@ -280,7 +280,6 @@ async function recordPayout(deps: PayoutsDeps, request: ValidPayoutRequest): Pro
   return payout;
 }
 
-/** Counts an attempt before it is made, so a crash mid-call still shows it. */
 /**
  * Counts an attempt before it is sent. A `failed` row becomes `pending` again: while the new call
  * is in flight (and if the process dies during it) the row must not say "nothing was paid", or

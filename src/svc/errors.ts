@@ -190,5 +190,13 @@ export function rateLimitWaitMs(err: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * A service error no retry fixes: not retryable, and not rate limiting (which waiting fixes). A
+ * person must act (the IP allowlist, the credentials, an intent the service does not know).
+ */
+export function isPermanentSvcError(err: unknown): err is SvcError {
+  return err instanceof SvcError && !err.retryable && rateLimitWaitMs(err) === undefined;
+}
+
 /** The wait after a 40001 or 429 that did not say how long (retry_after absent or unreadable). */
 export const DEFAULT_RATE_LIMIT_WAIT_MS = 1000;

@@ -5,15 +5,7 @@
  * that (already corrupted by JSON.parse) is refused rather than trusted.
  */
 import { z } from 'zod';
-import { DECIMAL_STRING_RE } from '../../money/decimalAmount.ts';
-
-/**
- * Digits an amount may have, fraction included: base units are numeric(78,0) in the ledger (a
- * uint256 has 78 digits), so no amount with more can be booked in any token. Longer text would be
- * refused by PostgreSQL (numeric holds 131,072 integer digits) or by the ledger on every retry;
- * whether one that fits here also fits with its token's decimals, rule 1 checks (bookConfirmation).
- */
-export const MAX_AMOUNT_DIGITS = 78;
+import { DECIMAL_STRING_RE, POSTING_DIGITS } from '../../money/decimalAmount.ts';
 
 /** A non-negative decimal string such as "12.50". A JSON number is refused: it may already be rounded. */
 export const decimalStringSchema = z
@@ -21,8 +13,11 @@ export const decimalStringSchema = z
   .regex(DECIMAL_STRING_RE, {
     error: 'must be a plain decimal string: digits with an optional fraction, no sign, exponent or spaces',
   })
-  .refine((s) => s.replace('.', '').length <= MAX_AMOUNT_DIGITS, {
-    error: `must have at most ${MAX_AMOUNT_DIGITS} digits`,
+  // Digits, fraction included, at most a posting's: longer text would be refused by PostgreSQL
+  // (numeric holds 131,072 integer digits) or by the ledger on every retry; whether one that fits
+  // here also fits with its token's decimals, rule 1 checks (bookConfirmation).
+  .refine((s) => s.replace('.', '').length <= POSTING_DIGITS, {
+    error: `must have at most ${POSTING_DIGITS} digits`,
   });
 
 /** Integer cents as a JSON number, read into a bigint. z.int() already stops at 2^53 - 1. */
