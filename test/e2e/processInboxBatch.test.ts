@@ -64,10 +64,14 @@ async function storeInboxRow(webhookId: string, storeId: string, body: Buffer): 
 }
 
 /**
- * The pipeline's payments deps with the store's sandbox client counting its intent reads, each
- * answer passed through `answer` (which may change it or throw, as a service might).
+ * The pipeline's payments deps with the store's sandbox client counting its intent reads; each
+ * read first awaits `before` (which may hold it or throw, as a hanging or failing service might),
+ * and its answer passes through `answer` (which may change it or throw).
  */
-function countingReads(answer: (id: string, intent: CheckoutIntent) => CheckoutIntent = (_id, i) => i) {
+function countingReads(
+  answer: (id: string, intent: CheckoutIntent) => CheckoutIntent = (_id, i) => i,
+  before: (id: string) => Promise<void> = async () => {},
+) {
   const counts = new Map<string, number>();
   const sandboxClient = pipeline.payments.client('st_a');
   const deps: PaymentsDeps = {
@@ -76,6 +80,7 @@ function countingReads(answer: (id: string, intent: CheckoutIntent) => CheckoutI
       ...sandboxClient,
       getCheckoutIntent: async (id: string) => {
         counts.set(id, (counts.get(id) ?? 0) + 1);
+        await before(id);
         return answer(id, await sandboxClient.getCheckoutIntent(id));
       },
     }),
@@ -152,23 +157,14 @@ describe('processInboxBatch', () => {
     const gates = new Map<string, () => void>();
     const gate = (id: string) => new Promise<void>((resolve) => gates.set(id, resolve));
     const release = (id: string) => gates.get(id)?.();
-    const counts = new Map<string, number>();
-    const sandboxClient = pipeline.payments.client('st_a');
-    const deps: PaymentsDeps = {
-      ...pipeline.payments,
-      client: () => ({
-        ...sandboxClient,
-        getCheckoutIntent: async (id: string) => {
-          counts.set(id, (counts.get(id) ?? 0) + 1);
-          if (id === slow.intentId) await gate(id);
-          if (id === hung.intentId) {
-            await gate(id);
-            throw new SvcTransportError('checkout_intents.get', true, 'timed out after 15000 ms');
-          }
-          return sandboxClient.getCheckoutIntent(id);
-        },
-      }),
-    };
+    const reads = countingReads(undefined, async (id) => {
+      if (id === slow.intentId) await gate(id);
+      if (id === hung.intentId) {
+        await gate(id);
+        throw new SvcTransportError('checkout_intents.get', true, 'timed out after 15000 ms');
+      }
+    });
+    const { deps } = reads;
 
     let done = false;
     const running = processInboxBatch(
@@ -219,7 +215,7 @@ describe('processInboxBatch', () => {
       'SvcTransportError',
       'applied',
     ]);
-    for (const p of paid) expect(counts.get(p.intentId), p.intentId).toBe(1);
+    for (const p of paid) expect(reads.count(p.intentId), p.intentId).toBe(1);
     expect(await inboxStatus(hung.webhookId)).toEqual({ status: 'received', attempts: 0 });
     expect(await ledgerLinesOf(pipeline.db, hung.intentId)).toEqual([]);
     for (const p of [...onTime, slow]) {
@@ -236,20 +232,12 @@ describe('processInboxBatch', () => {
 
   it('behavior: a service slow for every read still has its batch applied in one transaction (the deadline counts from the first intent)', async () => {
     const paid = await paidAndStored(4);
-    const sandboxClient = pipeline.payments.client('st_a');
     let n = 0;
-    const deps: PaymentsDeps = {
-      ...pipeline.payments,
-      client: () => ({
-        ...sandboxClient,
-        // Each answer well after the deadline counted from the batch's start, all within it
-        // counted from the first answer.
-        getCheckoutIntent: async (id: string) => {
-          await sleep(1_000 + 20 * n++);
-          return sandboxClient.getCheckoutIntent(id);
-        },
-      }),
-    };
+    // Each answer well after the deadline counted from the batch's start, all within it counted
+    // from the first answer.
+    const { deps } = countingReads(undefined, async () => {
+      await sleep(1_000 + 20 * n++);
+    });
     const results = await processInboxBatch(
       deps,
       paid.map((p) => p.webhookId),
