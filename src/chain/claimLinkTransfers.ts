@@ -56,7 +56,6 @@ type PayoutRow = {
   funding_tx_hash: string | null;
   pool_address: string | null;
   funded_at: Date | null;
-  link_status: string | null;
   reference_id: string;
   create_outcome: string;
   claimed_at: Date | null;
@@ -67,7 +66,7 @@ type PayoutRow = {
 };
 
 const payoutColumns = sql.raw(
-  'id, store_id, claim_link_id, amount, token_address, funding_tx_hash, pool_address, funded_at, link_status, reference_id, create_outcome, claimed_at, cancelled_at, expired_at, refund_tx_hash, refunded_at',
+  'id, store_id, claim_link_id, amount, token_address, funding_tx_hash, pool_address, funded_at, reference_id, create_outcome, claimed_at, cancelled_at, expired_at, refund_tx_hash, refunded_at',
 );
 
 async function post(tx: DbExecutor, deps: Deps, outcome: RuleOutcome, storeId: string): Promise<boolean> {
@@ -669,12 +668,11 @@ async function closeLink(
 ): Promise<void> {
   const payoutDeps = { chains: deps.config.chains, accounts: deps.accounts, clock: deps.clock };
   const now = deps.clock.now();
-  // An expiry when the service said so, or when the 14 days since the funding have passed. Judged
-  // on our clock, not the refund's block time: the sandbox's clock moves without its chain's, and
-  // a cancel refund read only after the 14 days (downtime) is therefore still taken for an expiry.
-  const expired =
-    payout.link_status === 'expired' ||
-    (payout.funded_at !== null && isExpired(new Date(payout.funded_at), now));
+  // An expiry once the 14 days since the funding have passed. Judged on our clock, not the
+  // refund's block time: the sandbox's clock moves without its chain's, and a cancel refund read
+  // only after the 14 days (downtime) is therefore still taken for an expiry. (A link the service
+  // reported `expired` is no different: rule 7's expiry entry needs the 14 days on our clock.)
+  const expired = payout.funded_at !== null && isExpired(new Date(payout.funded_at), now);
   if (expired) {
     if (await markExpired(tx, payoutDeps, payout.id, now)) return;
   }
