@@ -90,9 +90,7 @@ export async function proveIntentPayment(
         sql`select ${intentRowColumns} from checkout_intents where id = ${intentId}`,
       )
     ).rows[0];
-  // A routed payment (the service kept a fee) is proven by its sweep, tx_hash_2, never by the
-  // buyer's deposit into the temporary wallet: without it there is nothing to prove yet.
-  const hash = intent?.tx_hash_2 ?? (intent && awaitsSweepHash(intent) ? null : intent?.tx_hash);
+  const hash = intent?.tx_hash_2 ?? intent?.tx_hash;
   if (intent?.status !== 20 || !hash || !intent.tx_to || intent.chain_id === null) return none;
   const txHash = hash.toLowerCase();
   const txTo = intent.tx_to.toLowerCase();
