@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Db, DbExecutor } from '../db/database.ts';
+import { recordFinding } from '../findings/recordFinding.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import { postEntry, reverseEntry } from '../ledger/postEntry.ts';
 import {
@@ -11,7 +12,6 @@ import {
   type WatchedWalletRole,
 } from '../ledger/rules/chainTransferRules.ts';
 import { proveIntentPayment } from '../payments/proveIntentPayment.ts';
-import { recordFinding } from '../recon/recordFinding.ts';
 import { applyClaimLinkTransfer, applyCustodyOutflow } from './claimLinkTransfers.ts';
 import { applyPaymentReturn, reopenReturnedPayment } from './paymentReturns.ts';
 import {

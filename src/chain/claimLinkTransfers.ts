@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { DbExecutor } from '../db/database.ts';
+import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import { account, accountCode, type Token } from '../ledger/accounts.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { RuleOutcome } from '../ledger/entryDraft.ts';
@@ -20,7 +21,6 @@ import {
 import { formatDecimalAmount, parseDecimalAmount } from '../money/decimalAmount.ts';
 import { markCancelled } from '../payouts/closeLink.ts';
 import { markExpired } from '../payouts/expireClaimLinks.ts';
-import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import {
   type MatchDecision,
   markApplied,

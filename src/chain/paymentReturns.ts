@@ -1,11 +1,11 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { Config } from '../config/loadConfig.ts';
 import type { DbExecutor } from '../db/database.ts';
+import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import { postEntry } from '../ledger/postEntry.ts';
 import { chainTransferId } from '../ledger/rules/chainTransferFact.ts';
 import { paymentReturned, unmatchedTransfer } from '../ledger/rules/chainTransferRules.ts';
-import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import {
   type MatchDecision,

@@ -1,3 +1,4 @@
+import type { FindingDraft } from '../findings/finding.ts';
 import type { AccountRef } from './accounts.ts';
 
 /**
@@ -30,16 +31,8 @@ export interface EntryDraft {
   metadata?: Record<string, unknown>;
 }
 
-/** A disagreement a rule noticed; the caller writes it to the findings table. */
-export interface RuleFinding {
-  kind: string;
-  severity: 'info' | 'warning' | 'critical';
-  ref: { type: string; id: string };
-  details: Record<string, unknown>;
-}
-
 /** The result of applying a rule to a fact: at most one entry, and any findings. */
 export interface RuleOutcome {
   entry: EntryDraft | null;
-  findings: RuleFinding[];
+  findings: FindingDraft[];
 }

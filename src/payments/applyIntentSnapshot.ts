@@ -3,8 +3,9 @@ import type { ChainRegistry } from '../chain/registry.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { storableFields, toJsonb } from '../db/storableJson.ts';
+import type { FindingDraft } from '../findings/finding.ts';
+import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
-import type { RuleFinding } from '../ledger/entryDraft.ts';
 import { type PostedEntry, reverseEntry } from '../ledger/postEntry.ts';
 import {
   CHECKOUT_FAILURE_STATUSES,
@@ -13,7 +14,6 @@ import {
   checkoutTerminalFailure,
 } from '../ledger/rules/checkoutRules.ts';
 import { sameDecimalAmount } from '../money/decimalAmount.ts';
-import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { CheckoutWebhookPayload } from '../svc/models/checkoutWebhook.ts';
@@ -55,7 +55,7 @@ export interface ApplyResult {
   settled: boolean;
   posted: PostedEntry | null;
   reversed: PostedEntry | null;
-  findings: RuleFinding[];
+  findings: FindingDraft[];
 }
 
 export async function applyIntentSnapshot(
@@ -181,7 +181,7 @@ export async function applyIntentSnapshot(
   const revision = row?.confirmed_revision ?? 0;
 
   // Against the facts we hold: an API read that only lacks the amounts does not disagree with them.
-  const findings: RuleFinding[] = obs.webhook ? compareWebhook(obs.webhook, facts) : [];
+  const findings: FindingDraft[] = obs.webhook ? compareWebhook(obs.webhook, facts) : [];
   // A webhook that disagreed with a read that was only behind (ON_CHAIN, or no amounts yet): once
   // a later read says what the webhook said, there is nothing left to look at.
   const mismatch = row?.open_webhook_mismatch;
@@ -353,7 +353,7 @@ const textOf = (v: unknown) => (v === null || v === undefined ? null : String(v)
 const sameText = (a: unknown, b: unknown) => String(a ?? '').toLowerCase() === String(b ?? '').toLowerCase();
 
 /** A webhook that disagrees with the API is a finding for a person, never a crash. */
-function compareWebhook(webhook: CheckoutWebhookPayload, intent: CheckoutIntent): RuleFinding[] {
+function compareWebhook(webhook: CheckoutWebhookPayload, intent: CheckoutIntent): FindingDraft[] {
   const differences: Record<string, { webhook: unknown; api: unknown }> = {};
   for (const [field, f] of Object.entries(WEBHOOK_FIELDS)) {
     const value = f.webhook(webhook);

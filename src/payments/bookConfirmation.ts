@@ -1,14 +1,15 @@
 import { sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../chain/registry.ts';
 import type { DbExecutor } from '../db/database.ts';
+import type { FindingDraft } from '../findings/finding.ts';
+import { resolveFinding } from '../findings/recordFinding.ts';
 import { accountCode, type Token } from '../ledger/accounts.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
-import type { EntryDraft, RuleFinding, RuleOutcome } from '../ledger/entryDraft.ts';
+import type { EntryDraft, RuleOutcome } from '../ledger/entryDraft.ts';
 import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { type PostedEntry, postEntry } from '../ledger/postEntry.ts';
 import { checkoutConfirmed } from '../ledger/rules/checkoutRules.ts';
 import { AmountFormatError, POSTING_DIGITS } from '../money/decimalAmount.ts';
-import { resolveFinding } from '../recon/recordFinding.ts';
 
 /** What rule 1 needs of a CONFIRMED intent, as stored in checkout_intents (decimal strings as sent). */
 export interface ConfirmedIntentFacts {
@@ -51,7 +52,7 @@ export const BOOKING_FINDINGS = [
 export interface BookedConfirmation {
   /** The entry this call wrote, or null (already in the books, waiting, or not bookable). */
   posted: PostedEntry | null;
-  findings: RuleFinding[];
+  findings: FindingDraft[];
   /**
    * Whether rule 1 is done with this intent: its entry is in the books, or it waits only for the
    * chain's proof of the net (which settles it without the service). False when the facts cannot
@@ -204,7 +205,7 @@ async function amountsChangedSinceBooked(
   tx: DbExecutor,
   entryId: bigint,
   draft: EntryDraft,
-): Promise<RuleFinding[]> {
+): Promise<FindingDraft[]> {
   const { rows } = await tx.execute<{ code: string; amount: string }>(sql`
     select a.code, p.amount::text from ledger_postings p join ledger_accounts a on a.id = p.account_id
     where p.entry_id = ${entryId.toString()}::bigint`);
@@ -235,7 +236,7 @@ async function amountsChangedSinceBooked(
  * for ever.
  */
 function unbookable(
-  ref: RuleFinding['ref'],
+  ref: FindingDraft['ref'],
   token: Token,
   details: { amount: string; decimals: number; reason?: string },
 ): BookedConfirmation {

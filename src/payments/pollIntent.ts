@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { storableExcerpt } from '../db/storableJson.ts';
-import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
+import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import { isPermanentSvcError } from '../svc/errors.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import { applyIntentSnapshot } from './applyIntentSnapshot.ts';

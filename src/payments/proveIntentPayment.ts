@@ -3,21 +3,21 @@ import type { ChainRegistry } from '../chain/registry.ts';
 import { markApplied, type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
+import type { FindingDraft } from '../findings/finding.ts';
+import { resolveFinding } from '../findings/recordFinding.ts';
 import type { Token } from '../ledger/accounts.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
-import type { RuleFinding } from '../ledger/entryDraft.ts';
 import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
 import { chainTransferDetails, chainTransferId } from '../ledger/rules/chainTransferFact.ts';
 import { paymentProven, unmatchedTransferKey } from '../ledger/rules/chainTransferRules.ts';
 import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
 import { formatDecimalAmount, parseDecimalAmount, sameDecimalAmount } from '../money/decimalAmount.ts';
-import { resolveFinding } from '../recon/recordFinding.ts';
 import { bookConfirmation } from './bookConfirmation.ts';
 
 export interface ProofResult {
   /** The (first) rule-2 entry this call posted. */
   proven: PostedEntry | null;
-  findings: RuleFinding[];
+  findings: FindingDraft[];
   /** The (first) chain_transfers row this call matched to the intent (as proof or mismatch), if any. */
   matchedRowId: string | null;
   /** Every row this call matched to the intent: one, or several when the payment was split. */
@@ -167,7 +167,7 @@ export async function proveIntentPayment(
   if (!paying) return none;
   const paid = paying.reduce((sum, l) => sum + BigInt(l.value), 0n);
 
-  const findings: RuleFinding[] = [];
+  const findings: FindingDraft[] = [];
   if (inTransit === null && intent.amount_coins !== null && intent.confirmed_at !== null) {
     // Rule 1 waited for the chain (reported P - F != N): the proven value settles it.
     const booked = await bookConfirmation(
@@ -317,7 +317,7 @@ function amountMismatch(
   paying: TransferRow[],
   expected: bigint,
   actual: bigint,
-): RuleFinding {
+): FindingDraft {
   const fmt = (u: bigint) => formatDecimalAmount(u, token.decimals);
   const [first] = paying;
   const over = actual > expected;
@@ -351,7 +351,7 @@ export const VERIFICATION_FINDINGS = [
 ];
 
 /** Resolves the open verification findings of an intent whose payment is proven (one statement). */
-async function resolveVerificationFindings(tx: DbExecutor, ref: RuleFinding['ref']): Promise<void> {
+async function resolveVerificationFindings(tx: DbExecutor, ref: FindingDraft['ref']): Promise<void> {
   await executePrepared(
     tx,
     sql`

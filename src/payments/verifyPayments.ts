@@ -4,10 +4,10 @@ import type { ChainRegistry } from '../chain/registry.ts';
 import type { ChainRpc } from '../chain/rpcClients.ts';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/database.ts';
-import type { RuleFinding } from '../ledger/entryDraft.ts';
+import type { FindingDraft } from '../findings/finding.ts';
+import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import { paymentProven } from '../ledger/rules/chainTransferRules.ts';
-import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import { inTransitOf } from './proveIntentPayment.ts';
 
 /**
@@ -73,7 +73,7 @@ async function verifyOne(deps: VerifyDeps, intent: Candidate): Promise<void> {
   if (!rpc) return;
   const ref = { type: 'checkout_intent', id: intent.id };
   const receipt = await receiptTransfers(rpc, deps.chains, chainId, intent.hash as `0x${string}`);
-  const findings: RuleFinding[] = [];
+  const findings: FindingDraft[] = [];
   // A cause that cleared since an earlier verification (a node that lagged, a receipt read
   // again) resolves its finding; proveIntentPayment resolves them all once the payment is proven.
   const cleared: string[] = [];

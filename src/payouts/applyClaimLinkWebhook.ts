@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { DbExecutor } from '../db/database.ts';
+import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
-import { recordFinding, resolveFinding } from '../recon/recordFinding.ts';
 import { claimLinkCancelledWebhookPayloadSchema } from '../svc/models/claimLink.ts';
 import { markCancelled } from './closeLink.ts';
 import { findPayout } from './payoutRecord.ts';

@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm';
 import type { DbExecutor } from '../db/database.ts';
+import { recordFinding } from '../findings/recordFinding.ts';
 import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { postEntry } from '../ledger/postEntry.ts';
 import { CLAIM_LINK_EXPIRY_MS, claimLinkExpired } from '../ledger/rules/claimLinkRules.ts';
-import { recordFinding } from '../recon/recordFinding.ts';
 import { findPayout, linkFactOf } from './payoutRecord.ts';
 import type { ClaimLinkJobDeps } from './payoutsDeps.ts';
 

@@ -3,12 +3,9 @@
  * mainnet 1), a week of confirmed payments, findings of several kinds and ages, and strings an
  * attacker controls (a finding detail and reference id holding markup and a spreadsheet formula).
  */
-import {
-  type FindingRow,
-  REPORT_SCHEMA,
-  REPORT_VERSION,
-  type ReconReport,
-} from '../../src/recon/report/reportModel.ts';
+
+import type { FindingRow } from '../../src/findings/finding.ts';
+import { REPORT_SCHEMA, REPORT_VERSION, type ReconReport } from '../../src/recon/report/reportModel.ts';
 
 export const HOSTILE_SCRIPT = '<script>alert(1)</script>';
 export const HOSTILE_FORMULA = "=cmd|' /C calc'!A0";

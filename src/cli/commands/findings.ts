@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { loadDatabaseUrl } from '../../config/loadConfig.ts';
 import { createDatabase } from '../../db/database.ts';
-import { ackFinding, listFindings } from '../../recon/findingsList.ts';
-import type { FindingRow } from '../../recon/report/reportModel.ts';
+import { ackFinding } from '../../findings/ackFinding.ts';
+import type { FindingRow } from '../../findings/finding.ts';
+import { listFindings } from '../../findings/listFindings.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
 import { renderTable } from '../table.ts';

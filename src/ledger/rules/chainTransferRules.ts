@@ -16,9 +16,10 @@
  *   and so a new idempotency key.
  */
 
+import type { FindingDraft } from '../../findings/finding.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import { account, type Token } from '../accounts.ts';
-import type { RuleFinding, RuleOutcome } from '../entryDraft.ts';
+import type { RuleOutcome } from '../entryDraft.ts';
 import {
   assertTokenOfTransfer,
   assertTransferShape,
@@ -133,7 +134,7 @@ export function chainEntryKey(transfer: ChainTransferFact, role: ChainEntryRole)
   }
 }
 
-function transferRef(transfer: ChainTransferFact): RuleFinding['ref'] {
+function transferRef(transfer: ChainTransferFact): FindingDraft['ref'] {
   return { type: 'chain_transfer', id: chainTransferId(transfer) };
 }
 
@@ -152,9 +153,9 @@ export function paymentProven(input: PaymentProofInput): RuleOutcome {
   const { transfer, token, expected } = input;
   assertTransferShape(transfer);
   if (token !== null) assertTokenOfTransfer(token, transfer);
-  const ref: RuleFinding['ref'] = { type: 'checkout_intent', id: input.intentId };
+  const ref: FindingDraft['ref'] = { type: 'checkout_intent', id: input.intentId };
   const base = { expected_token: expected.token.symbol, ...chainTransferDetails(transfer) };
-  const findings: RuleFinding[] = [];
+  const findings: FindingDraft[] = [];
   if (token === null) {
     findings.push({
       // Not rule 1's `unknown_token` on the same intent (a confirmation in a token the registry

@@ -12,10 +12,11 @@
  * - finding: a disagreement the caller writes to the findings table.
  */
 
+import type { FindingDraft } from '../../findings/finding.ts';
 import { formatDecimalAmount, parseDecimalAmount } from '../../money/decimalAmount.ts';
 import { CheckoutStatus, checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
 import { type AccountKind, account, type Token } from '../accounts.ts';
-import type { EntryDraft, RuleFinding, RuleOutcome } from '../entryDraft.ts';
+import type { EntryDraft, RuleOutcome } from '../entryDraft.ts';
 import { credit, debit, draftEntry } from './postingLines.ts';
 
 /** A CONFIRMED intent, from a poll or a webhook completed with the full intent's fee fields. */
@@ -87,7 +88,7 @@ export function checkoutConfirmedKey(intentId: string, revision = 0): string {
   return revision > 0 ? `${key}:r${revision}` : key;
 }
 
-function intentRef(intentId: string): RuleFinding['ref'] {
+function intentRef(intentId: string): FindingDraft['ref'] {
   return { type: 'checkout_intent', id: intentId };
 }
 
@@ -107,7 +108,7 @@ export function checkoutConfirmed(fact: CheckoutConfirmedFact): RuleOutcome {
   const reportedN = parseDecimalAmount(fact.netIncomeAmount, token.decimals);
   const ref = intentRef(fact.intentId);
   const fmt = (units: bigint) => formatDecimalAmount(units, token.decimals);
-  const findings: RuleFinding[] = [];
+  const findings: FindingDraft[] = [];
 
   let N = reportedN;
   let F = reportedF;
@@ -121,7 +122,7 @@ export function checkoutConfirmed(fact: CheckoutConfirmedFact): RuleOutcome {
       token: token.symbol,
       chain_id: token.chainId,
     };
-    const mismatch = (extra: Record<string, unknown>): RuleFinding => ({
+    const mismatch = (extra: Record<string, unknown>): FindingDraft => ({
       kind: 'fee_arithmetic_mismatch',
       severity: 'warning',
       ref,
@@ -187,7 +188,7 @@ function paidVersusRequested(
   R: bigint,
   P: bigint,
   fmt: (units: bigint) => string,
-): RuleFinding[] {
+): FindingDraft[] {
   if (P === R) return [];
   const under = P < R;
   return [

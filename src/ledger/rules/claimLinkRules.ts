@@ -17,9 +17,10 @@
  * Cancel and expiry share one key: a link closes once, whichever fact arrives first.
  */
 
+import type { FindingDraft } from '../../findings/finding.ts';
 import { formatDecimalAmount, parseDecimalAmount } from '../../money/decimalAmount.ts';
 import { type AccountKind, account, type Token } from '../accounts.ts';
-import type { RuleFinding, RuleOutcome } from '../entryDraft.ts';
+import type { RuleOutcome } from '../entryDraft.ts';
 import {
   assertTokenOfTransfer,
   assertTransferShape,
@@ -104,7 +105,7 @@ export function claimLinkRefundedKey(claimLinkId: string, transfer: ChainTransfe
   return `claim_link:refunded:${claimLinkId}:${chainInclusionKeyPart(transfer)}`;
 }
 
-function linkRef(claimLinkId: string): RuleFinding['ref'] {
+function linkRef(claimLinkId: string): FindingDraft['ref'] {
   return { type: 'claim_link', id: claimLinkId };
 }
 
@@ -265,7 +266,7 @@ function claimOutOf(
   fact: ClaimLinkTransferFact,
   from: 'assets:claim_pool' | 'assets:refund_receivable',
   metadata: Record<string, unknown>,
-  findings: RuleFinding[],
+  findings: FindingDraft[],
 ): RuleOutcome {
   checkTransfer(fact);
   const amount = linkAmount(fact);

@@ -9,7 +9,9 @@
  * `+`, `-`, `@`, tab or CR, which a spreadsheet runs as a formula (CSV injection). Such a field gets
  * a leading apostrophe. Numbers are left alone: "-1.5" is a negative amount, not a formula.
  */
-import type { FindingRow, ReconReport } from './reportModel.ts';
+
+import type { FindingRow } from '../../findings/finding.ts';
+import type { ReconReport } from './reportModel.ts';
 
 export interface CsvFile {
   name: string;

@@ -11,8 +11,9 @@
  * group, one bar per series (tokens, age buckets).
  */
 
+import type { FindingRow } from '../../findings/finding.ts';
 import { escapeHtml } from '../../html/escapeHtml.ts';
-import type { CheckResult, FindingRow, ReconReport } from './reportModel.ts';
+import type { CheckResult, ReconReport } from './reportModel.ts';
 import { confirmedTotalsByToken, sumDecimals, type TokenKey, tokenLabel } from './reportTotals.ts';
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";

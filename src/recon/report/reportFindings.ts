@@ -1,8 +1,9 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { DbExecutor } from '../../db/database.ts';
-import { type FindingDbRow, toFindingRow } from '../findingsList.ts';
+import type { FindingRow } from '../../findings/finding.ts';
+import { type FindingDbRow, toFindingRow } from '../../findings/listFindings.ts';
 import type { Period } from '../period.ts';
-import type { FindingRow, FindingsSection } from './reportModel.ts';
+import type { FindingsSection } from './reportModel.ts';
 
 /**
  * The findings of a report, read without holding them: the counts and the age chart are

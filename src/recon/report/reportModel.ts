@@ -1,3 +1,5 @@
+import type { FindingRow } from '../../findings/finding.ts';
+
 /**
  * The reconciliation report for one period and store (docs/report-schema.md): what every format
  * (JSON, CSV, Markdown, HTML) renders. Plain data only, so a renderer is a pure function of it.
@@ -129,21 +131,6 @@ export interface PayoutTotal {
   amount: string;
   /** Funding fees (expense:payout_fees) of these links; "0" for outcomes other than funded. */
   fees: string;
-}
-
-export interface FindingRow {
-  id: string;
-  kind: string;
-  severity: 'info' | 'warning' | 'critical';
-  storeId: string | null;
-  refType: string;
-  refId: string;
-  details: Record<string, unknown>;
-  firstSeenAt: string;
-  lastSeenAt: string;
-  resolvedAt: string | null;
-  ackedAt: string | null;
-  ackNote: string | null;
 }
 
 /**

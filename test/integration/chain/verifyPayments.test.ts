@@ -4,10 +4,10 @@ import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { startAnvil } from '../../../src/devservices/anvil.ts';
+import { ackFinding } from '../../../src/findings/ackFinding.ts';
 import { attachCollectors } from '../../../src/metrics/collectors.ts';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { verifyPayments } from '../../../src/payments/verifyPayments.ts';
-import { ackFinding } from '../../../src/recon/findingsList.ts';
 import { CHAIN_ID, createIndexerKit, metricValue } from './indexerKit.ts';
 
 /**

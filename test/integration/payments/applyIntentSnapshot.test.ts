@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createChainRegistry } from '../../../src/chain/registry.ts';
+import { recordFinding } from '../../../src/findings/recordFinding.ts';
 import { trialBalance } from '../../../src/ledger/balances.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { paymentProven } from '../../../src/ledger/rules/chainTransferRules.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
-import { recordFinding } from '../../../src/recon/recordFinding.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { checkoutWebhookPayloadSchema } from '../../../src/svc/models/checkoutWebhook.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';

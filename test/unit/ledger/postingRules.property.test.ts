@@ -11,8 +11,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { FindingDraft } from '../../../src/findings/finding.ts';
 import { type AccountKind, assetOf, type Token } from '../../../src/ledger/accounts.ts';
-import type { EntryDraft, RuleFinding, RuleOutcome } from '../../../src/ledger/entryDraft.ts';
+import type { EntryDraft, RuleOutcome } from '../../../src/ledger/entryDraft.ts';
 import { isBalanced, sumByAsset } from '../../../src/ledger/rules/balanceCheck.ts';
 import type { ChainTransferFact } from '../../../src/ledger/rules/chainTransferFact.ts';
 import {
@@ -199,7 +200,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.oneof(
 /** What the poster will do: one entry per key, a replay of a key must be the same entry. */
 class Book {
   readonly entries = new Map<string, EntryDraft>();
-  readonly findings = new Map<string, RuleFinding>();
+  readonly findings = new Map<string, FindingDraft>();
 
   has(key: string): boolean {
     return this.entries.has(key);

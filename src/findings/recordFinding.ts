@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { DbExecutor } from '../db/database.ts';
 import { toJsonb } from '../db/storableJson.ts';
-import type { RuleFinding } from '../ledger/entryDraft.ts';
+import type { FindingDraft } from './finding.ts';
 
 /**
  * Writes a finding, or refreshes the open one of the same (kind, ref): at most one open finding
@@ -9,7 +9,7 @@ import type { RuleFinding } from '../ledger/entryDraft.ts';
  */
 export async function recordFinding(
   tx: DbExecutor,
-  finding: RuleFinding,
+  finding: FindingDraft,
   storeId: string | null,
 ): Promise<void> {
   await tx.execute(sql`
@@ -21,7 +21,7 @@ export async function recordFinding(
 }
 
 /** Marks the open finding of this (kind, ref) resolved: its cause has cleared. */
-export async function resolveFinding(tx: DbExecutor, kind: string, ref: RuleFinding['ref']): Promise<void> {
+export async function resolveFinding(tx: DbExecutor, kind: string, ref: FindingDraft['ref']): Promise<void> {
   await tx.execute(sql`
     update findings set resolved_at = now()
     where kind = ${kind} and ref_type = ${ref.type} and ref_id = ${ref.id} and resolved_at is null`);
