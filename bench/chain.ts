@@ -12,7 +12,7 @@
  *    payment is a direct USDC transfer from a buyer to the merchant wallet plus its confirmed
  *    checkout intent (status 20, tx_hash = the transfer, P = N, no fee) recorded through
  *    applyIntentSnapshot, which posts rule 1. Every BENCH_PASS_SECONDS the daemon's chain job
- *    runs (indexChainPass, then applyChainTransfers), until every payment has its
+ *    runs (indexChainPass, then settleTransfers), until every payment has its
  *    `chain.payment_proven` entry (rule 2) once its transfer is BENCH_DEPTH blocks deep.
  *    Reports RPC requests per proven payment, by method, and HTTP round trips (batches count once).
  *
@@ -36,7 +36,6 @@ import {
   numberToHex,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { applyChainTransfers, type ChainApplyDeps } from '../src/chain/applyChainTransfers.ts';
 import { type IndexerDeps, indexChainPass } from '../src/chain/indexChain.ts';
 import { createChainRegistry } from '../src/chain/registry.ts';
 import { createChainRpc } from '../src/chain/rpcClients.ts';
@@ -54,6 +53,8 @@ import {
   sandboxTokenAbi,
   sandboxTokenBytecode,
 } from '../src/sandbox/chain/contracts/sandboxTokenArtifact.ts';
+import type { SettlementDeps } from '../src/settlement/settlementDeps.ts';
+import { settleTransfers } from '../src/settlement/settleTransfers.ts';
 import type { CheckoutIntent } from '../src/svc/models/checkoutIntent.ts';
 import { type Cleanups, fmt, log, positiveNumber, runBench, sleep } from './benchKit.ts';
 
@@ -319,7 +320,7 @@ interface SteadyResult {
   /** Seconds from sending a payment to the end of the pass that proved it. */
   latency: { p50: number; p95: number; max: number };
   passMs: { p50: number; max: number };
-  /** Median ms of the indexer pass and of applyChainTransfers within a pass. */
+  /** Median ms of the indexer pass and of settleTransfers within a pass. */
   indexMs: number;
   applyMs: number;
   idleRequestsPerPass: number | null;
@@ -362,7 +363,7 @@ function percentile(sorted: number[], p: number): number {
 async function steadyState(
   s: Setup,
   deps: IndexerDeps,
-  apply: ChainApplyDeps,
+  apply: SettlementDeps,
   metrics: Metrics,
   fetches: { count: () => number },
 ): Promise<SteadyResult> {
@@ -430,7 +431,7 @@ async function steadyState(
     const p0 = performance.now();
     const indexed = await indexChainPass(deps, CHAIN_ID);
     const pIndexed = performance.now();
-    const applied = await applyChainTransfers(apply, CHAIN_ID);
+    const applied = await settleTransfers(apply, CHAIN_ID);
     const p1 = performance.now();
     passes++;
     passMs.push(p1 - p0);
@@ -580,7 +581,7 @@ async function run(cleanups: Cleanups): Promise<void> {
     metrics,
     logger,
   };
-  const apply: ChainApplyDeps = {
+  const apply: SettlementDeps = {
     db: database.db,
     config: { stores, chains: registry },
     accounts: createAccountCache(),
@@ -632,7 +633,7 @@ async function run(cleanups: Cleanups): Promise<void> {
       `a block every ${BLOCK_SECONDS} s (${fmt(Number(steady.blocks))} blocks in the phase), final at depth ${DEPTH}; ` +
       `a chain pass every ${PASS_SECONDS} s (${steady.passes} passes, p50 ${steady.passMs.p50.toFixed(0)} ms, ` +
       `max ${steady.passMs.max.toFixed(0)} ms; p50 of the indexer pass ${steady.indexMs.toFixed(0)} ms, of ` +
-      `applyChainTransfers ${steady.applyMs.toFixed(0)} ms)`,
+      `settleTransfers ${steady.applyMs.toFixed(0)} ms)`,
   );
   console.log(
     `- proven: ${fmt(steady.proven)} of ${fmt(steady.payments)} in ${steady.seconds.toFixed(1)} s; ` +

@@ -60,10 +60,11 @@ import { createChainRegistry } from '../src/chain/registry.ts';
 import { createDatabase, type Db } from '../src/db/database.ts';
 import { runMigrations } from '../src/db/migrate.ts';
 import { startEphemeralPostgres } from '../src/devservices/postgres.ts';
+import type { FindingDraft } from '../src/findings/finding.ts';
 import { type AccountRef, account, accountCode, assetOf, type Token } from '../src/ledger/accounts.ts';
 import { contentHash } from '../src/ledger/contentHash.ts';
 import { ensureAccounts, type ResolvedAccount } from '../src/ledger/ensureAccounts.ts';
-import type { EntryDraft, RuleFinding } from '../src/ledger/entryDraft.ts';
+import type { EntryDraft } from '../src/ledger/entryDraft.ts';
 import { postEntry } from '../src/ledger/postEntry.ts';
 import type { ChainTransferFact } from '../src/ledger/rules/chainTransferFact.ts';
 import { paymentProven, unmatchedTransfer } from '../src/ledger/rules/chainTransferRules.ts';
@@ -271,7 +272,7 @@ function createGenerator(plan: Plan, from: Date, to: Date): FillGenerator {
       new Date(finalAt.getTime() + 800),
     ]);
   };
-  const findingRow = (f: RuleFinding, seenAt: Date, acked: string | null) =>
+  const findingRow = (f: FindingDraft, seenAt: Date, acked: string | null) =>
     csvRow([
       f.kind,
       f.severity,

@@ -1,21 +1,18 @@
 import { type Job, UnrecoverableError } from 'bullmq';
-import {
-  type ApplyOutcome,
-  applyChainTransfers,
-  type ChainApplyDeps,
-} from '../src/chain/applyChainTransfers.ts';
 import { type IndexerDeps, type IndexOutcome, indexChainPass } from '../src/chain/indexChain.ts';
 import type { ChainRpc } from '../src/chain/rpcClients.ts';
 import type { Metrics } from '../src/metrics/metrics.ts';
 import { type VerifyDeps, verifyPayments } from '../src/payments/verifyPayments.ts';
 import { type ProofDeps, proveBalances, recordProofMetrics } from '../src/recon/balanceProofs.ts';
+import type { SettlementDeps } from '../src/settlement/settlementDeps.ts';
+import { type ApplyOutcome, settleTransfers } from '../src/settlement/settleTransfers.ts';
 import { chainJobs } from './queues.ts';
 
 /** What the chain queue's jobs need, built once per process. */
 export interface ChainJobDeps {
   rpcs: Map<number, ChainRpc>;
   indexerFor(chainId: number): IndexerDeps | undefined;
-  apply: ChainApplyDeps;
+  apply: SettlementDeps;
   verify: VerifyDeps;
   prove: ProofDeps;
   metrics: Metrics;
@@ -24,7 +21,7 @@ export interface ChainJobDeps {
 /**
  * chain queue:
  * - `chain.index`: one indexer pass over one chain (src/chain/indexChain.ts), then the matching of
- *   what became final or orphaned (src/chain/applyChainTransfers.ts). The pass never throws for RPC
+ *   what became final or orphaned (src/settlement/settleTransfers.ts). The pass never throws for RPC
  *   trouble or a reorg (its outcome says so) and skips when another process holds the chain's
  *   lock; a failure here is the database's, which a retry can help;
  * - `chain.verify`: receipts of confirmed payments the indexer has not proven in time;
@@ -43,7 +40,7 @@ export function chainProcessor(deps: ChainJobDeps) {
           );
         }
         const indexed = await indexChainPass(indexer, chainId);
-        const applied = await applyChainTransfers(deps.apply, chainId);
+        const applied = await settleTransfers(deps.apply, chainId);
         return { ...outcomeSummary(indexed), ...appliedSummary(applied) };
       }
       case chainJobs.verifyPayments.name:

@@ -20,7 +20,7 @@ import type { ClaimLinkJobDeps } from './payoutsDeps.ts';
  * booked (pending, or final and not yet matched) waits for the matcher, which books the claim (or
  * the refund, closing the link itself). A claim the indexer has not even stored yet is still
  * possible; the matcher then books it out of the receivable this expiry created
- * (claimLinkTransfers.ts, `claimed_after_expiry`).
+ * (src/settlement/claimLinkClaim.ts, `claimed_after_expiry`).
  */
 export async function expireClaimLinks(
   deps: Omit<ClaimLinkJobDeps, 'refundGraceMs'>,

@@ -1,12 +1,12 @@
 import { sql } from 'drizzle-orm';
 import { createPublicClient, http, type PublicClient } from 'viem';
 import { describe, expect, it } from 'vitest';
-import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { readCursor, writeCursor } from '../../../src/chain/chainCursor.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { readTransferRange } from '../../../src/chain/readTransferRange.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances } from '../../../src/ledger/balances.ts';
+import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import { type RpcProxy, startRpcProxy } from '../../helpers/rpcProxy.ts';
 import { CHAIN_ID, createIndexerKit, metricValue } from './indexerKit.ts';
 
@@ -159,7 +159,7 @@ describe('transfer indexer: eth_getLogs answers with logs missing', () => {
     ).toBe(true);
 
     clock.set(new Date());
-    expect(await applyChainTransfers(kit.applyDeps(clock, GRACE), CHAIN_ID)).toMatchObject({ applied: 1 });
+    expect(await settleTransfers(kit.applyDeps(clock, GRACE), CHAIN_ID)).toMatchObject({ applied: 1 });
     const { rows } = await kit.db.db.execute<{ matched_as: string; matched_ref: string }>(
       sql`select matched_as, matched_ref from chain_transfers where tx_hash = ${paid.txHash.toLowerCase()}`,
     );

@@ -1,7 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Address } from 'viem';
 import { afterAll } from 'vitest';
-import type { ChainApplyDeps } from '../../../src/chain/applyChainTransfers.ts';
 import type { IndexerDeps } from '../../../src/chain/indexChain.ts';
 import { type ChainRegistry, createChainRegistry } from '../../../src/chain/registry.ts';
 import { type ChainRpcOptions, createChainRpc } from '../../../src/chain/rpcClients.ts';
@@ -13,6 +12,7 @@ import { createMetrics, type Metrics } from '../../../src/metrics/metrics.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
 import { createSandboxChain } from '../../../src/sandbox/chain/sandboxChain.ts';
 import type { SandboxChain } from '../../../src/sandbox/chain/types.ts';
+import type { SettlementDeps } from '../../../src/settlement/settlementDeps.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { captureLogger } from '../../helpers/captureLogger.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
@@ -39,7 +39,7 @@ export interface IndexerKit {
   /** The ledger accounts cache the kit's matcher posts with (use it for entries of your own). */
   accounts: AccountCache;
   /** The matcher's dependencies over this kit's database and stores. */
-  applyDeps(clock: Clock, unmatchedGraceMs: number): ChainApplyDeps;
+  applyDeps(clock: Clock, unmatchedGraceMs: number): SettlementDeps;
   /**
    * Records a CONFIRMED direct payment of store st_a (no fee) paid by `txHash` to the merchant
    * wallet, as a poll would: `coins` of `token` (default 25 USDT); `net` is the reported net when

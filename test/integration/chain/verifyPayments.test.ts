@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
-import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { startAnvil } from '../../../src/devservices/anvil.ts';
@@ -8,6 +7,7 @@ import { ackFinding } from '../../../src/findings/ackFinding.ts';
 import { attachCollectors } from '../../../src/metrics/collectors.ts';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { verifyPayments } from '../../../src/payments/verifyPayments.ts';
+import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import { CHAIN_ID, createIndexerKit, metricValue } from './indexerKit.ts';
 
 /**
@@ -97,7 +97,7 @@ describe('verifyPayments', () => {
     expect(await findingsOf(id)).toEqual([]);
     await kit.raw('anvil_mine', ['0x3']);
     await indexChainPass(deps, CHAIN_ID);
-    const applied = await applyChainTransfers(kit.applyDeps(clock, GRACE), CHAIN_ID);
+    const applied = await settleTransfers(kit.applyDeps(clock, GRACE), CHAIN_ID);
     expect(applied.applied).toBeGreaterThan(0);
     const proof = await kit.db.db.execute<{ kind: string }>(
       sql`select kind from ledger_entries where ref_id = ${id} order by id`,
@@ -114,12 +114,12 @@ describe('suspense is a waiting room', () => {
     await indexChainPass(deps, CHAIN_ID);
     const applyDeps = kit.applyDeps(clock, GRACE);
     // Within the grace the transfer waits; after it, rule 9 books it to suspense.
-    await applyChainTransfers(applyDeps, CHAIN_ID);
+    await settleTransfers(applyDeps, CHAIN_ID);
     const metadataOf = sql`metadata->>'tx_hash' = ${hash.toLowerCase()}`;
     const before = await kit.db.db.execute(sql`select kind from ledger_entries where ${metadataOf}`);
     expect(before.rows).toEqual([]);
     clock.advance(2 * GRACE);
-    await applyChainTransfers(applyDeps, CHAIN_ID);
+    await settleTransfers(applyDeps, CHAIN_ID);
     const suspense = await kit.db.db.execute<{ kind: string }>(
       sql`select kind from ledger_entries where ${metadataOf} order by id`,
     );
@@ -176,7 +176,7 @@ describe('verification findings clear with their cause', () => {
     const { id } = await notFoundWhileLagging();
     await kit.raw('anvil_mine', ['0x3']);
     await indexChainPass(deps, CHAIN_ID);
-    await applyChainTransfers(kit.applyDeps(clock, GRACE), CHAIN_ID);
+    await settleTransfers(kit.applyDeps(clock, GRACE), CHAIN_ID);
     const proof = await kit.db.db.execute<{ kind: string }>(
       sql`select kind from ledger_entries where ref_id = ${id} order by id`,
     );

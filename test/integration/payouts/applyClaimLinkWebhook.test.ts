@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { trialBalance } from '../../../src/ledger/balances.ts';
@@ -12,6 +11,7 @@ import { processInboxWebhook, REFUND_WEBHOOK_WAIT } from '../../../src/payments/
 import { markCancelled } from '../../../src/payouts/closeLink.ts';
 import { matchClaimLinks } from '../../../src/recon/checks/matching.ts';
 import { createFoundTable } from '../../../src/recon/foundFindings.ts';
+import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import { captureLogger } from '../../helpers/captureLogger.ts';
 import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
 
@@ -52,7 +52,7 @@ async function settle(): Promise<void> {
     await indexChainPass(indexer, CHAIN_ID);
     if ((await kit.rows()).every((r) => r.state !== 'pending')) break;
   }
-  await applyChainTransfers(applyDeps, CHAIN_ID);
+  await settleTransfers(applyDeps, CHAIN_ID);
 }
 
 /**

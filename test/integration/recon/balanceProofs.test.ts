@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { readCursor, writeCursor, writeCursorHead } from '../../../src/chain/chainCursor.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { receiptTransfers, storeReceiptTransfers } from '../../../src/chain/receiptTransfers.ts';
@@ -9,6 +8,7 @@ import type { StoreConfig } from '../../../src/config/stores.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
 import { claimLinkFunded } from '../../../src/ledger/rules/claimLinkRules.ts';
 import { type BalanceProof, type ProofDeps, proveBalances } from '../../../src/recon/balanceProofs.ts';
+import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
 
 /**
@@ -31,10 +31,7 @@ function proofDeps(stores: StoreConfig[] = kit.stores): ProofDeps {
 /** Lets the matcher book what is final, past its grace (rule 9 for nobody's transfers). */
 async function apply(stores: StoreConfig[] = kit.stores): Promise<void> {
   clock.advance(3_600_000);
-  await applyChainTransfers(
-    { ...kit.applyDeps(clock, 0), config: { stores, chains: kit.registry } },
-    CHAIN_ID,
-  );
+  await settleTransfers({ ...kit.applyDeps(clock, 0), config: { stores, chains: kit.registry } }, CHAIN_ID);
 }
 
 /** Indexes with these stores' wallets watched, then lets the matcher book. */

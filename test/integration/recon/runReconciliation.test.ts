@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
@@ -14,6 +13,7 @@ import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
 import { proofRefId } from '../../../src/recon/checks/assertions.ts';
 import { type ReconDeps, runReconciliation } from '../../../src/recon/runReconciliation.ts';
+import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
 
@@ -110,7 +110,7 @@ async function pay(to: `0x${string}`, amount: bigint): Promise<string> {
 async function settleChain(): Promise<void> {
   await kit.raw('anvil_mine', ['0x3']);
   await indexChainPass(chainDeps, CHAIN_ID);
-  await applyChainTransfers(
+  await settleTransfers(
     {
       db: kit.db.db,
       config: { stores: kit.stores, chains: kit.registry },

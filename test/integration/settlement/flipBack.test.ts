@@ -1,13 +1,13 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { loadReceiptRows, recheckReceiptRows } from '../../../src/chain/receiptRecheck.ts';
 import { receiptTransfers, storeReceiptTransfers } from '../../../src/chain/receiptTransfers.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
+import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import { startRpcProxy } from '../../helpers/rpcProxy.ts';
-import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
+import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
 
 /**
  * A chain that comes back to a block whose transfers were orphaned: here the only RPC URL lies
@@ -23,7 +23,7 @@ const applyDeps = kit.applyDeps(clock, 0);
 /** The matcher, at the wall clock's now (the indexer stamps final_at with it): no intent will come, rule 9. */
 function apply() {
   clock.set(new Date());
-  return applyChainTransfers(applyDeps, CHAIN_ID);
+  return settleTransfers(applyDeps, CHAIN_ID);
 }
 
 await kit.chain.mint('USDC', await kit.chain.wallet('buyer:fb'), 1_000_000n);

@@ -2,7 +2,6 @@ import { createRequire } from 'node:module';
 import { sql } from 'drizzle-orm';
 import { encodeFunctionData, maxUint256, parseAbi } from 'viem';
 import { describe, expect, it } from 'vitest';
-import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { watchedWallets } from '../../../src/chain/watchedWallets.ts';
 import { createManualClock } from '../../../src/clock.ts';
@@ -12,7 +11,8 @@ import { claimLinkFunded } from '../../../src/ledger/rules/claimLinkRules.ts';
 import { formatDecimalAmount } from '../../../src/money/decimalAmount.ts';
 import { expireClaimLinks } from '../../../src/payouts/expireClaimLinks.ts';
 import { refundsOverdue } from '../../../src/payouts/refundsOverdue.ts';
-import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
+import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
+import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
 
 /**
  * What leaves a claim link's pool (DESIGN.md section 6, rules 6 to 8) when the simple story does
@@ -48,7 +48,7 @@ async function indexUntilFinal(): Promise<void> {
 
 async function settle(): Promise<void> {
   await indexUntilFinal();
-  await applyChainTransfers(applyDeps, CHAIN_ID);
+  await settleTransfers(applyDeps, CHAIN_ID);
 }
 
 /**
@@ -184,7 +184,7 @@ describe('claim-link transfers out of the pool', () => {
     expect(await expireClaimLinks(jobDeps, clock.now())).toBe(0);
 
     // Idempotent: another pass books nothing more.
-    expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
+    expect(await settleTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
     expect(await kinds(linkId)).toHaveLength(4);
     await expectBalanced();
   });
@@ -207,7 +207,7 @@ describe('claim-link transfers out of the pool', () => {
     // The claim's block and the three mined after it are replaced by empty blocks.
     await kit.raw('anvil_reorg', [4, []]);
     await indexChainPass(deps, CHAIN_ID);
-    expect((await applyChainTransfers(applyDeps, CHAIN_ID)).unwound).toBe(1);
+    expect((await settleTransfers(applyDeps, CHAIN_ID)).unwound).toBe(1);
     expect(await held(linkId)).toEqual({
       'assets:refund_receivable': 2_000_000n,
       'expense:payout_fees': FEE,
@@ -248,7 +248,7 @@ describe('claim-link transfers out of the pool', () => {
     await indexUntilFinal(); // final, not matched yet
     expect(await expireClaimLinks(jobDeps, clock.now())).toBe(0);
 
-    await applyChainTransfers(applyDeps, CHAIN_ID);
+    await settleTransfers(applyDeps, CHAIN_ID);
     expect(await matchedAs(claim.txHash)).toEqual(['claim_link_claimed']);
     expect(await expireClaimLinks(jobDeps, clock.now())).toBe(0);
     expect(await kinds(linkId)).toEqual([
@@ -607,7 +607,7 @@ describe('claim-link fundings out of custody', () => {
     const raw = (await kit.raw('eth_getRawTransactionByHash', [tx.txHash])) as string;
     await kit.raw('anvil_reorg', [4, []]);
     await indexChainPass(deps, CHAIN_ID);
-    expect((await applyChainTransfers(applyDeps, CHAIN_ID)).unwound).toBe(2);
+    expect((await settleTransfers(applyDeps, CHAIN_ID)).unwound).toBe(2);
     expect(await held(linkId)).toEqual({ 'assets:claim_pool': 3_000_000n });
     await kit.raw('eth_sendRawTransaction', [raw]);
     await settle();

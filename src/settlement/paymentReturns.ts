@@ -1,4 +1,11 @@
 import { type SQL, sql } from 'drizzle-orm';
+import {
+  type MatchDecision,
+  markApplied,
+  type TransferRow,
+  transferColumns,
+  transferFact,
+} from '../chain/transferRow.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
@@ -7,13 +14,6 @@ import { postEntry } from '../ledger/postEntry.ts';
 import { chainTransferId } from '../ledger/rules/chainTransferFact.ts';
 import { paymentReturned, unmatchedTransfer } from '../ledger/rules/chainTransferRules.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
-import {
-  type MatchDecision,
-  markApplied,
-  type TransferRow,
-  transferColumns,
-  transferFact,
-} from './transferRow.ts';
 
 /**
  * A final transfer out of a merchant wallet that sends an intent's payment back to its payer: the

@@ -1,27 +1,22 @@
 import { sql } from 'drizzle-orm';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config/loadConfig.ts';
-import type { Db, DbExecutor } from '../db/database.ts';
-import { recordFinding } from '../findings/recordFinding.ts';
-import type { AccountCache } from '../ledger/ensureAccounts.ts';
-import { postEntry, reverseEntry } from '../ledger/postEntry.ts';
-import {
-  type ChainEntryRole,
-  reorgReversal,
-  unmatchedTransfer,
-  type WatchedWalletRole,
-} from '../ledger/rules/chainTransferRules.ts';
-import { proveIntentPayment } from '../payments/proveIntentPayment.ts';
-import { applyClaimLinkTransfer, applyCustodyOutflow } from './claimLinkTransfers.ts';
-import { applyPaymentReturn, reopenReturnedPayment } from './paymentReturns.ts';
 import {
   type MatchDecision,
   markApplied,
   type TransferRow,
   transferColumns,
   transferFact,
-} from './transferRow.ts';
-import { type WatchedWallet, watchedPool, watchedWallets } from './watchedWallets.ts';
+} from '../chain/transferRow.ts';
+import { type WatchedWallet, watchedPool, watchedWallets } from '../chain/watchedWallets.ts';
+import type { DbExecutor } from '../db/database.ts';
+import { recordFinding } from '../findings/recordFinding.ts';
+import { postEntry } from '../ledger/postEntry.ts';
+import { unmatchedTransfer, type WatchedWalletRole } from '../ledger/rules/chainTransferRules.ts';
+import { proveIntentPayment } from '../payments/proveIntentPayment.ts';
+import { applyCustodyOutflow } from './claimLinkFunding.ts';
+import { applyClaimLinkTransfer } from './claimLinkPoolOutflow.ts';
+import { applyPaymentReturn } from './paymentReturns.ts';
+import type { SettlementDeps } from './settlementDeps.ts';
+import { unwindOrphaned } from './unwindOrphaned.ts';
 
 /**
  * Turns what the indexer stored into ledger entries: every final transfer is matched once to what
@@ -38,14 +33,6 @@ import { type WatchedWallet, watchedPool, watchedWallets } from './watchedWallet
  * to this batch's watched set before the next row: a pool funded and refunded (or claimed) within
  * one batch, as after downtime, is matched as if each transfer had come in a batch of its own.
  */
-export interface ChainApplyDeps {
-  db: Db;
-  config: Pick<Config, 'stores' | 'chains'>;
-  accounts: AccountCache;
-  clock: Clock;
-  /** How long a final transfer may wait for the fact that explains it before rule 9 books it. */
-  unmatchedGraceMs: number;
-}
 
 export interface ApplyOutcome {
   applied: number;
@@ -53,8 +40,8 @@ export interface ApplyOutcome {
   unwound: number;
 }
 
-export async function applyChainTransfers(
-  deps: ChainApplyDeps,
+export async function settleTransfers(
+  deps: SettlementDeps,
   chainId: number,
   options: { limit?: number } = {},
 ): Promise<ApplyOutcome> {
@@ -69,7 +56,7 @@ export async function applyChainTransfers(
     where chain_id = ${chainId} and state = 'orphaned' and applied_at is not null and unwound_at is null
     order by block_number, log_index limit ${limit}`);
   for (const { id } of orphaned.rows) {
-    if (await deps.db.transaction((tx) => unwindOne(tx, deps, id))) outcome.unwound++;
+    if (await deps.db.transaction((tx) => unwindOrphaned(tx, deps, id))) outcome.unwound++;
   }
 
   // A transfer into a merchant wallet waits for its intent (see above): only those whose grace
@@ -111,7 +98,7 @@ type RowDecision = MatchDecision & { learntPool?: string };
 
 async function applyOne(
   tx: DbExecutor,
-  deps: ChainApplyDeps,
+  deps: SettlementDeps,
   row: TransferRow,
   wallets: Map<string, WatchedWallet>,
 ): Promise<RowDecision> {
@@ -215,54 +202,4 @@ async function applyOne(
   }
   await markApplied(tx, row.id, booked, null, storeId);
   return { kind: 'applied' };
-}
-
-/** Rule 3: reverses what was booked from an orphaned inclusion and undoes what it told the payouts. */
-async function unwindOne(tx: DbExecutor, deps: ChainApplyDeps, id: string): Promise<boolean> {
-  const row = (
-    await tx.execute<TransferRow>(sql`
-      select ${transferColumns} from chain_transfers
-      where id = ${id}::bigint and state = 'orphaned' and applied_at is not null and unwound_at is null
-      for update skip locked`)
-  ).rows[0];
-  if (!row) return false;
-  const fact = transferFact(row);
-  const roles = (row.matched_as ?? '').split(',').flatMap((kind): ChainEntryRole[] => {
-    const link = row.matched_ref ?? '';
-    switch (kind) {
-      case 'payment_proof':
-      case 'payment_returned':
-      case 'transfer_in_unmatched':
-      case 'transfer_out_unmatched':
-        return [{ kind }];
-      case 'claim_link_funding_fee':
-      case 'claim_link_claimed':
-      case 'claim_link_refunded':
-        return [{ kind, claimLinkId: link }];
-      default:
-        return [];
-    }
-  });
-  for (const role of roles) {
-    const decision = reorgReversal({ transfer: fact, posted: role });
-    for (const f of decision.findings) await recordFinding(tx, f, row.store_id);
-    if (!decision.reverse) continue;
-    const entry = await tx.execute<{ id: string }>(
-      sql`select id::text from ledger_entries where idempotency_key = ${decision.reverse}`,
-    );
-    if (entry.rows[0]) {
-      await reverseEntry(tx, BigInt(entry.rows[0].id), `block ${row.block_hash} orphaned by a reorg`);
-    }
-    if (role.kind === 'payment_returned') await reopenReturnedPayment(tx, deps, row);
-    if (role.kind === 'claim_link_claimed') {
-      await tx.execute(sql`update payouts set claimed_at = null, link_status = 'link_sent', updated_at = now()
-        where claim_link_id = ${role.claimLinkId}`);
-    }
-    if (role.kind === 'claim_link_refunded') {
-      await tx.execute(sql`update payouts set refunded_at = null, updated_at = now()
-        where claim_link_id = ${role.claimLinkId}`);
-    }
-  }
-  await tx.execute(sql`update chain_transfers set unwound_at = now() where id = ${id}::bigint`);
-  return true;
 }

@@ -1,14 +1,14 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
 import { checkoutConfirmed, checkoutConfirmedKey } from '../../../src/ledger/rules/checkoutRules.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
+import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { CheckoutStatus } from '../../../src/svc/models/checkoutStatus.ts';
-import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
+import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
 
 /**
  * One transaction with several Transfer logs into the merchant wallet: a payer settling two
@@ -94,7 +94,7 @@ describe('one transaction, several transfers into the merchant wallet', () => {
       if (last === 'matcher') await storeLogs(hash, logs);
       clock.set(new Date());
       // (The matcher proves both intents while on the first log: it may count one row applied.)
-      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toMatchObject({ deferred: 0, unwound: 0 });
+      expect(await settleTransfers(applyDeps, CHAIN_ID)).toMatchObject({ deferred: 0, unwound: 0 });
       expect(await matched(hash)).toEqual([
         { log_index: 0, matched_as: 'payment_proof', matched_ref: small },
         { log_index: 1, matched_as: 'payment_proof', matched_ref: big },
@@ -103,7 +103,7 @@ describe('one transaction, several transfers into the merchant wallet', () => {
       expect(await usdt('assets:wallet')).toBe(walletBefore + 35_000_000n);
       expect(await openFindings()).toEqual([]);
       // Nothing more to do, from either side.
-      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
+      expect(await settleTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
     },
   );
 
@@ -113,9 +113,9 @@ describe('one transaction, several transfers into the merchant wallet', () => {
     await storeLogs(hash, [25_000_000n, 3_000_000n]);
     const walletBefore = await usdt('assets:wallet');
     clock.set(new Date());
-    expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 1, deferred: 1, unwound: 0 });
+    expect(await settleTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 1, deferred: 1, unwound: 0 });
     clock.advance(2 * GRACE);
-    expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 1, deferred: 0, unwound: 0 });
+    expect(await settleTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 1, deferred: 0, unwound: 0 });
     expect(await matched(hash)).toEqual([
       { log_index: 0, matched_as: 'payment_proof', matched_ref: paid },
       { log_index: 1, matched_as: 'transfer_in_unmatched', matched_ref: null },
@@ -174,7 +174,7 @@ describe('one transaction, several transfers into the merchant wallet', () => {
       locker.release();
     }
     clock.set(new Date());
-    await applyChainTransfers(applyDeps, CHAIN_ID);
+    await settleTransfers(applyDeps, CHAIN_ID);
     expect(await matched(hash)).toEqual([
       { log_index: 0, matched_as: 'ignored', matched_ref: null },
       { log_index: 1, matched_as: 'payment_proof', matched_ref: id },
@@ -252,7 +252,7 @@ describe('a payment of another amount than N, or split over several transfers', 
       const id = await confirmedIntent(hash, '25');
       if (last === 'matcher') await storeLogs(hash, [24_000_000n]);
       clock.set(new Date());
-      await applyChainTransfers(applyDeps, CHAIN_ID);
+      await settleTransfers(applyDeps, CHAIN_ID);
       expect(await matched(hash)).toEqual([
         { log_index: 0, matched_as: 'payment_proof,payment_mismatch', matched_ref: id },
       ]);
@@ -272,7 +272,7 @@ describe('a payment of another amount than N, or split over several transfers', 
       });
       // Decided once: nothing more from either side, and nothing goes to suspense after the grace.
       clock.advance(2 * GRACE);
-      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
+      expect(await settleTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
       await observe(id, CheckoutStatus.CONFIRMED);
       expect(moved(before, await books())).toEqual({
         inTransit: 1_000_000n,
@@ -281,7 +281,7 @@ describe('a payment of another amount than N, or split over several transfers', 
       });
       // A reorg unwinds the proof (rule 3): the whole N is back in in_transit.
       await orphan(hash);
-      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toMatchObject({ unwound: 1 });
+      expect(await settleTransfers(applyDeps, CHAIN_ID)).toMatchObject({ unwound: 1 });
       expect(moved(before, await books())).toMatchObject({ inTransit: 25_000_000n, wallet: 0n });
       for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
     },
@@ -299,7 +299,7 @@ describe('a payment of another amount than N, or split over several transfers', 
       const id = await confirmedIntent(hash, '25');
       if (last === 'matcher') await storeLogs(hash, [26_000_000n]);
       clock.set(new Date());
-      await applyChainTransfers(applyDeps, CHAIN_ID);
+      await settleTransfers(applyDeps, CHAIN_ID);
       expect(await matched(hash)).toEqual([
         { log_index: 0, matched_as: 'payment_proof,payment_mismatch', matched_ref: id },
       ]);
@@ -318,7 +318,7 @@ describe('a payment of another amount than N, or split over several transfers', 
       expect(findings[0]!.details).not.toHaveProperty('left_in_transit');
       // A reorg unwinds the proof (rule 3), all three lines: N back in in_transit, suspense clear.
       await orphan(hash);
-      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toMatchObject({ unwound: 1 });
+      expect(await settleTransfers(applyDeps, CHAIN_ID)).toMatchObject({ unwound: 1 });
       expect(moved(before, await books())).toEqual({ inTransit: 25_000_000n, wallet: 0n, suspense: 0n });
       for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
     },
@@ -336,7 +336,7 @@ describe('a payment of another amount than N, or split over several transfers', 
       const id = await confirmedIntent(hash, '25');
       if (last === 'matcher') await storeLogs(hash, [10_000_000n, 15_000_000n]);
       clock.set(new Date());
-      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toMatchObject({ deferred: 0 });
+      expect(await settleTransfers(applyDeps, CHAIN_ID)).toMatchObject({ deferred: 0 });
       expect(await matched(hash)).toEqual([
         { log_index: 0, matched_as: 'payment_proof', matched_ref: id },
         { log_index: 1, matched_as: 'payment_proof', matched_ref: id },
@@ -350,10 +350,10 @@ describe('a payment of another amount than N, or split over several transfers', 
       expect(await findingsOf(id)).toEqual([]);
       // Nothing left for rule 9 after the grace.
       clock.advance(2 * GRACE);
-      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
+      expect(await settleTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
       expect(moved(before, await books()).suspense).toBe(0n);
       await orphan(hash);
-      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toMatchObject({ unwound: 2 });
+      expect(await settleTransfers(applyDeps, CHAIN_ID)).toMatchObject({ unwound: 2 });
       expect(moved(before, await books())).toEqual({ inTransit: 25_000_000n, wallet: 0n, suspense: 0n });
       for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
     },
@@ -366,7 +366,7 @@ describe('a payment of another amount than N, or split over several transfers', 
     const split = await confirmedIntent(hash, '25');
     const exact = await confirmedIntent(hash, '10');
     clock.set(new Date());
-    await applyChainTransfers(applyDeps, CHAIN_ID);
+    await settleTransfers(applyDeps, CHAIN_ID);
     const rows = await matched(hash);
     expect(rows.every((r) => r.matched_as === 'payment_proof')).toBe(true);
     expect(rows.filter((r) => r.matched_ref === exact)).toHaveLength(1);
@@ -380,10 +380,10 @@ describe('a payment of another amount than N, or split over several transfers', 
     const id = await confirmedIntent(hash, '25');
     await storeLogs(hash, [10_000_000n, 14_000_000n]);
     clock.set(new Date());
-    await applyChainTransfers(applyDeps, CHAIN_ID);
+    await settleTransfers(applyDeps, CHAIN_ID);
     expect((await matched(hash)).map((r) => r.matched_as)).toEqual([null, null]);
     clock.advance(2 * GRACE);
-    await applyChainTransfers(applyDeps, CHAIN_ID);
+    await settleTransfers(applyDeps, CHAIN_ID);
     expect((await matched(hash)).map((r) => r.matched_as)).toEqual([
       'transfer_in_unmatched',
       'transfer_in_unmatched',
@@ -411,9 +411,9 @@ describe('a rule-1 entry that was reversed (confirmed, failed, confirmed again)'
       await observe(id, CheckoutStatus.CONFIRMED, changes);
       await storeLogs(hash, [25_000_000n]);
       clock.set(new Date());
-      await applyChainTransfers(applyDeps, CHAIN_ID);
+      await settleTransfers(applyDeps, CHAIN_ID);
       clock.advance(2 * GRACE);
-      await applyChainTransfers(applyDeps, CHAIN_ID);
+      await settleTransfers(applyDeps, CHAIN_ID);
       // Whether the money is proven against a rule 1 booked again or waits in suspense, in_transit
       // holds nothing for this intent and the wallet follows the chain.
       const after = moved(before, await books());
@@ -453,7 +453,7 @@ describe('a rule-1 entry that was reversed (confirmed, failed, confirmed again)'
     await observe(id, CheckoutStatus.CONFIRMED);
     await storeLogs(hash, [25_000_000n]);
     clock.set(new Date());
-    await applyChainTransfers(applyDeps, CHAIN_ID);
+    await settleTransfers(applyDeps, CHAIN_ID);
     expect(await matched(hash)).toEqual([{ log_index: 0, matched_as: 'payment_proof', matched_ref: id }]);
     expect(moved(before, await books())).toEqual({ inTransit: 0n, wallet: 25_000_000n, suspense: 0n });
   });

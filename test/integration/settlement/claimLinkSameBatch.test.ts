@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { watchedWallets } from '../../../src/chain/watchedWallets.ts';
 import { createManualClock } from '../../../src/clock.ts';
@@ -8,7 +7,8 @@ import { balances, trialBalance } from '../../../src/ledger/balances.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
 import { claimLinkFunded } from '../../../src/ledger/rules/claimLinkRules.ts';
 import { markCancelled } from '../../../src/payouts/closeLink.ts';
-import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
+import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
+import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
 
 /**
  * A claim link funded and refunded while the matcher was not running (downtime, or a finality depth
@@ -57,7 +57,7 @@ describe('claim link funded and refunded within one matcher batch', () => {
     // Custody is topped up and that top-up is matched (rule 9) before the link exists.
     await kit.chain.mint('USDT', kit.custody, 10_000_000n);
     await indexUntilFinal();
-    await applyChainTransfers(applyDeps, CHAIN_ID);
+    await settleTransfers(applyDeps, CHAIN_ID);
 
     const linkId = 'cl_same_batch';
     await createdPayout('po_same_batch', linkId, '3');
@@ -76,7 +76,7 @@ describe('claim link funded and refunded within one matcher batch', () => {
     const pending = await kit.db.db.execute<{ tx_hash: string }>(sql`
       select tx_hash from chain_transfers where state = 'final' and applied_at is null order by block_number, log_index`);
     expect(pending.rows.map((r) => r.tx_hash)).toEqual([funding.txHash, refund.txHash]);
-    const outcome = await applyChainTransfers(applyDeps, CHAIN_ID);
+    const outcome = await settleTransfers(applyDeps, CHAIN_ID);
     expect(outcome).toEqual({ applied: 2, deferred: 0, unwound: 0 });
 
     const matched = await kit.db.db.execute<{ tx_hash: string; matched_as: string; matched_ref: string }>(sql`
@@ -127,7 +127,7 @@ describe('claim link funded and refunded within one matcher batch', () => {
     for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
 
     // Idempotent: a second run finds nothing to do and books nothing more.
-    expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
+    expect(await settleTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 0, unwound: 0 });
     const again = await kit.db.db.execute(
       sql`select count(*)::int as n from ledger_entries where ref_id = ${linkId}`,
     );
@@ -151,7 +151,7 @@ describe('claim link funded and refunded within one matcher batch', () => {
     try {
       await other.query('begin');
       await other.query('select id from chain_transfers where tx_hash = $1 for update', [funding.txHash]);
-      expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 1, unwound: 0 });
+      expect(await settleTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 0, deferred: 1, unwound: 0 });
       const waiting = await kit.db.db.execute<{ applied_at: Date | null }>(
         sql`select applied_at from chain_transfers where tx_hash = ${refund.txHash}`,
       );
@@ -161,7 +161,7 @@ describe('claim link funded and refunded within one matcher batch', () => {
       other.release();
     }
 
-    expect(await applyChainTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 2, deferred: 0, unwound: 0 });
+    expect(await settleTransfers(applyDeps, CHAIN_ID)).toEqual({ applied: 2, deferred: 0, unwound: 0 });
     const matched = await kit.db.db.execute<{ matched_as: string }>(sql`
       select matched_as from chain_transfers where tx_hash in (${funding.txHash}, ${refund.txHash})
       order by block_number, log_index`);

@@ -1,14 +1,14 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { applyChainTransfers } from '../../../src/chain/applyChainTransfers.ts';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
+import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import { CheckoutStatus } from '../../../src/svc/models/checkoutStatus.ts';
-import { CHAIN_ID, createIndexerKit } from './indexerKit.ts';
+import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
 
 /**
- * Payments the service sent back out of the merchant wallet (src/chain/paymentReturns.ts), on a
+ * Payments the service sent back out of the merchant wallet (src/settlement/paymentReturns.ts), on a
  * real anvil: which payment a return clears when one payer paid the same amount more than once,
  * and what a reorg of the return leaves for a person.
  */
@@ -39,7 +39,7 @@ async function indexUntilFinal(): Promise<void> {
 /** The matcher, at the wall clock's now (the indexer stamps final_at with it): within the grace. */
 function applyNow() {
   clock.set(new Date());
-  return applyChainTransfers(applyDeps, CHAIN_ID);
+  return settleTransfers(applyDeps, CHAIN_ID);
 }
 
 async function openFindings(txHash: string): Promise<string[]> {

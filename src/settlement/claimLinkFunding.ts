@@ -1,0 +1,357 @@
+import { sql } from 'drizzle-orm';
+import {
+  type MatchDecision,
+  markApplied,
+  type TransferRow,
+  transferColumns,
+  transferFact,
+} from '../chain/transferRow.ts';
+import { type WatchedWallet, walletRoles } from '../chain/watchedWallets.ts';
+import type { DbExecutor } from '../db/database.ts';
+import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
+import type { Token } from '../ledger/accounts.ts';
+import type { ClaimLinkFactBase } from '../ledger/rules/claimLinkRules.ts';
+import { claimLinkFundingProven } from '../ledger/rules/claimLinkRules.ts';
+import { formatDecimalAmount, parseDecimalAmount } from '../money/decimalAmount.ts';
+import { recordFunding } from '../payouts/chainSettlement.ts';
+import { type ClaimLinkSettlementDeps, type PayoutRow, payoutColumns, post } from './claimLinkPool.ts';
+
+/**
+ * A final transfer out of a custody wallet: a log of the funding of a claim link, or 'unmatched'
+ * when no payout explains it (rule 9 then). A funding is what one transaction sends from custody
+ * to one pool: its logs are summed and booked once (rule 5's fee, keyed by the first log), so a
+ * funding paid as principal and fee apart books its whole fee, and a transaction funding several
+ * links gives each its own pool's logs.
+ *
+ * - Into a pool we know: another log of its funding (or the funding re-included after a reorg),
+ *   when the transaction is that link's funding_tx_hash; else not a funding.
+ * - Into a wallet of STORES_FILE (merchant, custody): never a funding, and never a pool.
+ * - Else, the payouts whose funding_tx_hash is the transaction and whose pool is not known yet
+ *   share its pools: each gets the pool whose sum exceeds its amount by the least.
+ * - Else, when the create call's answer was lost (a timeout resolved by an idempotent retry,
+ *   which returns no funding hash): by amount, see `fundedByAmount`.
+ */
+export async function applyCustodyOutflow(
+  tx: DbExecutor,
+  deps: ClaimLinkSettlementDeps,
+  row: TransferRow,
+  custody: WatchedWallet,
+): Promise<MatchDecision | 'unmatched'> {
+  const chainId = Number(row.chain_id);
+  const token = deps.config.chains.token(chainId, row.token);
+  if (!token) return 'unmatched';
+  const pools = await fundingPools(tx, row);
+  const roles = await walletRoles(tx, deps.config, chainId, [...pools.keys()]);
+  const funding = pools.get(row.to_address);
+  if (!funding) return 'unmatched';
+  const role = roles.get(row.to_address);
+  // The payouts that name this transaction as their funding and have no pool yet, and the
+  // addresses it pays that are nobody's wallet: the pools they can have.
+  const byHash = (
+    await tx.execute<PayoutRow>(sql`
+      select ${payoutColumns} from payouts
+      where chain_id = ${chainId} and lower(funding_tx_hash) = ${row.tx_hash} and pool_address is null
+        and token_address = ${token.address}
+      order by created_at, id for update`)
+  ).rows;
+  const open = [...pools.values()].filter((p) => !roles.has(p.to));
+
+  if (role) {
+    if (role.role === 'pool' && role.claimLinkId) {
+      // Another log of that pool's funding, or the funding re-included after a reorg.
+      const known = (
+        await tx.execute<PayoutRow>(sql`
+          select ${payoutColumns} from payouts
+          where claim_link_id = ${role.claimLinkId} and lower(funding_tx_hash) = ${row.tx_hash}
+            and token_address = ${token.address} for update`)
+      ).rows[0];
+      if (known) return bookFunding(tx, deps, row, known, token, funding, null);
+    }
+    // An address with a role is never learnt as a pool, and never matched by amount: a custody
+    // outflow into a merchant wallet, custody, or a pool funded before is not a funding (rule 9).
+    // When a link's funding transaction pays nothing else, say why the link has no pool.
+    if (open.length === 0) for (const payout of byHash) await refusePool(tx, row, payout, role.role);
+    return 'unmatched';
+  }
+  const payout = shareFundingTransaction(byHash, open, token.decimals).get(row.to_address);
+  if (payout) return bookFunding(tx, deps, row, payout, token, funding, null);
+
+  const byAmount = await fundedByAmount(tx, row, custody, token, funding.value);
+  if (!byAmount) return 'unmatched';
+  return bookFunding(tx, deps, row, byAmount.payout, token, funding, byAmount);
+}
+
+/**
+ * How far a funding matched by amount may exceed the link amount: 1 coin plus 1% of the amount
+ * (rounded up to a base unit). The spec names no fee (only "amount plus fees"), the create
+ * result carries none (funded_amount is the principal) and the config has none; the sandbox's is
+ * 0.5 coin. A bound is what keeps a larger outflow (an owner withdrawal, another link's funding)
+ * from being booked as this link's funding with the difference as its fee. A funding above it is
+ * left to rule 9 with its finding, for a person, rather than guessed.
+ */
+export const BY_AMOUNT_MAX_FEE_COINS = '1';
+export const BY_AMOUNT_MAX_FEE_BPS = 100n;
+
+/**
+ * How much earlier than the payout's row (created before the create call) a funding's block time
+ * may be: block times are whole seconds, and the chain's clock is not ours.
+ */
+export const BY_AMOUNT_CLOCK_SLACK_MS = 5 * 60_000;
+
+export function maxFundingFeeByAmount(amount: bigint, decimals: number): bigint {
+  return (
+    parseDecimalAmount(BY_AMOUNT_MAX_FEE_COINS, decimals) +
+    (amount * BY_AMOUNT_MAX_FEE_BPS + 9_999n) / 10_000n
+  );
+}
+
+/** The logs of one transaction from one custody wallet to one address: one funding, if any. */
+interface FundingPool {
+  to: string;
+  /** Its final logs in log order; the first carries the funding entry's key. */
+  logs: TransferRow[];
+  value: bigint;
+}
+
+/** Every address the row's transaction pays from the row's custody wallet in its token, with its logs. */
+async function fundingPools(tx: DbExecutor, row: TransferRow): Promise<Map<string, FundingPool>> {
+  const { rows } = await tx.execute<TransferRow>(sql`
+    select ${transferColumns} from chain_transfers
+    where chain_id = ${row.chain_id}::bigint and tx_hash = ${row.tx_hash} and block_hash = ${row.block_hash}
+      and from_address = ${row.from_address} and token = ${row.token} and state = 'final'
+    order by log_index`);
+  const pools = new Map<string, FundingPool>();
+  for (const log of rows) {
+    const pool = pools.get(log.to_address) ?? { to: log.to_address, logs: [], value: 0n };
+    pool.logs.push(log);
+    pool.value += BigInt(log.value);
+    pools.set(log.to_address, pool);
+  }
+  return pools;
+}
+
+/**
+ * The payouts that name one transaction as their funding, each given one of its pools (addresses
+ * that are nobody's wallet yet): pairs whose pool covers the amount, the smallest excess first;
+ * then, as the service named this transaction, what is left in order (creation, log order), to
+ * be booked short with a `funding_mismatch` finding.
+ */
+function shareFundingTransaction(
+  payouts: readonly PayoutRow[],
+  pools: readonly FundingPool[],
+  decimals: number,
+): Map<string, PayoutRow> {
+  const given = new Map<string, PayoutRow>();
+  const taken = new Set<string>();
+  const pairs = payouts.flatMap((payout, order) => {
+    const amount = parseDecimalAmount(payout.amount, decimals);
+    return pools
+      .filter((pool) => pool.value >= amount)
+      .map((pool) => ({ payout, order, pool, excess: pool.value - amount }));
+  });
+  pairs.sort((a, b) =>
+    a.excess !== b.excess
+      ? a.excess < b.excess
+        ? -1
+        : 1
+      : a.order - b.order || (a.pool.logs[0]?.log_index ?? 0) - (b.pool.logs[0]?.log_index ?? 0),
+  );
+  for (const { payout, pool } of pairs) {
+    if (given.has(pool.to) || taken.has(payout.id)) continue;
+    given.set(pool.to, payout);
+    taken.add(payout.id);
+  }
+  const leftPayouts = payouts.filter((p) => !taken.has(p.id));
+  const leftPools = pools.filter((p) => !given.has(p.to));
+  leftPayouts.forEach((payout, i) => {
+    const pool = leftPools[i];
+    if (pool) given.set(pool.to, payout);
+  });
+  return given;
+}
+
+const FUNDING_AWAITS_OUTCOME = 'funding_awaits_create_outcome';
+
+/** A payout matched by amount, and the others that could have been. */
+interface ByAmount {
+  payout: PayoutRow;
+  others: PayoutRow[];
+}
+
+/**
+ * A custody outflow to an address that is nobody's wallet yet, when no payout names its
+ * transaction: the funding of a payout whose create answer was lost (no funding hash, no pool),
+ * of that store and token, created before the outflow (with `BY_AMOUNT_CLOCK_SLACK_MS`), whose
+ * amount the outflow covers with at most `maxFundingFeeByAmount` over. Of several, the one it
+ * exceeds by the least (the smallest fee), then the oldest.
+ */
+async function fundedByAmount(
+  tx: DbExecutor,
+  row: TransferRow,
+  custody: WatchedWallet,
+  token: Token,
+  value: bigint,
+): Promise<ByAmount | undefined> {
+  const latest = new Date(new Date(row.block_time).getTime() + BY_AMOUNT_CLOCK_SLACK_MS).toISOString();
+  const { rows } = await tx.execute<PayoutRow>(sql`
+    select ${payoutColumns} from payouts
+    where chain_id = ${Number(row.chain_id)} and token_address = ${token.address}
+      and store_id in (${sql.join(
+        custody.storeIds.map((s) => sql`${s}`),
+        sql`, `,
+      )})
+      and pool_address is null and funding_tx_hash is null and create_outcome <> 'failed'
+      and created_at <= ${latest}::timestamptz
+    order by created_at, id for update`);
+  const fits = rows
+    .map((payout, order) => ({
+      payout,
+      order,
+      excess: value - parseDecimalAmount(payout.amount, token.decimals),
+    }))
+    .filter(
+      ({ payout, excess }) =>
+        excess >= 0n &&
+        excess <= maxFundingFeeByAmount(parseDecimalAmount(payout.amount, token.decimals), token.decimals),
+    )
+    .sort((a, b) => (a.excess !== b.excess ? (a.excess < b.excess ? -1 : 1) : a.order - b.order));
+  const [best, ...others] = fits;
+  return best ? { payout: best.payout, others: others.map((o) => o.payout) } : undefined;
+}
+
+/**
+ * Books the funding `funding` (all its logs) of `payout` from one of its logs, `row`: rule 5's
+ * fee, keyed by the first log, so each log books the same entry; the pool learnt on the first.
+ */
+async function bookFunding(
+  tx: DbExecutor,
+  deps: ClaimLinkSettlementDeps,
+  row: TransferRow,
+  payout: PayoutRow,
+  token: Token,
+  funding: FundingPool,
+  byAmount: ByAmount | null,
+): Promise<MatchDecision | 'unmatched'> {
+  // The create call has not told us the link yet (in flight, or its outcome unknown): wait for it.
+  // Past the grace, say so: the outflow waits (and custody's proof fails) until someone learns
+  // the outcome, which only running the same create again does when it is unknown.
+  if (!payout.claim_link_id) {
+    const waited = row.final_at ? deps.clock.now().getTime() - new Date(row.final_at).getTime() : 0;
+    if (waited >= deps.unmatchedGraceMs) {
+      await recordFinding(
+        tx,
+        {
+          kind: FUNDING_AWAITS_OUTCOME,
+          severity: 'warning',
+          ref: { type: 'payout', id: payout.id },
+          details: {
+            reference_id: payout.reference_id,
+            create_outcome: payout.create_outcome,
+            amount: payout.amount,
+            tx_hash: row.tx_hash,
+            what: "a custody outflow that may be this payout's funding waits for its create outcome",
+            action: `run the same payouts create again (reference_id ${payout.reference_id}, same amount) to learn it`,
+          },
+        },
+        payout.store_id,
+      );
+    }
+    return { kind: 'deferred' };
+  }
+  await resolveFinding(tx, FUNDING_AWAITS_OUTCOME, { type: 'payout', id: payout.id });
+  const linkId = payout.claim_link_id;
+  if (!payout.pool_address) {
+    const learnt = await tx.execute(sql`
+      insert into chain_watched_wallets (chain_id, address, role, store_id, claim_link_id, from_block)
+      values (${Number(row.chain_id)}, ${row.to_address}, 'pool', ${payout.store_id}, ${linkId}, ${row.block_number}::bigint)
+      on conflict (chain_id, address) do nothing
+      returning address`);
+    if (learnt.rows.length === 0) {
+      // Another transaction learnt this address for another link since we looked.
+      const holder = (
+        await tx.execute<{ claim_link_id: string | null }>(sql`
+          select claim_link_id from chain_watched_wallets
+          where chain_id = ${Number(row.chain_id)} and address = ${row.to_address}`)
+      ).rows[0];
+      if (holder?.claim_link_id !== linkId) {
+        await refusePool(tx, row, payout, 'pool');
+        return 'unmatched';
+      }
+    }
+  }
+  const base: ClaimLinkFactBase = {
+    storeId: payout.store_id,
+    claimLinkId: linkId,
+    token,
+    amount: payout.amount,
+  };
+  const [first, ...others] = funding.logs.map(transferFact);
+  if (!first) return 'unmatched';
+  const booked = await post(
+    tx,
+    deps,
+    claimLinkFundingProven({ ...base, transfer: first, otherLogs: others }),
+    payout.store_id,
+  );
+  if (byAmount) {
+    await recordFinding(
+      tx,
+      {
+        kind: 'funding_matched_by_amount',
+        severity: byAmount.others.length > 0 ? 'warning' : 'info',
+        ref: { type: 'claim_link', id: linkId },
+        details: {
+          tx_hash: row.tx_hash,
+          funded: formatDecimalAmount(funding.value, token.decimals),
+          amount: payout.amount,
+          what:
+            byAmount.others.length > 0
+              ? 'the create answer carried no funding hash; matched by store, token and amount to the payout it exceeds by the least, of several it could fund'
+              : 'the create answer carried no funding hash; matched by store, token and amount',
+          other_candidates: byAmount.others.map((p) => ({
+            payout_id: p.id,
+            claim_link_id: p.claim_link_id,
+            amount: p.amount,
+          })),
+        },
+      },
+      payout.store_id,
+    );
+  }
+  await recordFunding(tx, payout.id, {
+    poolAddress: row.to_address,
+    txHash: row.tx_hash,
+    blockTime: new Date(row.block_time),
+  });
+  // The entry's key is the first log's: that row is what rule 3 reverses it through.
+  const keyed = booked && first.logIndex === row.log_index;
+  await markApplied(
+    tx,
+    row.id,
+    [keyed ? 'claim_link_funding_fee' : 'claim_link_funding'],
+    linkId,
+    payout.store_id,
+  );
+  return { kind: 'applied' };
+}
+
+/** A link's funding pays an address that already has a role: not learnt as its pool, a finding. */
+async function refusePool(tx: DbExecutor, row: TransferRow, payout: PayoutRow, role: string): Promise<void> {
+  await recordFinding(
+    tx,
+    {
+      kind: 'claim_link_pool_refused',
+      severity: 'warning',
+      ref: { type: 'claim_link', id: payout.claim_link_id ?? payout.id },
+      details: {
+        what: `the funding transaction pays an address that is already a ${role} wallet; it is not learnt as this link's pool`,
+        payout_id: payout.id,
+        address: row.to_address,
+        role,
+        tx_hash: row.tx_hash,
+        log_index: row.log_index,
+      },
+    },
+    payout.store_id,
+  );
+}

@@ -1,0 +1,88 @@
+import { sql } from 'drizzle-orm';
+import type { DbExecutor } from '../db/database.ts';
+import { recordFinding } from '../findings/recordFinding.ts';
+import { account, accountCode } from '../ledger/accounts.ts';
+import type { RuleOutcome } from '../ledger/entryDraft.ts';
+import { postEntry } from '../ledger/postEntry.ts';
+import type { ClaimLinkFactBase } from '../ledger/rules/claimLinkRules.ts';
+import type { SettlementDeps } from './settlementDeps.ts';
+
+/**
+ * The chain side of claim links (DESIGN.md section 6, rules 5 to 8): a custody outflow that funds
+ * a link settles its fee and teaches us the link's pool wallet; out of that pool, a transfer back
+ * to custody is the refund, the fee booked at funding leaving to anyone else is the service's
+ * sweep (nothing to book), and anything else is the claim. Which entry a claim or refund gets is
+ * decided by what the ledger holds for the link (claim_pool or refund_receivable), not by the
+ * payout's timestamps alone, so a claim that became final after our expiry, a reorg that undid
+ * either, or a second refund all land where the money is.
+ *
+ * - claimLinkFunding.ts: a custody outflow that funds a link (rule 5's fee, the pool learnt);
+ * - claimLinkPoolOutflow.ts: money out of a pool, sent to the refund or to the claim;
+ * - claimLinkClaim.ts: the fee sweep or the claim (rule 6);
+ * - claimLinkRefund.ts: the refund (rule 8), closing the link first (rule 7) when still open;
+ * - this file: what they share (the payout row they read, posting, what the ledger holds for a link).
+ */
+/** The matchers below run inside the settlement's transaction: everything but the pool. */
+export type ClaimLinkSettlementDeps = Omit<SettlementDeps, 'db'>;
+
+/** A payout row as the claim-link settlement reads it (selected with `payoutColumns`, often FOR UPDATE). */
+export type PayoutRow = {
+  id: string;
+  store_id: string;
+  claim_link_id: string | null;
+  amount: string;
+  token_address: string;
+  funding_tx_hash: string | null;
+  pool_address: string | null;
+  funded_at: Date | null;
+  reference_id: string;
+  create_outcome: string;
+  claimed_at: Date | null;
+  cancelled_at: Date | null;
+  expired_at: Date | null;
+  refund_tx_hash: string | null;
+  refunded_at: Date | null;
+};
+
+export const payoutColumns = sql.raw(
+  'id, store_id, claim_link_id, amount, token_address, funding_tx_hash, pool_address, funded_at, reference_id, create_outcome, claimed_at, cancelled_at, expired_at, refund_tx_hash, refunded_at',
+);
+
+/** Posts a rule's entry (if any) and writes its findings; true when there was an entry. */
+export async function post(
+  tx: DbExecutor,
+  deps: ClaimLinkSettlementDeps,
+  outcome: RuleOutcome,
+  storeId: string,
+): Promise<boolean> {
+  if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+  for (const f of outcome.findings) await recordFinding(tx, f, storeId);
+  return outcome.entry !== null;
+}
+
+/** A payout with its link, as the pool matchers below use it. */
+export interface Link {
+  payout: PayoutRow;
+  base: ClaimLinkFactBase;
+  /** The link amount in base units. */
+  amount: bigint;
+}
+
+/** What the ledger holds for one link in claim_pool and refund_receivable (its own entries only). */
+export async function linkBalances(
+  tx: DbExecutor,
+  base: ClaimLinkFactBase,
+): Promise<{ pool: bigint; receivable: bigint }> {
+  const poolCode = accountCode(account('assets:claim_pool', base.storeId, base.token));
+  const receivableCode = accountCode(account('assets:refund_receivable', base.storeId, base.token));
+  const { rows } = await tx.execute<{ code: string; balance: string }>(sql`
+    select a.code, sum(p.amount)::text as balance
+    from ledger_entries e
+    join ledger_postings p on p.entry_id = e.id
+    join ledger_accounts a on a.id = p.account_id
+    where e.ref_type = 'claim_link' and e.ref_id = ${base.claimLinkId}
+      and a.code in (${poolCode}, ${receivableCode})
+    group by a.code`);
+  const of = (code: string) => BigInt(rows.find((r) => r.code === code)?.balance ?? '0');
+  return { pool: of(poolCode), receivable: of(receivableCode) };
+}

@@ -1,0 +1,57 @@
+import { sql } from 'drizzle-orm';
+import { type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
+import type { DbExecutor } from '../db/database.ts';
+import { recordFinding } from '../findings/recordFinding.ts';
+import { reverseEntry } from '../ledger/postEntry.ts';
+import { type ChainEntryRole, reorgReversal } from '../ledger/rules/chainTransferRules.ts';
+import { unmarkClaimed, unmarkRefunded } from '../payouts/chainSettlement.ts';
+import { reopenReturnedPayment } from './paymentReturns.ts';
+import type { SettlementDeps } from './settlementDeps.ts';
+
+/** Rule 3: reverses what was booked from an orphaned inclusion and undoes what it told the payouts. */
+export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: string): Promise<boolean> {
+  const row = (
+    await tx.execute<TransferRow>(sql`
+      select ${transferColumns} from chain_transfers
+      where id = ${id}::bigint and state = 'orphaned' and applied_at is not null and unwound_at is null
+      for update skip locked`)
+  ).rows[0];
+  if (!row) return false;
+  const fact = transferFact(row);
+  const roles = (row.matched_as ?? '').split(',').flatMap((kind): ChainEntryRole[] => {
+    const link = row.matched_ref ?? '';
+    switch (kind) {
+      case 'payment_proof':
+      case 'payment_returned':
+      case 'transfer_in_unmatched':
+      case 'transfer_out_unmatched':
+        return [{ kind }];
+      case 'claim_link_funding_fee':
+      case 'claim_link_claimed':
+      case 'claim_link_refunded':
+        return [{ kind, claimLinkId: link }];
+      default:
+        return [];
+    }
+  });
+  for (const role of roles) {
+    const decision = reorgReversal({ transfer: fact, posted: role });
+    for (const f of decision.findings) await recordFinding(tx, f, row.store_id);
+    if (!decision.reverse) continue;
+    const entry = await tx.execute<{ id: string }>(
+      sql`select id::text from ledger_entries where idempotency_key = ${decision.reverse}`,
+    );
+    if (entry.rows[0]) {
+      await reverseEntry(tx, BigInt(entry.rows[0].id), `block ${row.block_hash} orphaned by a reorg`);
+    }
+    if (role.kind === 'payment_returned') await reopenReturnedPayment(tx, deps, row);
+    if (role.kind === 'claim_link_claimed') {
+      await unmarkClaimed(tx, role.claimLinkId);
+    }
+    if (role.kind === 'claim_link_refunded') {
+      await unmarkRefunded(tx, role.claimLinkId);
+    }
+  }
+  await tx.execute(sql`update chain_transfers set unwound_at = now() where id = ${id}::bigint`);
+  return true;
+}
