@@ -1,11 +1,8 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { createMicroBatcher } from '../src/batching/microBatcher.ts';
-import { startInboxBatch } from '../src/payments/processInboxBatch.ts';
-import {
-  failRefusedWebhook,
-  type InboxOutcome,
-  IntentReadRefusedError,
-} from '../src/payments/processInboxWebhook.ts';
+import type { InboxOutcome } from '../src/inbox/inboxOutcome.ts';
+import { startInboxBatch } from '../src/inbox/processInboxBatch.ts';
+import { failRefusedWebhook, IntentReadRefusedError } from '../src/inbox/webhookFailures.ts';
 import { rateLimitWaitMs, SvcError } from '../src/svc/errors.ts';
 import type { JobContext } from './jobContext.ts';
 import { webhookJob } from './queues.ts';

@@ -54,3 +54,16 @@ export async function staleTrackedIntents(
     limit ${limit}`);
   return rows.map((r) => ({ id: r.id, storeId: r.store_id, pollCount: r.poll_count }));
 }
+
+/** Starts tracking an intent (the poll sweeper polls it first); an intent already tracked is left as it is. */
+export async function trackFromWebhook(
+  tx: DbExecutor,
+  intentId: string,
+  storeId: string,
+  now: Date,
+): Promise<void> {
+  await tx.execute(sql`
+    insert into checkout_intents (id, store_id, tracked_via, tracked_at)
+    values (${intentId}, ${storeId}, 'webhook', ${now.toISOString()}::timestamptz)
+    on conflict (id) do nothing`);
+}

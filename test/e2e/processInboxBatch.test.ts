@@ -1,12 +1,12 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { processInboxBatch } from '../../src/inbox/processInboxBatch.ts';
+import { failRefusedWebhook, IntentReadRefusedError } from '../../src/inbox/webhookFailures.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { applyIntentSnapshot } from '../../src/payments/applyIntentSnapshot.ts';
 import { trackIntent } from '../../src/payments/createIntent.ts';
 import { staleTrackedIntents } from '../../src/payments/intentTracking.ts';
 import type { PaymentsDeps } from '../../src/payments/paymentsDeps.ts';
-import { processInboxBatch } from '../../src/payments/processInboxBatch.ts';
-import { failRefusedWebhook, IntentReadRefusedError } from '../../src/payments/processInboxWebhook.ts';
 import { SvcProtocolError, SvcTransportError } from '../../src/svc/errors.ts';
 import type { CheckoutIntent } from '../../src/svc/models/checkoutIntent.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';

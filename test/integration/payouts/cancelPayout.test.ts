@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { processInboxWebhook } from '../../../src/inbox/processInboxWebhook.ts';
 import { replayWebhooks } from '../../../src/intake/replayWebhooks.ts';
-import { processInboxWebhook } from '../../../src/payments/processInboxWebhook.ts';
 import { cancelPayout } from '../../../src/payouts/cancelPayout.ts';
 import { createPayout } from '../../../src/payouts/createPayout.ts';
 import { PayoutNotFoundError, PayoutStateError } from '../../../src/payouts/errors.ts';

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { processInboxWebhook } from '../../../src/payments/processInboxWebhook.ts';
+import { processInboxWebhook } from '../../../src/inbox/processInboxWebhook.ts';
 import { cancelPayout } from '../../../src/payouts/cancelPayout.ts';
 import { createPayout } from '../../../src/payouts/createPayout.ts';
 import { expireClaimLinks } from '../../../src/payouts/expireClaimLinks.ts';

@@ -1,18 +1,14 @@
 import { sql } from 'drizzle-orm';
 import type { ItemResult } from '../batching/microBatcher.ts';
 import { executePrepared } from '../db/executePrepared.ts';
+import { applyIntentSnapshot } from '../payments/applyIntentSnapshot.ts';
+import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { type CheckoutWebhookPayload, checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
-import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
-import type { PaymentsDeps } from './paymentsDeps.ts';
-import {
-  dataException,
-  failUnprocessableWebhook,
-  handleIntentReadError,
-  type InboxOutcome,
-  markCheckoutWebhooksProcessed,
-  processInboxWebhook,
-} from './processInboxWebhook.ts';
+import type { InboxOutcome } from './inboxOutcome.ts';
+import { markCheckoutWebhooksProcessed } from './markWebhooksProcessed.ts';
+import { processInboxWebhook } from './processInboxWebhook.ts';
+import { dataException, failUnprocessableWebhook, handleIntentReadError } from './webhookFailures.ts';
 
 /**
  * How long a batch waits for the rest of its intents once the first has arrived, before its
