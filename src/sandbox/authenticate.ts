@@ -25,13 +25,14 @@ export type AuthResult =
 /**
  * The spec's verification rules, in order: signing headers present (20001), known key and valid
  * signature, timestamp within 5 minutes and an unused nonce (20002 with details.reason), then the
- * store's IP allowlist (30001).
+ * store's IP allowlist (30001). Every failure names the store once X-API-Key is one of its keys,
+ * 20001 included, so that a store with signed_response gets all its answers signed.
  */
 export async function authenticate(
   req: FastifyRequest,
   world: { config: SandboxConfig; clock: Clock; nonces: NonceStore },
 ): Promise<AuthResult> {
-  const apiKey = readHeader(req.headers, 'X-API-Key');
+  const identity = storeOfApiKey(req, world.config);
   for (const name of ['X-API-Key', 'X-Timestamp', 'X-Nonce', 'X-Signature']) {
     if (!readHeader(req.headers, name)) {
       return {
@@ -40,10 +41,10 @@ export async function authenticate(
         code: 20001,
         message: 'Missing authentication headers',
         details: { header: name },
+        store: identity?.store,
       };
     }
   }
-  const identity = findStore(world.config, apiKey ?? '');
   if (!identity) {
     return {
       ok: false,
@@ -86,6 +87,12 @@ export async function authenticate(
     };
   }
   return { ok: true, identity };
+}
+
+/** The store whose key the request's X-API-Key is, if any; it says nothing of the signature. */
+function storeOfApiKey(req: FastifyRequest, config: SandboxConfig): StoreIdentity | undefined {
+  const apiKey = readHeader(req.headers, 'X-API-Key');
+  return apiKey ? findStore(config, apiKey) : undefined;
 }
 
 function findStore(config: SandboxConfig, apiKey: string): StoreIdentity | undefined {

@@ -16,7 +16,9 @@ export interface EnvelopeBody {
 
 /**
  * Sends an envelope as exact bytes, signed when the store has signed_response on (errors too, as
- * the spec says). Before a store is identified there is nothing to sign with, so nothing is signed.
+ * the spec says). The store is the one X-API-Key names, whether or not the request then passes
+ * authentication; with no key, or a key of no store, there is nothing to sign with. A request
+ * without X-Nonce is signed over an empty REQUEST_NONCE and gets no X-Request-Nonce echo.
  */
 export function sendEnvelope(
   req: FastifyRequest,
@@ -42,7 +44,8 @@ export function sendEnvelope(
   const bytes = stringifyJson(body);
   reply.code(args.httpStatus).type('application/json');
   if (args.store?.signed_response) {
-    const requestNonce = readHeader(req.headers, 'X-Nonce') ?? '';
+    const sentNonce = readHeader(req.headers, 'X-Nonce');
+    const requestNonce = sentNonce ?? '';
     const headers = signResponse({
       secret: args.store.api_secret,
       status: args.httpStatus,
@@ -52,7 +55,11 @@ export function sendEnvelope(
       responseBody: bytes,
       clock: args.clock,
     });
-    reply.headers({ ...headers, 'X-Request-Nonce': requestNonce, 'X-Request-Id': requestId });
+    reply.headers({
+      ...headers,
+      ...(sentNonce === undefined ? {} : { 'X-Request-Nonce': sentNonce }),
+      'X-Request-Id': requestId,
+    });
   }
   return reply.send(bytes);
 }

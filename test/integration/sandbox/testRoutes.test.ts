@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { systemClock, unixSeconds } from '../../../src/clock.ts';
 import { createSvcClient } from '../../../src/svc/client.ts';
 import { SvcApiError } from '../../../src/svc/errors.ts';
+import { createMemoryNonceStore } from '../../../src/svc/signing/nonceStore.ts';
 import { signRequest } from '../../../src/svc/signing/requestSignature.ts';
+import { verifyResponseSignature } from '../../../src/svc/signing/responseSignature.ts';
 import { startTestSandbox } from '../../helpers/sandboxHarness.ts';
 
 const sandbox = await startTestSandbox({
@@ -124,6 +126,54 @@ describe('sandbox test routes', () => {
       code: 20002,
       error: { details: { reason: 'nonce_reused' } },
     });
+  });
+
+  // Spec: with signed_response on, "every response, errors included" is signed; rule 1 makes any
+  // missing signing header 20001. The key names the store, so its 20001 is signed like its 20002.
+  it.each(['X-Signature', 'X-Timestamp', 'X-Nonce'])(
+    'error: without %s, a signed_response store gets 20001 with a valid response signature',
+    async (missing) => {
+      const path = '/v1/test/ping';
+      const secret = 'sk_signed_0123456789abcdef';
+      const nonce = randomUUID();
+      const { headers } = signRequest({
+        secret,
+        method: 'GET',
+        path,
+        timestamp: unixSeconds(systemClock),
+        nonce,
+      });
+      const sent: Record<string, string> = { 'X-API-Key': 'pk_signed', ...headers };
+      delete sent[missing];
+      const res = await fetch(`${url}${path}`, { headers: sent });
+      const body = Buffer.from(await res.arrayBuffer());
+      const envelope = JSON.parse(body.toString()) as { code: number; request_id: string };
+      expect(res.status).toBe(401);
+      expect(envelope).toMatchObject({ code: 20001, payload: null });
+      expect(res.headers.get('x-request-id')).toBe(envelope.request_id);
+      const verdict = await verifyResponseSignature({
+        secret,
+        status: res.status,
+        path,
+        // What we sent as X-Nonce: nothing when that is the missing header.
+        requestNonce: missing === 'X-Nonce' ? '' : nonce,
+        responseBody: body,
+        headers: Object.fromEntries(res.headers),
+        clock: systemClock,
+        nonceStore: createMemoryNonceStore(systemClock),
+      });
+      expect(verdict).toEqual({ ok: true });
+    },
+  );
+
+  it('behavior: a 20001 with no key, or a key of no store, has nothing to sign with', async () => {
+    const cases: Array<Record<string, string>> = [{}, { 'X-API-Key': 'pk_nobody' }];
+    for (const headers of cases) {
+      const res = await fetch(`${url}/v1/test/ping`, { headers });
+      expect(res.status).toBe(401);
+      expect(((await res.json()) as { code: number }).code).toBe(20001);
+      expect(res.headers.get('x-response-signature')).toBeNull();
+    }
   });
 
   it('error: a body that is not a JSON object is 10001; a tampered body fails the signature', async () => {
