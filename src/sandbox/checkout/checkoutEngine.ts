@@ -286,7 +286,7 @@ export function createCheckoutEngine(
       rate === null
         ? req.amountCents * 10n ** BigInt(COIN_AMOUNT_DECIMALS - 2)
         : fiatCentsToCoinUnits(req.amountCents, rate, COIN_AMOUNT_DECIMALS);
-    // Rule 4: strictly greater than 0.1 of the settlement coin.
+    // Rule 4: strictly greater than 0.1 of the settlement coin (amount_cents of 0 or below too).
     if (requestedUnits <= FLOOR_UNITS) {
       throw apiError(50002, `amount must be greater than 0.1 ${stableCoinSymbol(coin)}`, {
         amount_coins: formatDecimalAmount(requestedUnits, COIN_AMOUNT_DECIMALS),

@@ -1,8 +1,9 @@
 /**
  * The create-checkout-intent request as the service reads it from the wire: the raw body bytes,
  * parsed and checked against every rule of the spec that needs no price. (The 0.1-coin floor
- * needs the conversion and lives in the engine.) Any failure is 10001 "Validation error" with
- * details naming each offending field: `{ <field>: <what is wrong> }`.
+ * needs the conversion and lives in the engine; it is amount_cents' only lower bound, so an
+ * integer of 0 or below is well-formed here and gets the floor's 50002 there.) Any failure is
+ * 10001 "Validation error" with details naming each offending field: `{ <field>: <what is wrong> }`.
  *
  * Integers only: a JSON string ("USD", "1"), a boolean or a fraction is rejected, and so is an
  * integer beyond 2^53 - 1 (it may already have been rounded by JSON parsing). Fields the spec does
@@ -36,7 +37,7 @@ const intOnly = (what: string) =>
         : typeof issue.input === 'string'
           ? `must be ${what} as a JSON integer; names and numeric strings are not accepted`
           : Number.isInteger(issue.input)
-            ? `must be ${what} as a JSON integer no larger than 2^53 - 1`
+            ? `must be ${what} as a JSON integer within plus or minus 2^53 - 1`
             : `must be ${what} as a JSON integer`,
   });
 
@@ -52,9 +53,7 @@ const wireSchema = z.object({
     .nullable()
     .optional(),
   stable_coin: coin.nullable().optional(),
-  amount_cents: intOnly('a positive number of cents').positive({
-    error: 'must be a positive integer number of cents',
-  }),
+  amount_cents: intOnly('a number of cents'),
   order_id: text,
   redirect_url: text,
   order_description: text,

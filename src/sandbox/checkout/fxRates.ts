@@ -114,9 +114,11 @@ export function fxRate(currency: Currency): string {
 /**
  * Fiat cents -> coin base units at `decimals`: cents / 100 / rate, exactly, rounded half-up to
  * one base unit. Example: 1000 EUR cents at 0.92 and 6 decimals = 10.869565 (10.8695652...).
+ * Negative cents (a create request below the 0.1-coin floor) convert symmetrically, half away
+ * from zero: -1000 EUR cents = -10.869565.
  */
 export function fiatCentsToCoinUnits(cents: bigint, rate: string, decimals: number): bigint {
-  if (cents < 0n) throw new RangeError('cents must not be negative');
+  if (cents < 0n) return -fiatCentsToCoinUnits(-cents, rate, decimals);
   const { num, den } = rateFraction(rate);
   return divideRoundHalfUp(cents * 10n ** BigInt(decimals) * den, 100n * num);
 }

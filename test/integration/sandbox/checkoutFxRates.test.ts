@@ -30,6 +30,9 @@ describe('FX rate table', () => {
     ['a half unit rounds up', 1n, '20000', 6, 1n],
     ['just under half rounds down', 1n, '20000.1', 6, 0n],
     ['JPY 1513.00 at 151.3 on 18 decimals', 151_300n, '151.3', 18, 10n ** 19n],
+    ['zero cents', 0n, '0.92', 6, 0n],
+    ['negative cents mirror positive ones (EUR -10.00)', -1000n, '0.92', 6, -10_869_565n],
+    ['a negative half unit rounds away from zero', -1n, '20000', 6, -1n],
   ])('behavior: %s', (_name, cents, rate, decimals, expected) => {
     expect(fiatCentsToCoinUnits(cents, rate, decimals)).toBe(expected);
   });

@@ -101,12 +101,13 @@ describe('create checkout intent: validation (10001, HTTP 400)', () => {
     ['stable_coin 3 (reserved)', { stable_coin: 3, amount_cents: 1000 }, 'stable_coin'],
     ['stable_coin 0', { stable_coin: 0, amount_cents: 1000 }, 'stable_coin'],
     ['amount_cents missing', { stable_coin: 1 }, 'amount_cents'],
-    ['amount_cents 0', { stable_coin: 1, amount_cents: 0 }, 'amount_cents'],
-    ['amount_cents negative', { stable_coin: 1, amount_cents: -500 }, 'amount_cents'],
     ['amount_cents a fraction', { stable_coin: 1, amount_cents: 1000.5 }, 'amount_cents'],
+    ['amount_cents a negative fraction', { currency: 1, amount_cents: -0.5 }, 'amount_cents'],
+    ['amount_cents a negative numeric string', { stable_coin: 1, amount_cents: '-500' }, 'amount_cents'],
     ['amount_cents a string', { stable_coin: 1, amount_cents: '1000' }, 'amount_cents'],
     ['amount_cents null', { stable_coin: 1, amount_cents: null }, 'amount_cents'],
     ['amount_cents beyond 2^53 - 1', '{"stable_coin":1,"amount_cents":9007199254740993}', 'amount_cents'],
+    ['amount_cents below -(2^53 - 1)', '{"currency":1,"amount_cents":-9007199254740993}', 'amount_cents'],
     [
       'accepted_stable_coins empty',
       { currency: 1, amount_cents: 1000, accepted_stable_coins: [] },
@@ -155,6 +156,16 @@ describe('create checkout intent: the 0.1-coin floor (50002, HTTP 400)', () => {
     ],
     ['fiat JPY 15.13 is exactly 0.1 USDT at 151.3', { currency: 72, amount_cents: 1513 }, 'USDT'],
     ['fiat EUR 0.09 is 0.097826 USDT', { currency: 44, amount_cents: 9 }, 'USDT'],
+    // Rule 4 sets the only lower bound: 0 and negative amounts are below the floor, not malformed.
+    ['USDT amount_cents 0', { stable_coin: 1, amount_cents: 0 }, 'USDT'],
+    ['USDC amount_cents -500', { stable_coin: 2, amount_cents: -500 }, 'USDC'],
+    ['fiat USD amount_cents 0', { currency: 1, amount_cents: 0 }, 'USDT'],
+    ['fiat EUR amount_cents -500', { currency: 44, amount_cents: -500 }, 'USDT'],
+    [
+      'fiat JPY amount_cents -500 settled in USDC',
+      { currency: 72, amount_cents: -500, accepted_stable_coins: [2] },
+      'USDC',
+    ],
   ];
   it.each(cases)('error: %s', async (_name, body, coin) => {
     const { status, envelope } = await create(body);
