@@ -10,7 +10,7 @@ import { claimLinkJobs } from './queues.ts';
  * run twice or in two processes at once.
  */
 export function claimLinkProcessor(ctx: JobContext, options: { refundGraceMs: number }) {
-  const deps = { ...ctx.payments, refundGraceMs: options.refundGraceMs };
+  const deps = { ...ctx.domain, refundGraceMs: options.refundGraceMs };
   return async (job: Job): Promise<unknown> => {
     switch (job.name) {
       case claimLinkJobs.expire.name:

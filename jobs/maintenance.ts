@@ -2,6 +2,7 @@ import type { Job, Queue } from 'bullmq';
 import { pruneWebhookNonces, waitingInboxRows } from '../src/intake/inboxMaintenance.ts';
 import { checkpointBalances } from '../src/ledger/balances.ts';
 import { staleTrackedIntents } from '../src/payments/intentTracking.ts';
+import { addWebhookJobs } from './addWebhookJobs.ts';
 import type { JobContext } from './jobContext.ts';
 import { maintenanceJobs, pollJob, webhookJob } from './queues.ts';
 import { schedulePoll } from './schedulePoll.ts';
@@ -16,21 +17,15 @@ export function maintenanceProcessor(ctx: JobContext) {
   return async (job: Job): Promise<number> => {
     switch (job.name) {
       case maintenanceJobs.sweepInbox.name: {
-        const ids = await waitingInboxRows(ctx.payments.db, INBOX_GRACE_MS * Math.min(1, ctx.pollScale * 10));
+        const ids = await waitingInboxRows(ctx.domain.db, INBOX_GRACE_MS * Math.min(1, ctx.pollScale * 10));
         if (ids.length > 0) {
           for (const id of ids) await dropFinishedJob(ctx.queues.webhooks, webhookJob.jobId(id));
-          await ctx.queues.webhooks.addBulk(
-            ids.map((id) => ({
-              name: webhookJob.name,
-              data: { webhookId: id },
-              opts: { ...webhookJob.options, jobId: webhookJob.jobId(id) },
-            })),
-          );
+          await addWebhookJobs(ctx.queues.webhooks, ids);
         }
         return ids.length;
       }
       case maintenanceJobs.sweepPolls.name: {
-        const stale = await staleTrackedIntents(ctx.payments.db, POLL_STALE_MS * ctx.pollScale);
+        const stale = await staleTrackedIntents(ctx.domain.db, POLL_STALE_MS * ctx.pollScale);
         for (const s of stale) {
           // The number read here, not re-read: the job dropped and the job added are the same one.
           await dropFinishedJob(ctx.queues.polls(s.storeId), pollJob.jobId(s.id, s.pollCount));
@@ -39,9 +34,9 @@ export function maintenanceProcessor(ctx: JobContext) {
         return stale.length;
       }
       case maintenanceJobs.checkpointBalances.name:
-        return (await checkpointBalances(ctx.payments.db)).accounts;
+        return (await checkpointBalances(ctx.domain.db)).accounts;
       case maintenanceJobs.pruneNonces.name:
-        return pruneWebhookNonces(ctx.payments.db);
+        return pruneWebhookNonces(ctx.domain.db);
       default:
         throw new Error(`unknown maintenance job ${job.name}`);
     }

@@ -17,7 +17,7 @@ export function webhookProcessor(ctx: JobContext) {
   const batches = createMicroBatcher<string, InboxOutcome>({
     // Resolves once the batch's transaction is done; a webhook whose intent read hangs is applied
     // when it answers, and holds only its own job, not the batch's slot.
-    run: (webhookIds) => startInboxBatch(ctx.payments, webhookIds),
+    run: (webhookIds) => startInboxBatch(ctx.domain, webhookIds),
     maxBatch: 64,
     // Two batches overlap: one fetching its intents from the API while the other writes.
     maxInFlight: 2,
@@ -42,7 +42,7 @@ export function webhookProcessor(ctx: JobContext) {
       if (err instanceof IntentReadRefusedError) {
         const attempts = Math.min(job.opts.attempts ?? 1, err.attempts);
         if (job.attemptsMade + 1 >= attempts) {
-          return (await failRefusedWebhook(ctx.payments, err, job.attemptsMade + 1)).kind;
+          return (await failRefusedWebhook(ctx.domain, err, job.attemptsMade + 1)).kind;
         }
         throw err;
       }

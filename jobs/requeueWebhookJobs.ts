@@ -1,4 +1,5 @@
 import type { Job, Queue } from 'bullmq';
+import { addWebhookJobs } from './addWebhookJobs.ts';
 import { webhookJob } from './queues.ts';
 
 /**
@@ -34,15 +35,7 @@ export async function requeueWebhookJobs(
     outcomes.set(webhookId, outcome);
     if (outcome === 'added' || outcome === 'replaced') toAdd.push(webhookId);
   }
-  if (toAdd.length > 0) {
-    await queue.addBulk(
-      toAdd.map((webhookId) => ({
-        name: webhookJob.name,
-        data: { webhookId },
-        opts: { ...webhookJob.options, jobId: webhookJob.jobId(webhookId) },
-      })),
-    );
-  }
+  await addWebhookJobs(queue, toAdd);
   return outcomes;
 }
 

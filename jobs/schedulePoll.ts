@@ -15,7 +15,7 @@ export async function schedulePoll(
   delayMs: number,
   n?: number,
 ): Promise<void> {
-  const tracked = await loadTrackedIntent(ctx.payments.db, intentId);
+  const tracked = await loadTrackedIntent(ctx.domain.db, intentId);
   if (!tracked || tracked.settledBy) return;
   const next = n ?? tracked.pollCount;
   const queue = ctx.queues.polls(storeId);

@@ -1,6 +1,7 @@
 import { Queue, Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
+import { addWebhookJobs } from '../../jobs/addWebhookJobs.ts';
 import { alertProcessor } from '../../jobs/alerts.ts';
 import { type ChainJobDeps, chainProcessor } from '../../jobs/chain.ts';
 import { claimLinkProcessor } from '../../jobs/claimLinks.ts';
@@ -9,31 +10,21 @@ import { queueKeyPause } from '../../jobs/keyPause.ts';
 import { maintenanceProcessor } from '../../jobs/maintenance.ts';
 import { pollProcessor } from '../../jobs/pollIntent.ts';
 import { webhookProcessor } from '../../jobs/processWebhook.ts';
-import {
-  alertJobs,
-  chainJobs,
-  claimLinkJobs,
-  maintenanceJobs,
-  QUEUE,
-  reconJobs,
-  webhookJob,
-} from '../../jobs/queues.ts';
+import { alertJobs, chainJobs, claimLinkJobs, maintenanceJobs, QUEUE, reconJobs } from '../../jobs/queues.ts';
 import { reconProcessor } from '../../jobs/recon.ts';
 import type { AlertDeps } from '../alerts/evaluateAlerts.ts';
 import { createNotifiers, DEFAULT_RETRY } from '../alerts/notifiers.ts';
 import { createChainRpcs } from '../chain/rpcClients.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import { type Config, secretValues } from '../config/loadConfig.ts';
+import { createDomainContext } from '../context/domainContext.ts';
 import { createDatabase } from '../db/database.ts';
 import { createFollowedClock } from '../followedClock.ts';
 import { createInboxWriter } from '../intake/inboxWriter.ts';
 import { registerIntakeRoutes } from '../intake/intakeRoutes.ts';
-import { createAccountCache } from '../ledger/ensureAccounts.ts';
 import type { Logger } from '../logging/logger.ts';
 import { attachCollectors } from '../metrics/collectors.ts';
 import { createMetrics, type Metrics } from '../metrics/metrics.ts';
-import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
-import { createSvcClient, type SvcClient } from '../svc/client.ts';
 import { registerAdminQueues } from './adminQueues.ts';
 import { createHttpServer } from './httpServer.ts';
 import type { Role } from './roles.ts';
@@ -137,39 +128,23 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     queues: [webhooks, maintenance, chainQueue, claimLinks, alertsQueue, reconQueue, ...polled],
   });
 
-  const stores = new Map(config.stores.map((s) => [s.storeId, s]));
-  const clients = new Map<string, SvcClient>();
-  const payments: PaymentsDeps = {
+  const domain = createDomainContext(config, {
     db: database.db,
-    chains: config.chains,
-    accounts: createAccountCache(),
     clock,
     logger,
-    client(storeId) {
-      let client = clients.get(storeId);
-      if (!client) {
-        const store = stores.get(storeId);
-        if (!store) throw new Error(`store ${storeId} is not in STORES_FILE`);
-        client = createSvcClient({
-          baseUrl: config.svcBaseUrl,
-          credentials: store,
-          clock,
-          // A 40001 pauses the key for every process (the poll queue's rate limit) and is handed
-          // to the job, which waits out the pause without spending an attempt.
-          retry: { maxAttempts: 3, maxRetryAfterMs: 0 },
-          keyPause: queueKeyPause(pollsQueue(storeId)),
-          onAttempt: (a) => {
-            metrics.apiRequests.inc({ endpoint: a.endpoint, outcome: String(a.outcome) });
-            metrics.apiRequestSeconds.observe({ endpoint: a.endpoint }, a.durationMs / 1000);
-          },
-        });
-        clients.set(storeId, client);
-      }
-      return client;
-    },
-  };
+    clientOptions: (storeId) => ({
+      // A 40001 pauses the key for every process (the poll queue's rate limit) and is handed to
+      // the job, which waits out the pause without spending an attempt.
+      retry: { maxAttempts: 3, maxRetryAfterMs: 0 },
+      keyPause: queueKeyPause(pollsQueue(storeId)),
+      onAttempt: (a) => {
+        metrics.apiRequests.inc({ endpoint: a.endpoint, outcome: String(a.outcome) });
+        metrics.apiRequestSeconds.observe({ endpoint: a.endpoint }, a.durationMs / 1000);
+      },
+    }),
+  });
   const ctx: JobContext = {
-    payments,
+    domain,
     queues: { webhooks, maintenance, polls: pollsQueue },
     pollScale: config.pollIntervalScale,
     metrics,
@@ -186,7 +161,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
       const rpc = rpcs.get(chainId);
       return rpc && { db: database.db, pool: database.pool, config, rpc, metrics, logger, clock };
     },
-    apply: { db: database.db, config, accounts: payments.accounts, clock, unmatchedGraceMs: graceMs },
+    apply: { db: database.db, config, accounts: domain.accounts, clock, unmatchedGraceMs: graceMs },
     verify: { db: database.db, chains: config.chains, rpcs, clock, graceMs },
     prove: { db: database.db, config, rpcs },
     metrics,
@@ -373,15 +348,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
         metrics.inboxBatchSeconds.observe({ step: 'store' }, storeSeconds);
         if (enqueueSeconds !== null) metrics.inboxBatchSeconds.observe({ step: 'enqueue' }, enqueueSeconds);
       },
-      enqueueMany: async (webhookIds) => {
-        await webhooks.addBulk(
-          webhookIds.map((webhookId) => ({
-            name: webhookJob.name,
-            data: { webhookId },
-            opts: { ...webhookJob.options, jobId: webhookJob.jobId(webhookId) },
-          })),
-        );
-      },
+      enqueueMany: (webhookIds) => addWebhookJobs(webhooks, webhookIds),
     });
     // Stopped after the HTTP server (parts stop in reverse order), which waits for in-flight
     // requests and so for their batches; this settles anything still queued before the queues

@@ -3,6 +3,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config/loadConfig.ts';
+import { createDomainContext, type DomainContext } from '../context/domainContext.ts';
 import { ALL_ROLES } from '../daemon/roles.ts';
 import { type RunningDaemon, startDaemon } from '../daemon/startDaemon.ts';
 import { createDatabase, type Database } from '../db/database.ts';
@@ -11,9 +12,7 @@ import { freePort } from '../devservices/freePort.ts';
 import { type EphemeralPostgres, startEphemeralPostgres } from '../devservices/postgres.ts';
 import { type EphemeralPrometheus, startEphemeralPrometheus } from '../devservices/prometheus.ts';
 import { type EphemeralRedis, startEphemeralRedis } from '../devservices/redis.ts';
-import { createAccountCache } from '../ledger/ensureAccounts.ts';
 import { createLogger, type Logger } from '../logging/logger.ts';
-import type { PayoutsDeps } from '../payouts/payoutsDeps.ts';
 import type { SandboxChain } from '../sandbox/chain/types.ts';
 import { type RunningSandbox, runSandbox } from '../sandbox/runSandbox.ts';
 import { sandboxConfigSchema } from '../sandbox/sandboxConfig.ts';
@@ -42,7 +41,7 @@ export interface DemoServices {
   config: Config;
   database: Database;
   /** The library side of stablebooks (createIntent, createPayout) on the demo's database. */
-  deps: PayoutsDeps;
+  deps: DomainContext;
   /** The service's client for the demo store (what another system of the merchant would use). */
   client: SvcClient;
   logger: Logger;
@@ -168,21 +167,12 @@ export async function startDemoServices(options: {
       clock,
     });
     // createPayout retries create with the same reference_id itself: one attempt per call here.
-    const singleAttempt = createSvcClient({
-      baseUrl: sandbox.url,
-      credentials: config.stores[0]!,
-      retry: { maxAttempts: 1 },
-      clock,
-    });
-    const deps: PayoutsDeps = {
+    const deps = createDomainContext(config, {
       db: database.db,
-      chains: config.chains,
-      accounts: createAccountCache(),
-      client: () => singleAttempt,
       clock,
       logger,
-      encryptionKey: config.encryptionKey,
-    };
+      clientOptions: () => ({ retry: { maxAttempts: 1 } }),
+    });
     return {
       postgres,
       redis,

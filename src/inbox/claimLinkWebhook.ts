@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
+import type { DomainContext } from '../context/domainContext.ts';
 import { storableExcerpt } from '../db/storableJson.ts';
-import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
 import { applyClaimLinkWebhook } from '../payouts/applyClaimLinkWebhook.ts';
 import type { InboxOutcome } from './inboxOutcome.ts';
 import { resolveWebhookFailureFindings } from './markWebhooksProcessed.ts';
@@ -23,7 +23,7 @@ export const REFUND_WEBHOOK_WAIT = { ms: 60 * 60_000, attempts: 150 } as const;
  * `received` (REFUND_WEBHOOK_WAIT).
  */
 export async function processClaimLinkWebhook(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   webhook: { webhookId: string; storeId: string; body: unknown },
 ): Promise<InboxOutcome> {
   return deps.db.transaction(async (tx): Promise<InboxOutcome> => {

@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm';
 import type { ItemResult } from '../batching/microBatcher.ts';
+import type { DomainContext } from '../context/domainContext.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { applyIntentSnapshot } from '../payments/applyIntentSnapshot.ts';
-import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { type CheckoutWebhookPayload, checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
 import type { InboxOutcome } from './inboxOutcome.ts';
@@ -63,7 +63,7 @@ interface Fetch {
  * the stragglers' included.
  */
 export async function processInboxBatch(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   webhookIds: string[],
   options: InboxBatchOptions = {},
 ): Promise<Array<ItemResult<InboxOutcome>>> {
@@ -76,7 +76,7 @@ export async function processInboxBatch(
  * webhook's job on its own result (the micro-batcher hands a batch's results over all at once).
  */
 export async function startInboxBatch(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   webhookIds: string[],
   options: InboxBatchOptions = {},
 ): Promise<Array<Promise<ItemResult<InboxOutcome>>>> {
@@ -206,7 +206,7 @@ async function readsByDeadline(
  * processInboxWebhook. Returns each webhook's result; does not reject.
  */
 async function applyReady(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   ready: Ready[],
   alone: (id: string) => Promise<ItemResult<InboxOutcome>>,
 ): Promise<Map<string, Promise<ItemResult<InboxOutcome>>>> {
@@ -254,7 +254,7 @@ function resultOf(
  * that a rollback, of the savepoint or of the whole transaction, undid.
  */
 async function applyBatch(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   ready: Ready[],
   isolated: boolean,
 ): Promise<Array<[string, InboxOutcome]>> {

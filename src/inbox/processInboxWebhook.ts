@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
+import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { applyIntentSnapshot } from '../payments/applyIntentSnapshot.ts';
 import { trackFromWebhook } from '../payments/intentTracking.ts';
-import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
 import { claimLinkEventOf } from '../payouts/applyClaimLinkWebhook.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
@@ -29,7 +29,7 @@ import {
  * payment unknown: its intent is tracked, so the poll sweeper books it (handleIntentReadError,
  * failUnprocessableWebhook).
  */
-export async function processInboxWebhook(deps: PaymentsDeps, webhookId: string): Promise<InboxOutcome> {
+export async function processInboxWebhook(deps: DomainContext, webhookId: string): Promise<InboxOutcome> {
   const { rows } = await executePrepared<{
     store_id: string;
     endpoint: string;

@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
+import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { storableExcerpt } from '../db/storableJson.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { trackFromWebhook } from '../payments/intentTracking.ts';
-import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
 import { isPermanentSvcError, SvcApiError } from '../svc/errors.ts';
 import type { InboxOutcome } from './inboxOutcome.ts';
 
@@ -65,7 +65,7 @@ const REFUSAL_ATTEMPTS: ReadonlyMap<number, number> = new Map([
  * (rethrown: 5xx, the network, a 40001 and the key's pause).
  */
 export async function handleIntentReadError(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   target: WebhookTarget,
   err: unknown,
 ): Promise<InboxOutcome> {
@@ -96,7 +96,7 @@ export async function handleIntentReadError(
  * once the service answers; `webhooks replay` processes the webhook itself.
  */
 export async function failRefusedWebhook(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   refused: IntentReadRefusedError,
   attemptsMade: number,
 ): Promise<InboxOutcome> {

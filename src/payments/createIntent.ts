@@ -1,10 +1,10 @@
 import { DrizzleQueryError, sql } from 'drizzle-orm';
+import type { DomainContext } from '../context/domainContext.ts';
 import { toJsonb } from '../db/storableJson.ts';
 import type { CreateCheckoutIntentInput } from '../svc/client.ts';
 import { UnknownOutcomeError } from '../svc/errors.ts';
 import type { CreateCheckoutIntentResult } from '../svc/models/checkoutIntent.ts';
 import { type ApplyResult, applyIntentSnapshot } from './applyIntentSnapshot.ts';
-import type { PaymentsDeps } from './paymentsDeps.ts';
 
 export interface CreatedIntent {
   created: CreateCheckoutIntentResult;
@@ -19,7 +19,7 @@ export interface CreatedIntent {
  * (UnknownOutcomeError) stays recorded as `unknown` for a person, never retried blindly.
  */
 export async function createIntent(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   storeId: string,
   request: CreateCheckoutIntentInput,
 ): Promise<CreatedIntent> {
@@ -56,7 +56,7 @@ export async function createIntent(
 
 /** Starts tracking an intent created elsewhere (`stablebooks intents track <id>`), or refreshes it. */
 export async function trackIntent(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   storeId: string,
   intentId: string,
   source: 'create' | 'track' = 'track',
@@ -100,7 +100,7 @@ const RECORD_RETRY_DELAYS_MS = [200, 1_000, 3_000];
  * again; then IntentNotRecordedError.
  */
 async function recordCreated(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   ids: { creationId: string | undefined; storeId: string; intentId: string },
 ): Promise<void> {
   for (let attempt = 0; ; attempt++) {

@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm';
+import type { DomainContext } from '../context/domainContext.ts';
 import { storableExcerpt } from '../db/storableJson.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import { isPermanentSvcError } from '../svc/errors.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import { applyIntentSnapshot } from './applyIntentSnapshot.ts';
 import { loadTrackedIntent } from './intentTracking.ts';
-import type { PaymentsDeps } from './paymentsDeps.ts';
 import { nextPollDelayMs } from './pollSchedule.ts';
 
 export interface PollOutcome {
@@ -40,7 +40,7 @@ export interface PollOutcome {
  * poll is taken for the next one, as the count says.
  */
 export async function pollIntent(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   intentId: string,
   options: { n?: number; scale?: number; random?: () => number } = {},
 ): Promise<PollOutcome> {
@@ -100,7 +100,7 @@ const POLL_REFUSED = 'intent_poll_refused';
 
 /** A refusal no retry fixes, as a finding on the intent (see pollIntent). */
 async function recordRefusal(
-  deps: PaymentsDeps,
+  deps: DomainContext,
   storeId: string,
   intentId: string,
   err: unknown,

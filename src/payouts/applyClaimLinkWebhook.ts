@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
+import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
-import type { PaymentsDeps } from '../payments/paymentsDeps.ts';
 import { claimLinkCancelledWebhookPayloadSchema } from '../svc/models/claimLink.ts';
 import { markCancelled } from './closeLink.ts';
 import { findPayout } from './payoutRecord.ts';
@@ -61,7 +61,7 @@ export function claimLinkEventOf(body: unknown): string {
 /** Applies a `cancelled` webhook inside the caller's transaction; findings for what cannot be applied. */
 export async function applyClaimLinkWebhook(
   tx: DbExecutor,
-  deps: Pick<PaymentsDeps, 'chains' | 'accounts' | 'clock' | 'logger'>,
+  deps: Pick<DomainContext, 'chains' | 'accounts' | 'clock' | 'logger'>,
   webhook: ClaimLinkWebhook,
 ): Promise<ClaimLinkWebhookOutcome> {
   const webhookRef = { type: 'webhook', id: webhook.webhookId };
@@ -196,7 +196,7 @@ export async function applyClaimLinkWebhook(
  */
 async function findPayoutByRefund(
   tx: DbExecutor,
-  deps: Pick<PaymentsDeps, 'chains'>,
+  deps: Pick<DomainContext, 'chains'>,
   storeId: string,
   refundTxHash: string,
 ) {

@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
+import type { DomainContext } from '../context/domainContext.ts';
 import { SvcApiError } from '../svc/errors.ts';
 import { notCancellableDetailsSchema } from '../svc/models/errorDetails.ts';
 import { type CloseResult, markCancelled } from './closeLink.ts';
 import { PayoutNotFoundError, PayoutStateError } from './errors.ts';
 import { findPayout } from './payoutRecord.ts';
-import type { PayoutsDeps } from './payoutsDeps.ts';
 
 export interface CancelPayoutResult extends CloseResult {
   /** The service answered 50108 "cancelled": the link had been cancelled before this call. */
@@ -20,7 +20,10 @@ const KEPT_STATUSES = new Set(['claimed', 'expired']);
  * cancelled and posts rule 7 in one transaction, once. Any other 50108 is an error naming the
  * link's status, with nothing posted; claimed or expired is remembered in link_status.
  */
-export async function cancelPayout(deps: PayoutsDeps, idOrClaimLinkId: string): Promise<CancelPayoutResult> {
+export async function cancelPayout(
+  deps: DomainContext,
+  idOrClaimLinkId: string,
+): Promise<CancelPayoutResult> {
   const payout = await findPayout(deps.db, { idOrClaimLinkId });
   if (!payout) throw new PayoutNotFoundError(idOrClaimLinkId);
   if (payout.createOutcome !== 'created' || !payout.claimLinkId) {

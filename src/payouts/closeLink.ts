@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm';
+import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { postEntry } from '../ledger/postEntry.ts';
 import { claimLinkCancelled } from '../ledger/rules/claimLinkRules.ts';
 import { findPayout, linkFactOf, type PayoutView, viewOf } from './payoutRecord.ts';
-import type { PayoutsDeps } from './payoutsDeps.ts';
 
 export interface CloseResult {
   payout: PayoutView;
@@ -24,7 +24,7 @@ export interface CloseResult {
  */
 export async function markCancelled(
   tx: DbExecutor,
-  deps: Pick<PayoutsDeps, 'chains' | 'accounts' | 'clock'>,
+  deps: Pick<DomainContext, 'chains' | 'accounts' | 'clock'>,
   payoutId: string,
   source: 'api' | 'webhook' | 'chain' | 'create',
 ): Promise<CloseResult> {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DrizzleQueryError, sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../chain/registry.ts';
 import { eip155ToServiceChain, UnknownChainError } from '../chain/serviceChain.ts';
+import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import type { Token } from '../ledger/accounts.ts';
@@ -18,7 +19,6 @@ import { markCancelled } from './closeLink.ts';
 import { describeError } from './describeError.ts';
 import { PayoutConflictError, PayoutCreateError, PayoutInputError } from './errors.ts';
 import { findPayout, linkFactOf, type PayoutRecord, type PayoutView, viewOf } from './payoutRecord.ts';
-import type { PayoutsDeps } from './payoutsDeps.ts';
 import { seal } from './secretBox.ts';
 
 /**
@@ -37,6 +37,18 @@ import { seal } from './secretBox.ts';
  * once any attempt may have reached the service, every way this function fails is a
  * PayoutCreateError `unknown` (the CLI's exit 75), never a plain error that reads as "nothing paid".
  */
+
+/**
+ * Attempts and backoff of create with the same reference_id (defaults below), and waits and jitter
+ * injected in tests. createPayout owns the retries of claim-link create (same reference_id,
+ * recorded per attempt): give it clients that do not retry create themselves
+ * (`retry: { maxAttempts: 1 }`), or the two loops multiply (still bounded).
+ */
+export interface CreatePayoutTuning {
+  createRetry?: Partial<RetrySettings>;
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+}
 
 export interface CreatePayoutInput {
   storeId: string;
@@ -74,7 +86,10 @@ export interface ValidPayoutRequest {
   api: CreateClaimLinkInput;
 }
 
-export async function createPayout(deps: PayoutsDeps, input: CreatePayoutInput): Promise<CreatePayoutResult> {
+export async function createPayout(
+  deps: DomainContext & CreatePayoutTuning,
+  input: CreatePayoutInput,
+): Promise<CreatePayoutResult> {
   const request = validatePayoutRequest(deps.chains, input);
   // Throws for a store that is not configured, before anything is recorded.
   const client = deps.client(request.storeId);
@@ -254,7 +269,7 @@ export function resolveChain(chains: ChainRegistry, chain: number | string): num
  * Inserts the payout (pending) or finds the one already recorded under (store, reference_id),
  * which must have the same parameters.
  */
-async function recordPayout(deps: PayoutsDeps, request: ValidPayoutRequest): Promise<PayoutRecord> {
+async function recordPayout(deps: DomainContext, request: ValidPayoutRequest): Promise<PayoutRecord> {
   const id = `po_${randomBytes(12).toString('hex')}`;
   await deps.db.execute(sql`
     insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address,
@@ -286,7 +301,7 @@ async function recordPayout(deps: PayoutsDeps, request: ValidPayoutRequest): Pro
  * the chain side would book its funding as an owner withdrawal and a refusal after a crash would
  * write `failed` over a funded link.
  */
-async function countAttempt(deps: PayoutsDeps, payoutId: string): Promise<number> {
+async function countAttempt(deps: DomainContext, payoutId: string): Promise<number> {
   const { rows } = await deps.db.execute<{ attempts: number }>(sql`
     update payouts set attempts = attempts + 1, updated_at = now(),
       create_outcome = case when create_outcome = 'failed' then 'pending' else create_outcome end
@@ -301,7 +316,7 @@ async function countAttempt(deps: PayoutsDeps, payoutId: string): Promise<number
  * written, the outcome the caller decided stands): returns the row's create_outcome after it.
  */
 async function recordError(
-  deps: PayoutsDeps,
+  deps: DomainContext,
   log: Logger,
   payoutId: string,
   reason: string,
@@ -332,7 +347,7 @@ async function recordError(
  * is not stored: a row without it is not a created link anywhere. Best effort.
  */
 async function recordUnsettled(
-  deps: PayoutsDeps,
+  deps: DomainContext,
   log: Logger,
   payoutId: string,
   reason: string,
@@ -356,7 +371,7 @@ async function recordUnsettled(
 }
 
 function sealResult(
-  deps: PayoutsDeps,
+  deps: DomainContext,
   result: CreateClaimLinkResult,
 ): { urlEnc: string | null; tokenEnc: string | null } {
   return {
@@ -369,7 +384,7 @@ function sealResult(
 const SETTLE_RETRY_DELAYS_MS = [250, 1000, 4000];
 
 async function settleWithRetries(
-  deps: PayoutsDeps,
+  deps: DomainContext,
   log: Logger,
   sleep: (ms: number) => Promise<void>,
   payoutId: string,
@@ -414,7 +429,7 @@ function causeOf(err: unknown): unknown {
  * (rule 7) in the same transaction; one that says it is claimed or expired is a finding.
  */
 async function settleCreated(
-  deps: PayoutsDeps,
+  deps: DomainContext,
   payoutId: string,
   result: CreateClaimLinkResult,
 ): Promise<PayoutView> {
@@ -508,7 +523,7 @@ const CLOSED_ON_REPLAY = new Set(['claiming', 'claimed', 'expired']);
  */
 async function closedOnReplay(
   tx: DbExecutor,
-  deps: PayoutsDeps,
+  deps: DomainContext,
   created: PayoutRecord,
   status: string,
 ): Promise<PayoutView> {

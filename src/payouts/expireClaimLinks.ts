@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm';
+import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { postEntry } from '../ledger/postEntry.ts';
 import { CLAIM_LINK_EXPIRY_MS, claimLinkExpired } from '../ledger/rules/claimLinkRules.ts';
 import { findPayout, linkFactOf } from './payoutRecord.ts';
-import type { ClaimLinkJobDeps } from './payoutsDeps.ts';
 
 /**
  * The 14-day expiry (spec: a funded, unclaimed link expires 14 days after funding; the refund goes
@@ -23,7 +23,7 @@ import type { ClaimLinkJobDeps } from './payoutsDeps.ts';
  * (src/settlement/claimLinkClaim.ts, `claimed_after_expiry`).
  */
 export async function expireClaimLinks(
-  deps: Omit<ClaimLinkJobDeps, 'refundGraceMs'>,
+  deps: Pick<DomainContext, 'db' | 'chains' | 'accounts' | 'logger'>,
   now: Date,
 ): Promise<number> {
   const due = await deps.db.execute<{ id: string }>(sql`
@@ -56,7 +56,7 @@ export async function expireClaimLinks(
  */
 export async function markExpired(
   tx: DbExecutor,
-  deps: Pick<ClaimLinkJobDeps, 'chains' | 'accounts'>,
+  deps: Pick<DomainContext, 'chains' | 'accounts'>,
   id: string,
   now: Date,
 ): Promise<boolean> {

@@ -1,9 +1,9 @@
 import { type SQL, sql } from 'drizzle-orm';
+import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
 import type { Token } from '../ledger/accounts.ts';
 import type { ClaimLinkFactBase } from '../ledger/rules/claimLinkRules.ts';
 import type { StableCoinSymbol } from '../svc/models/stableCoin.ts';
-import type { PayoutsDeps } from './payoutsDeps.ts';
 
 /**
  * One row of `payouts` (src/payouts/schema.ts) as the payouts code reads it. `PayoutRecord` holds
@@ -155,7 +155,7 @@ export async function findPayout(
 }
 
 /** The registry's token of a payout (its chain and coin); the registry is the only source of tokens. */
-export function tokenOf(deps: Pick<PayoutsDeps, 'chains'>, payout: PayoutView): Token {
+export function tokenOf(deps: Pick<DomainContext, 'chains'>, payout: PayoutView): Token {
   const token = deps.chains.tokenBySymbol(payout.chainId, payout.coin);
   if (!token) {
     throw new Error(
@@ -166,7 +166,7 @@ export function tokenOf(deps: Pick<PayoutsDeps, 'chains'>, payout: PayoutView): 
 }
 
 /** What every claim-link rule needs of a created payout. */
-export function linkFactOf(deps: Pick<PayoutsDeps, 'chains'>, payout: PayoutView): ClaimLinkFactBase {
+export function linkFactOf(deps: Pick<DomainContext, 'chains'>, payout: PayoutView): ClaimLinkFactBase {
   if (!payout.claimLinkId) throw new Error(`payout ${payout.id} has no claim link yet`);
   return {
     storeId: payout.storeId,

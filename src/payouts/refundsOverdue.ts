@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { ClaimLinkJobDeps } from './payoutsDeps.ts';
+import type { DomainContext } from '../context/domainContext.ts';
 
 export const REFUND_OVERDUE = 'refund_overdue';
 export const EXPIRY_REFUND_OVERDUE = 'expiry_refund_overdue';
@@ -14,7 +14,10 @@ export const EXPIRY_REFUND_OVERDUE = 'expiry_refund_overdue';
  * link, refreshed while it lasts), so a run costs the same for ten links or ten thousand.
  */
 export async function refundsOverdue(
-  deps: Pick<ClaimLinkJobDeps, 'db' | 'refundGraceMs' | 'logger'>,
+  deps: Pick<DomainContext, 'db' | 'logger'> & {
+    /** REFUND_GRACE_HOURS: how long a cancelled or expired link may wait for its refund. */
+    refundGraceMs: number;
+  },
   now: Date,
   /** Only this store's links (a store-scoped reconciliation run); null or absent: every store. */
   storeId: string | null = null,

@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
+import type { DomainContext } from '../context/domainContext.ts';
 import { listEntries } from '../ledger/listEntries.ts';
 import { claimLinkExpiresAt } from '../ledger/rules/claimLinkRules.ts';
 import { addSecretValue } from '../logging/logger.ts';
 import { PayoutNotFoundError } from './errors.ts';
 import { findPayout } from './payoutRecord.ts';
-import type { PayoutsDeps } from './payoutsDeps.ts';
 import { open } from './secretBox.ts';
 
 /** What a claim URL or token reads as unless it is asked for. */
@@ -61,7 +61,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
  * and token are opened only with `reveal`; otherwise they read HIDDEN.
  */
 export async function showPayout(
-  deps: Pick<PayoutsDeps, 'db' | 'encryptionKey'>,
+  deps: Pick<DomainContext, 'db' | 'encryptionKey'>,
   idOrClaimLinkId: string,
   options: { reveal?: boolean } = {},
 ): Promise<ShownPayout> {

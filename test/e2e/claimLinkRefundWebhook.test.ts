@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createChainRpcs } from '../../src/chain/rpcClients.ts';
+import type { DomainContext } from '../../src/context/domainContext.ts';
 import { rawRpc } from '../../src/devservices/anvil.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { cancelPayout } from '../../src/payouts/cancelPayout.ts';
-import { createPayout } from '../../src/payouts/createPayout.ts';
-import type { PayoutsDeps } from '../../src/payouts/payoutsDeps.ts';
+import { type CreatePayoutTuning, createPayout } from '../../src/payouts/createPayout.ts';
 import { runReconciliation } from '../../src/recon/runReconciliation.ts';
 import { signWebhook } from '../../src/svc/signing/webhookSignature.ts';
 import { startPipeline } from '../helpers/pipelineHarness.ts';
@@ -25,7 +25,7 @@ await pipeline.startDaemon();
 const clock = pipeline.sandbox.world.clock;
 const chain = [...pipeline.sandbox.world.chains.values()][0]!;
 const store = pipeline.config.stores[0]!;
-const deps: PayoutsDeps = {
+const deps: DomainContext & CreatePayoutTuning = {
   ...pipeline.payments,
   client: () => pipeline.sandbox.client('st_a', { retry: { maxAttempts: 1 }, clock }),
   encryptionKey: pipeline.config.encryptionKey,

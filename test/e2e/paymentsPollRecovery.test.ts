@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import type { DomainContext } from '../../src/context/domainContext.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { createIntent } from '../../src/payments/createIntent.ts';
-import type { PaymentsDeps } from '../../src/payments/paymentsDeps.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 
 /**
@@ -67,7 +67,7 @@ describe('payments poll recovery', () => {
 
   it('behavior: an intent whose first read fails after the create is still tracked and polled', async () => {
     // The service created it; the read that follows fails (a network error, a 5xx burst, a crash).
-    const failingRead: PaymentsDeps = {
+    const failingRead: DomainContext = {
       ...pipeline.payments,
       client: (storeId) => {
         const real = pipeline.payments.client(storeId);

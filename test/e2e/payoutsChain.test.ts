@@ -1,12 +1,12 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createChainRpcs } from '../../src/chain/rpcClients.ts';
+import type { DomainContext } from '../../src/context/domainContext.ts';
 import { rawRpc } from '../../src/devservices/anvil.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { cancelPayout } from '../../src/payouts/cancelPayout.ts';
-import { createPayout } from '../../src/payouts/createPayout.ts';
-import type { PayoutsDeps } from '../../src/payouts/payoutsDeps.ts';
+import { type CreatePayoutTuning, createPayout } from '../../src/payouts/createPayout.ts';
 import { proveBalances } from '../../src/recon/balanceProofs.ts';
 import type { SvcClient } from '../../src/svc/client.ts';
 import { startPipeline } from '../helpers/pipelineHarness.ts';
@@ -29,7 +29,7 @@ const singleAttempt = pipeline.sandbox.client('st_a', {
   retry: { maxAttempts: 1 },
   clock: pipeline.sandbox.world.clock,
 });
-const deps: PayoutsDeps = {
+const deps: DomainContext & CreatePayoutTuning = {
   ...pipeline.payments,
   client: () => clientOverride ?? singleAttempt,
   encryptionKey: pipeline.config.encryptionKey,

@@ -1,12 +1,12 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import type { DomainContext } from '../../src/context/domainContext.ts';
 import { processInboxBatch } from '../../src/inbox/processInboxBatch.ts';
 import { failRefusedWebhook, IntentReadRefusedError } from '../../src/inbox/webhookFailures.ts';
 import { trialBalance } from '../../src/ledger/balances.ts';
 import { applyIntentSnapshot } from '../../src/payments/applyIntentSnapshot.ts';
 import { trackIntent } from '../../src/payments/createIntent.ts';
 import { staleTrackedIntents } from '../../src/payments/intentTracking.ts';
-import type { PaymentsDeps } from '../../src/payments/paymentsDeps.ts';
 import { SvcProtocolError, SvcTransportError } from '../../src/svc/errors.ts';
 import type { CheckoutIntent } from '../../src/svc/models/checkoutIntent.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
@@ -74,7 +74,7 @@ function countingReads(
 ) {
   const counts = new Map<string, number>();
   const sandboxClient = pipeline.payments.client('st_a');
-  const deps: PaymentsDeps = {
+  const deps: DomainContext = {
     ...pipeline.payments,
     client: () => ({
       ...sandboxClient,
@@ -364,7 +364,7 @@ describe('processInboxBatch', () => {
           return read;
         },
       }),
-    } as PaymentsDeps;
+    } as DomainContext;
 
     const results = await processInboxBatch(deps, [viaBatch!.webhookId, other!.webhookId]);
     expect(results.map((r) => (r.ok ? r.value.kind : r.error.message))).toEqual(['applied', 'applied']);

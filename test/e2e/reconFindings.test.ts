@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createChainRpcs } from '../../src/chain/rpcClients.ts';
+import type { DomainContext } from '../../src/context/domainContext.ts';
 import { rawRpc } from '../../src/devservices/anvil.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createIntent } from '../../src/payments/createIntent.ts';
 import { cancelPayout } from '../../src/payouts/cancelPayout.ts';
-import { createPayout } from '../../src/payouts/createPayout.ts';
-import type { PayoutsDeps } from '../../src/payouts/payoutsDeps.ts';
+import { type CreatePayoutTuning, createPayout } from '../../src/payouts/createPayout.ts';
 import { type ReconDeps, type ReconResult, runReconciliation } from '../../src/recon/runReconciliation.ts';
 import { CheckoutStatus } from '../../src/svc/models/checkoutStatus.ts';
 import { signWebhook } from '../../src/svc/signing/webhookSignature.ts';
@@ -32,7 +32,7 @@ const deps: ReconDeps = {
   logger: pipeline.payments.logger,
   clock,
 };
-const payoutDeps: PayoutsDeps = {
+const payoutDeps: DomainContext & CreatePayoutTuning = {
   ...pipeline.payments,
   client: () => pipeline.sandbox.client('st_a', { retry: { maxAttempts: 1 }, clock }),
   encryptionKey: pipeline.config.encryptionKey,

@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, inject } from 'vitest';
 import type { Config } from '../../src/config/loadConfig.ts';
+import type { DomainContext } from '../../src/context/domainContext.ts';
 import { ALL_ROLES, type Role } from '../../src/daemon/roles.ts';
 import { type RunningDaemon, startDaemon } from '../../src/daemon/startDaemon.ts';
 import { createDatabase, type Db } from '../../src/db/database.ts';
 import { sandboxDaemonConfig } from '../../src/demo/sandboxDaemonConfig.ts';
 import { freePort } from '../../src/devservices/freePort.ts';
 import { createAccountCache } from '../../src/ledger/ensureAccounts.ts';
-import type { PaymentsDeps } from '../../src/payments/paymentsDeps.ts';
 import { createSvcClient } from '../../src/svc/client.ts';
 import { captureLogger } from './captureLogger.ts';
 import { startTestSandbox, type TestSandbox, testStore } from './sandboxHarness.ts';
@@ -24,8 +24,8 @@ export interface Pipeline {
   daemonUrl: string;
   /** The daemon's log lines, for secret checks. */
   logs: string[];
-  /** PaymentsDeps on the same database, for library calls (createIntent, trackIntent). */
-  payments: PaymentsDeps;
+  /** DomainContext on the same database, for library calls (createIntent, trackIntent). */
+  payments: DomainContext;
   startDaemon(roles?: Role[], options?: { port?: number }): Promise<RunningDaemon>;
   /** Waits until `check` returns a value (polling), or fails after `ms`. */
   waitFor<T>(check: () => Promise<T | undefined | null | false>, ms?: number): Promise<T>;
@@ -109,6 +109,7 @@ export async function startPipeline(
       client: () => client,
       clock: sandbox.world.clock,
       logger,
+      encryptionKey: config.encryptionKey,
     },
     async startDaemon(roles = ALL_ROLES, opts = {}) {
       const daemon = await startDaemon({

@@ -1,14 +1,13 @@
 import type { Command } from 'commander';
 import { sql } from 'drizzle-orm';
+import { systemClock } from '../../clock.ts';
 import { type Config, loadConfig, secretValues } from '../../config/loadConfig.ts';
+import { createDomainContext, type DomainContext } from '../../context/domainContext.ts';
 import { createDatabase, type Db } from '../../db/database.ts';
-import { createAccountCache } from '../../ledger/ensureAccounts.ts';
 import { listEntries } from '../../ledger/listEntries.ts';
 import { createLogger } from '../../logging/logger.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import { createIntent, IntentNotRecordedError, trackIntent } from '../../payments/createIntent.ts';
-import type { PaymentsDeps } from '../../payments/paymentsDeps.ts';
-import { createSvcClient } from '../../svc/client.ts';
 import { checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
 import { type Currency, currencyFromCode } from '../../svc/models/currency.ts';
 import { stableCoinFromSymbol } from '../../svc/models/stableCoin.ts';
@@ -208,24 +207,12 @@ async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
   }
 }
 
-async function withPayments<T>(fn: (deps: PaymentsDeps) => Promise<T>): Promise<T> {
+async function withPayments<T>(fn: (deps: DomainContext) => Promise<T>): Promise<T> {
   const config: Config = loadConfig(process.env);
   const logger = createLogger({ level: 'warn', secrets: secretValues(config) });
   const database = createDatabase(config.databaseUrl, { max: 2 });
-  const stores = new Map(config.stores.map((s) => [s.storeId, s]));
   try {
-    return await fn({
-      db: database.db,
-      chains: config.chains,
-      accounts: createAccountCache(),
-      clock: { now: () => new Date() },
-      logger,
-      client: (storeId) => {
-        const store = stores.get(storeId);
-        if (!store) throw new CliError(`--store: ${storeId} is not in STORES_FILE`);
-        return createSvcClient({ baseUrl: config.svcBaseUrl, credentials: store });
-      },
-    });
+    return await fn(createDomainContext(config, { db: database.db, clock: systemClock, logger }));
   } finally {
     await database.close();
   }

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import type { Clock } from '../../clock.ts';
 import { loadConfig, secretValues } from '../../config/loadConfig.ts';
+import { createDomainContext, type DomainContext } from '../../context/domainContext.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
-import type { PayoutsDeps } from '../../payouts/payoutsDeps.ts';
 import type { ShownPayout } from '../../payouts/showPayout.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
@@ -165,21 +165,12 @@ function showText(shown: ShownPayout): string {
  */
 async function withPayouts<T>(
   options: { createClient: boolean },
-  fn: (deps: PayoutsDeps) => Promise<T>,
+  fn: (deps: DomainContext) => Promise<T>,
 ): Promise<T> {
   const config = loadConfig(process.env);
-  const [
-    { createDatabase },
-    { createAccountCache },
-    { createLogger },
-    { createSvcClient },
-    { createFollowedClock },
-    { systemClock },
-  ] = await Promise.all([
+  const [{ createDatabase }, { createLogger }, { createFollowedClock }, { systemClock }] = await Promise.all([
     import('../../db/database.ts'),
-    import('../../ledger/ensureAccounts.ts'),
     import('../../logging/logger.ts'),
-    import('../../svc/client.ts'),
     import('../../followedClock.ts'),
     import('../../clock.ts'),
   ]);
@@ -196,26 +187,15 @@ async function withPayouts<T>(
   // Errors only, and on stderr: stdout is the command's result (--json), and a failure is one line.
   const logger = createLogger({ level: 'error', secrets: secretValues(config), destination: process.stderr });
   const database = createDatabase(config.databaseUrl, { max: 2 });
-  const stores = new Map(config.stores.map((s) => [s.storeId, s]));
   try {
-    return await fn({
-      db: database.db,
-      chains: config.chains,
-      accounts: createAccountCache(),
-      clock,
-      logger,
-      encryptionKey: config.encryptionKey,
-      client: (storeId) => {
-        const store = stores.get(storeId);
-        if (!store) throw new CliError(`--store: ${storeId} is not in STORES_FILE`);
-        return createSvcClient({
-          baseUrl: config.svcBaseUrl,
-          credentials: store,
-          clock,
-          ...(options.createClient ? { retry: { maxAttempts: 1 } } : {}),
-        });
-      },
-    });
+    return await fn(
+      createDomainContext(config, {
+        db: database.db,
+        clock,
+        logger,
+        clientOptions: () => (options.createClient ? { retry: { maxAttempts: 1 } } : {}),
+      }),
+    );
   } finally {
     await database.close();
   }

@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createChainRegistry } from '../../../src/chain/registry.ts';
+import type { DomainContext } from '../../../src/context/domainContext.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { createLogger } from '../../../src/logging/logger.ts';
 import { createIntent, IntentNotRecordedError, trackIntent } from '../../../src/payments/createIntent.ts';
-import type { PaymentsDeps } from '../../../src/payments/paymentsDeps.ts';
 import type { SvcClient } from '../../../src/svc/client.ts';
 import { CheckoutStatus } from '../../../src/svc/models/checkoutStatus.ts';
 import { startTestSandbox } from '../../helpers/sandboxHarness.ts';
@@ -27,10 +27,11 @@ const client: SvcClient = {
     return real.createCheckoutIntent(request);
   },
 };
-const deps: PaymentsDeps = {
+const deps: DomainContext = {
   db,
   chains: createChainRegistry(),
   accounts: createAccountCache(),
+  encryptionKey: Buffer.alloc(32),
   client: () => client,
   clock: { now: () => new Date() },
   logger: createLogger({ level: 'silent' }),

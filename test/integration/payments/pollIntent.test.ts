@@ -6,11 +6,11 @@ import { pollNumberOf, pollProcessor } from '../../../jobs/pollIntent.ts';
 import { pollJob, QUEUE } from '../../../jobs/queues.ts';
 import { schedulePoll } from '../../../jobs/schedulePoll.ts';
 import { createChainRegistry } from '../../../src/chain/registry.ts';
+import type { DomainContext } from '../../../src/context/domainContext.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { createLogger } from '../../../src/logging/logger.ts';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
-import type { PaymentsDeps } from '../../../src/payments/paymentsDeps.ts';
 import type { SvcClient } from '../../../src/svc/client.ts';
 import { CheckoutStatus } from '../../../src/svc/models/checkoutStatus.ts';
 import { startTestSandbox } from '../../helpers/sandboxHarness.ts';
@@ -44,16 +44,17 @@ const client: SvcClient = {
     return read;
   },
 };
-const payments: PaymentsDeps = {
+const payments: DomainContext = {
   db,
   chains: createChainRegistry(),
   accounts: createAccountCache(),
+  encryptionKey: Buffer.alloc(32),
   client: () => client,
   clock: { now: () => new Date() },
   logger: createLogger({ level: 'silent' }),
 };
 const ctx = {
-  payments,
+  domain: payments,
   queues: { polls: () => queue },
   pollScale: 1,
   metrics: createMetrics(),

@@ -2,13 +2,13 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
+import type { DomainContext } from '../../../src/context/domainContext.ts';
 import { REFUND_WEBHOOK_WAIT } from '../../../src/inbox/claimLinkWebhook.ts';
 import { processInboxWebhook } from '../../../src/inbox/processInboxWebhook.ts';
 import { trialBalance } from '../../../src/ledger/balances.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
 import { claimLinkFunded } from '../../../src/ledger/rules/claimLinkRules.ts';
 import { formatDecimalAmount } from '../../../src/money/decimalAmount.ts';
-import type { PaymentsDeps } from '../../../src/payments/paymentsDeps.ts';
 import { markCancelled } from '../../../src/payouts/closeLink.ts';
 import { matchClaimLinks } from '../../../src/recon/checks/matching.ts';
 import { createFoundTable } from '../../../src/recon/foundFindings.ts';
@@ -33,7 +33,7 @@ const USDT = kit.registry.token(CHAIN_ID, kit.chain.tokens.USDT.address)!;
 const FEE = 500_000n;
 const HOUR_MS = 3_600_000;
 const feeWallet = await kit.chain.wallet('fees:31337');
-const payments: PaymentsDeps = {
+const payments: DomainContext = {
   db,
   chains: kit.registry,
   accounts: kit.accounts,
@@ -42,6 +42,7 @@ const payments: PaymentsDeps = {
   },
   clock,
   logger: captureLogger().logger,
+  encryptionKey: Buffer.alloc(32),
 };
 
 await kit.chain.mint('USDT', kit.custody, 1_000_000_000n);

@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll } from 'vitest';
 import { createChainRegistry } from '../../../src/chain/registry.ts';
+import type { DomainContext } from '../../../src/context/domainContext.ts';
 import type { Db } from '../../../src/db/database.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
-import type { PayoutsDeps } from '../../../src/payouts/payoutsDeps.ts';
+import type { CreatePayoutTuning } from '../../../src/payouts/createPayout.ts';
 import type { SvcClient } from '../../../src/svc/client.ts';
 import { captureLogger } from '../../helpers/captureLogger.ts';
 import { startTestSandbox, type TestSandbox, testStore } from '../../helpers/sandboxHarness.ts';
@@ -18,7 +19,7 @@ export const FEE = 500_000n;
 export interface PayoutsWorld {
   sb: TestSandbox;
   db: Db;
-  deps: PayoutsDeps;
+  deps: DomainContext & CreatePayoutTuning;
   /** Every line the deps' logger wrote (level trace). */
   logs: string[];
   /** Replace the client of the next calls (restore with `null`). */
@@ -42,7 +43,7 @@ export const ref = (prefix = 'po') => `${prefix}-${Date.now().toString(36)}-${se
 
 /**
  * A sandbox (its own anvil, Sepolia) with store st_a of business biz_1, whose claim-link webhooks go
- * to a local receiver, a migrated database of the file's own, and PayoutsDeps on both with the
+ * to a local receiver, a migrated database of the file's own, and DomainContext on both with the
  * sandbox clock, no waits between attempts and a logger whose lines are kept.
  */
 export async function startPayoutsWorld(label: string): Promise<PayoutsWorld> {
@@ -71,7 +72,7 @@ export async function startPayoutsWorld(label: string): Promise<PayoutsWorld> {
     });
   const defaultClient = plainClient();
   let override: SvcClient | null = null;
-  const deps: PayoutsDeps = {
+  const deps: DomainContext & CreatePayoutTuning = {
     db: database.db,
     chains: createChainRegistry([
       {
