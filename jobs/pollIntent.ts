@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
-import { UnrecoverableError, Worker } from 'bullmq';
+import { Worker } from 'bullmq';
 import { pollIntent } from '../src/payments/pollIntent.ts';
-import { rateLimitWaitMs, SvcApiError } from '../src/svc/errors.ts';
+import { rateLimitWaitMs } from '../src/svc/errors.ts';
 import type { JobContext } from './jobContext.ts';
 import { pollJob } from './queues.ts';
 import { schedulePoll } from './schedulePoll.ts';
@@ -28,7 +28,7 @@ export function pollProcessor(ctx: JobContext) {
         throw Worker.RateLimitError();
       }
       ctx.metrics.polls.inc({ outcome: 'error' });
-      if (err instanceof SvcApiError && !err.retryable) throw new UnrecoverableError(err.message);
+      // One no retry can fix fails the job at once (withRetryability).
       throw err;
     }
     ctx.metrics.polls.inc({ outcome: outcome.changed ? 'changed' : 'unchanged' });

@@ -1,9 +1,9 @@
-import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import { createMicroBatcher } from '../src/batching/microBatcher.ts';
 import type { InboxOutcome } from '../src/inbox/inboxOutcome.ts';
 import { startInboxBatch } from '../src/inbox/processInboxBatch.ts';
 import { failRefusedWebhook, IntentReadRefusedError } from '../src/inbox/webhookFailures.ts';
-import { rateLimitWaitMs, SvcError } from '../src/svc/errors.ts';
+import { rateLimitWaitMs } from '../src/svc/errors.ts';
 import type { JobContext } from './jobContext.ts';
 import { webhookJob } from './queues.ts';
 import { schedulePoll } from './schedulePoll.ts';
@@ -46,10 +46,9 @@ export function webhookProcessor(ctx: JobContext) {
         }
         throw err;
       }
-      // No retry fixes a refused request (a checkout webhook's is failed with a finding before it
-      // gets here); the inbox row stays `received` for a person (and the sweeper tries again
-      // later, in case the cause was fixed).
-      if (err instanceof SvcError && !err.retryable) throw new UnrecoverableError(err.message);
+      // An error no retry fixes (a refused request: a checkout webhook's is failed with a finding
+      // before it gets here) fails the job at once (withRetryability); the inbox row stays
+      // `received` for a person, and the sweeper tries again later in case the cause was fixed.
       throw err;
     }
     if (outcome.kind === 'applied' && !outcome.settled) {

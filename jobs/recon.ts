@@ -1,7 +1,7 @@
 import { type Job, UnrecoverableError } from 'bullmq';
 import { systemClock } from '../src/clock.ts';
 import { previousUtcDay } from '../src/recon/period.ts';
-import { type ReconDeps, ReconInputError, runReconciliation } from '../src/recon/runReconciliation.ts';
+import { type ReconDeps, runReconciliation } from '../src/recon/runReconciliation.ts';
 import { reconJobs } from './queues.ts';
 
 /**
@@ -17,16 +17,12 @@ export function reconProcessor(deps: ReconDeps) {
       data.from && data.to
         ? { from: new Date(data.from), to: new Date(data.to) }
         : previousUtcDay((deps.clock ?? systemClock).now());
-    try {
-      const result = await runReconciliation(deps, {
-        period,
-        storeId: data.storeId ?? null,
-        trigger: 'schedule',
-      });
-      return { runId: result.runId, passed: result.passed, dir: result.dir };
-    } catch (err) {
-      if (err instanceof ReconInputError) throw new UnrecoverableError(err.message);
-      throw err;
-    }
+    // A run asked for an unknown store (ReconInputError) is not retried (withRetryability).
+    const result = await runReconciliation(deps, {
+      period,
+      storeId: data.storeId ?? null,
+      trigger: 'schedule',
+    });
+    return { runId: result.runId, passed: result.passed, dir: result.dir };
   };
 }

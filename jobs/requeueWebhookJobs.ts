@@ -1,4 +1,5 @@
 import type { Job, Queue } from 'bullmq';
+import { StablebooksError } from '../src/errors/stablebooksError.ts';
 import { addWebhookJobs } from './addWebhookJobs.ts';
 import { webhookJob } from './queues.ts';
 
@@ -40,8 +41,9 @@ export async function requeueWebhookJobs(
 }
 
 /** Thrown when a webhook's job kept running: the replay should be run again later. */
-export class WebhookJobBusyError extends Error {
+export class WebhookJobBusyError extends StablebooksError {
   override name = 'WebhookJobBusyError';
+  readonly retryable = true;
   constructor(readonly webhookId: string) {
     super(`webhook ${webhookId}: its job is still running; run the same replay again in a minute`);
   }

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { Clock } from '../clock.ts';
+import { coerceError } from '../errors/coerceError.ts';
 import type { AlertSeverity } from './conditions.ts';
 import type { NotifierName } from './routes.ts';
 
@@ -135,7 +136,7 @@ export async function sendWithRetry(
       await notifier.send(message);
       return undefined;
     } catch (err) {
-      last = err instanceof Error ? err : new Error(String(err));
+      last = coerceError(err);
       if (attempt < retry.attempts) {
         onRetry(last, attempt);
         await new Promise((r) => setTimeout(r, retry.baseDelayMs * 2 ** (attempt - 1)));

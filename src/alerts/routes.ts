@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { coerceError } from '../errors/coerceError.ts';
 
 /** The notifiers an alert can go to. */
 export const NOTIFIER_NAMES = ['webhook', 'slack'] as const;
@@ -24,7 +25,7 @@ export function loadAlertRoutes(file: string): { routes: AlertRoutes | undefined
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
+    const reason = coerceError(err).message;
     return { routes: undefined, problems: [`ALERT_ROUTES_FILE: cannot read ${file} as JSON: ${reason}`] };
   }
   const parsed = routesSchema.safeParse(raw);

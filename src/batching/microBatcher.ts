@@ -1,3 +1,4 @@
+import { coerceError } from '../errors/coerceError.ts';
 /**
  * Group commit for concurrent callers: the items added within one event-loop turn are handed to
  * `run` together, and each caller gets its own item's result once the batch is done. At most
@@ -76,7 +77,7 @@ export function createMicroBatcher<I, O>(options: MicroBatcherOptions<I, O>): Mi
     try {
       results = await options.run(batch.map((w) => w.item));
     } catch (err) {
-      const error = err instanceof Error ? err : new Error(String(err));
+      const error = coerceError(err);
       results = batch.map(() => ({ ok: false, error }));
     }
     const hand = (w: Waiting<I, O>, result: ItemResult<O>): void => {
@@ -93,8 +94,7 @@ export function createMicroBatcher<I, O>(options: MicroBatcherOptions<I, O>): Mi
       result
         .then(
           (r) => hand(w, r),
-          (err: unknown) =>
-            hand(w, { ok: false, error: err instanceof Error ? err : new Error(String(err)) }),
+          (err: unknown) => hand(w, { ok: false, error: coerceError(err) }),
         )
         .finally(() => {
           outstanding -= 1;

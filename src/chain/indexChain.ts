@@ -4,6 +4,7 @@ import { BaseError } from 'viem';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/database.ts';
+import { coerceError } from '../errors/coerceError.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { type BlockHeader, getBlockHeader } from './blockHeaders.ts';
@@ -497,7 +498,7 @@ function isChainReadError(err: unknown): boolean {
 
 function errorMessage(err: unknown): string {
   if (err instanceof BaseError) return err.shortMessage + (err.details ? `: ${err.details}` : '');
-  return err instanceof Error ? err.message : String(err);
+  return coerceError(err).message;
 }
 
 function nothingDone(lag: number | null): IndexOutcome {

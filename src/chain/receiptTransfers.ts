@@ -1,5 +1,6 @@
 import type { Hex, RpcLog } from 'viem';
 import type { DbExecutor } from '../db/database.ts';
+import { StablebooksError } from '../errors/stablebooksError.ts';
 import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import { getBlockHeader } from './blockHeaders.ts';
 import type { ChainRegistry } from './registry.ts';
@@ -24,7 +25,8 @@ export type ReceiptTransfers =
     };
 
 /** The receipt's block the node could not give us: it is behind, or the block was just replaced. */
-export class ReceiptBlockUnavailableError extends Error {
+export class ReceiptBlockUnavailableError extends StablebooksError {
+  readonly retryable = true;
   constructor(
     readonly chainId: number,
     readonly txHash: string,

@@ -4,6 +4,7 @@
  * two numberings meet (DESIGN.md section 5); nothing else may hard-code the pairs.
  */
 import { z } from 'zod';
+import { StablebooksError } from '../errors/stablebooksError.ts';
 
 export const SERVICE_CHAINS = [
   { serviceChain: 1, chainId: 1, name: 'Ethereum', testOnly: false },
@@ -22,8 +23,9 @@ export type ServiceChainEip155Id = ServiceChainInfo['chainId'];
 
 const SERVICE_CHAIN_VALUES = SERVICE_CHAINS.map((c) => c.serviceChain);
 
-export class UnknownChainError extends Error {
+export class UnknownChainError extends StablebooksError {
   override readonly name = 'UnknownChainError';
+  readonly retryable = false;
 }
 
 function describe(value: number): string {

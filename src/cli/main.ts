@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/errors.ts';
+import { coerceError } from '../errors/coerceError.ts';
 import { CliError } from './CliError.ts';
 import { registerDemo } from './commands/demo.ts';
 import { registerDoctor } from './commands/doctor.ts';
@@ -51,7 +52,7 @@ function reportError(err: unknown): number {
     process.stderr.write(`stablebooks: ${err.message}\n`);
     return 2;
   }
-  const message = err instanceof Error ? err.message : String(err);
+  const message = coerceError(err).message;
   process.stderr.write(`stablebooks: ${message.split('\n')[0]}\n`);
   return err instanceof CliError ? err.exitCode : 1;
 }

@@ -2,6 +2,7 @@ import type { ChainRegistry } from '../chain/registry.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/database.ts';
+import { StablebooksError } from '../errors/stablebooksError.ts';
 import { type AccountCache, createAccountCache } from '../ledger/ensureAccounts.ts';
 import type { Logger } from '../logging/logger.ts';
 import { createSvcClient, type SvcClient, type SvcClientOptions } from '../svc/client.ts';
@@ -26,7 +27,7 @@ export interface DomainContext {
 }
 
 /** A store id that STORES_FILE does not name: a mistake in the command or the data, not retryable. */
-export class UnknownStoreError extends Error {
+export class UnknownStoreError extends StablebooksError {
   override readonly name = 'UnknownStoreError';
   readonly retryable = false;
   constructor(readonly storeId: string) {

@@ -1,3 +1,4 @@
+import { coerceError } from '../errors/coerceError.ts';
 /**
  * One shutdown registry per process: parts register their stop in start order and stop in the
  * reverse order (HTTP first, so no new work arrives; then workers drain; then queues, Redis and
@@ -27,7 +28,7 @@ export function createShutdown(): Shutdown {
             ]);
             results.push({ name: part.name });
           } catch (err) {
-            results.push({ name: part.name, error: err instanceof Error ? err.message : String(err) });
+            results.push({ name: part.name, error: coerceError(err).message });
           } finally {
             clearTimeout(timer);
           }

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { ItemResult } from '../batching/microBatcher.ts';
 import type { DomainContext } from '../context/domainContext.ts';
 import { executePrepared } from '../db/executePrepared.ts';
+import { coerceError } from '../errors/coerceError.ts';
 import { applyIntentSnapshot } from '../payments/applyIntentSnapshot.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { type CheckoutWebhookPayload, checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
@@ -311,7 +312,7 @@ function settle(work: Promise<InboxOutcome>): Promise<ItemResult<InboxOutcome>> 
 }
 
 function failure(err: unknown): ItemResult<InboxOutcome> {
-  return { ok: false, error: err instanceof Error ? err : new Error(String(err)) };
+  return { ok: false, error: coerceError(err) };
 }
 
 function parseCheckout(body: Buffer): CheckoutWebhookPayload | undefined {

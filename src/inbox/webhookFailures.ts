@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { storableExcerpt } from '../db/storableJson.ts';
+import { StablebooksError } from '../errors/stablebooksError.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { trackFromWebhook } from '../payments/intentTracking.ts';
 import { isPermanentSvcError, SvcApiError } from '../svc/errors.ts';
@@ -26,7 +27,7 @@ export interface WebhookTarget {
  * intent is tracked already; the job retries with BullMQ's backoff, up to `attempts` (or its own,
  * when fewer), and its last attempt fails the webhook with a finding (failRefusedWebhook).
  */
-export class IntentReadRefusedError extends Error {
+export class IntentReadRefusedError extends StablebooksError {
   override readonly name = 'IntentReadRefusedError';
   readonly retryable = true;
   constructor(

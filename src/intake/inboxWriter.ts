@@ -3,6 +3,7 @@ import pg from 'pg';
 import { createMicroBatcher, type ItemResult } from '../batching/microBatcher.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
+import { coerceError } from '../errors/coerceError.ts';
 import type { Logger } from '../logging/logger.ts';
 
 /**
@@ -238,5 +239,5 @@ function storeError(err: unknown): Error {
   const dbErr = databaseError(err);
   if (dbErr) return new Error(`could not store webhook: ${dbErr.message} (${dbErr.code})`);
   const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
-  return new Error(`could not store webhook: ${cause instanceof Error ? cause.message : String(cause)}`);
+  return new Error(`could not store webhook: ${coerceError(cause).message}`);
 }

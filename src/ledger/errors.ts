@@ -1,5 +1,6 @@
+import { StablebooksError } from '../errors/stablebooksError.ts';
 /** Posting the same idempotency key with different content: a bug or a changed fact, never retried. */
-export class IdempotencyConflictError extends Error {
+export class IdempotencyConflictError extends StablebooksError {
   override name = 'IdempotencyConflictError';
   readonly retryable = false;
   constructor(
@@ -14,13 +15,13 @@ export class IdempotencyConflictError extends Error {
 }
 
 /** An entry draft that can never be posted (unbalanced, a zero line, fewer than two lines). */
-export class InvalidEntryError extends Error {
+export class InvalidEntryError extends StablebooksError {
   override name = 'InvalidEntryError';
   readonly retryable = false;
 }
 
 /** reverseEntry was asked to reverse an entry that does not exist. */
-export class EntryNotFoundError extends Error {
+export class EntryNotFoundError extends StablebooksError {
   override name = 'EntryNotFoundError';
   readonly retryable = false;
 }

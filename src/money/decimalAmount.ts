@@ -1,3 +1,4 @@
+import { StablebooksError } from '../errors/stablebooksError.ts';
 /**
  * Decimal amount: a stable-coin amount as the service writes it ("12.5"), converted to and from
  * the token's base units (bigint). This is the only place a decimal string becomes money, so the
@@ -16,8 +17,9 @@ export const DECIMAL_STRING_RE = /^\d+(?:\.\d+)?$/;
 /** ERC-20 `decimals()` is a uint8. */
 const MAX_DECIMALS = 255;
 
-export class AmountFormatError extends Error {
+export class AmountFormatError extends StablebooksError {
   override readonly name = 'AmountFormatError';
+  readonly retryable = false;
   constructor(
     message: string,
     readonly text: string,

@@ -1,6 +1,7 @@
 import { DrizzleQueryError, sql } from 'drizzle-orm';
 import type { DomainContext } from '../context/domainContext.ts';
 import { toJsonb } from '../db/storableJson.ts';
+import { coerceError } from '../errors/coerceError.ts';
 import type { CreateCheckoutIntentInput } from '../svc/client.ts';
 import { UnknownOutcomeError } from '../svc/errors.ts';
 import type { CreateCheckoutIntentResult } from '../svc/models/checkoutIntent.ts';
@@ -50,7 +51,7 @@ export async function createIntent(
     return { created, applied, firstReadError: null };
   } catch (err) {
     deps.logger.warn({ intentId, err }, 'intent created; its first read failed, polling will catch up');
-    return { created, applied: null, firstReadError: err instanceof Error ? err.message : String(err) };
+    return { created, applied: null, firstReadError: coerceError(err).message };
   }
 }
 
@@ -137,5 +138,5 @@ function databaseCause(err: unknown): unknown {
 }
 
 function oneLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ').trim();
+  return coerceError(err).message.replace(/\s+/g, ' ').trim();
 }

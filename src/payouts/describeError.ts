@@ -1,3 +1,4 @@
+import { coerceError } from '../errors/coerceError.ts';
 import { redactClaimLinks } from '../logging/logger.ts';
 import { SvcApiError } from '../svc/errors.ts';
 
@@ -6,7 +7,7 @@ import { SvcApiError } from '../svc/errors.ts';
  * (which says, for example, how short the custody balance is), never a claim URL or token.
  */
 export function describeError(err: unknown): string {
-  let text = err instanceof Error ? err.message : String(err);
+  let text = coerceError(err).message;
   if (err instanceof SvcApiError && typeof err.details.reason === 'string') {
     text += ` (reason: ${err.details.reason})`;
   }

@@ -1,3 +1,4 @@
+import { StablebooksError } from '../errors/stablebooksError.ts';
 /**
  * Errors of the payouts domain. Each message is one line that tells the reader what to do, and
  * none carries a claim URL or token (they never leave payouts/secretBox.ts in clear, except to
@@ -5,13 +6,13 @@
  */
 
 /** The request breaks a rule we can check before anything is recorded or sent. */
-export class PayoutInputError extends Error {
+export class PayoutInputError extends StablebooksError {
   override name = 'PayoutInputError';
   readonly retryable = false;
 }
 
 /** A reference_id already recorded for this store with other parameters; nothing was sent. */
-export class PayoutConflictError extends Error {
+export class PayoutConflictError extends StablebooksError {
   override name = 'PayoutConflictError';
   readonly retryable = false;
   constructor(
@@ -29,7 +30,7 @@ export class PayoutConflictError extends Error {
   }
 }
 
-export class PayoutNotFoundError extends Error {
+export class PayoutNotFoundError extends StablebooksError {
   override name = 'PayoutNotFoundError';
   readonly retryable = false;
   constructor(readonly idOrClaimLinkId: string) {
@@ -40,7 +41,7 @@ export class PayoutNotFoundError extends Error {
 }
 
 /** The link is not in a state that allows what was asked (cancel of a claimed link, ...). */
-export class PayoutStateError extends Error {
+export class PayoutStateError extends StablebooksError {
   override name = 'PayoutStateError';
   readonly retryable = false;
   constructor(
@@ -56,7 +57,7 @@ export class PayoutStateError extends Error {
  * cause and run the same create again. `unknown`: the call may have reached the service; run the
  * same create again (same reference_id), which cannot pay twice, to learn the outcome.
  */
-export class PayoutCreateError extends Error {
+export class PayoutCreateError extends StablebooksError {
   override name = 'PayoutCreateError';
   readonly retryable: boolean;
   constructor(

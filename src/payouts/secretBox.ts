@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { StablebooksError } from '../errors/stablebooksError.ts';
 
 /**
  * The claim URL and claim token of a payout are bearer secrets (DESIGN.md section 7): they are
@@ -12,8 +13,9 @@ const TAG_BYTES = 16;
 const KEY_BYTES = 32;
 
 /** Opening failed: the value was altered, is not a sealed value, or was sealed under another key. */
-export class SecretBoxError extends Error {
+export class SecretBoxError extends StablebooksError {
   override name = 'SecretBoxError';
+  readonly retryable = false;
 }
 
 function checkKey(key: Buffer): void {

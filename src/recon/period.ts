@@ -1,3 +1,4 @@
+import { StablebooksError } from '../errors/stablebooksError.ts';
 /**
  * The period of a reconciliation run: half-open [from, to), UTC. The scheduled run covers the
  * previous UTC day; `stablebooks report` takes --from / --to (a date means its UTC midnight).
@@ -10,7 +11,10 @@ export interface Period {
 const DAY_MS = 86_400_000;
 const MAX_DAYS = 366;
 
-export class PeriodError extends Error {}
+export class PeriodError extends StablebooksError {
+  override readonly name = 'PeriodError';
+  readonly retryable = false;
+}
 
 export function previousUtcDay(now: Date): Period {
   const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());

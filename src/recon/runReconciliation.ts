@@ -4,6 +4,8 @@ import type { PublicClient } from 'viem';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/database.ts';
+import { coerceError } from '../errors/coerceError.ts';
+import { StablebooksError } from '../errors/stablebooksError.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { refundsOverdue } from '../payouts/refundsOverdue.ts';
@@ -74,7 +76,10 @@ export interface ReconResult {
 const WORK_MEM = sql.raw(`set local work_mem = '128MB'`);
 
 /** A mistake in what was asked (unknown store): retrying cannot help; fix the command. */
-export class ReconInputError extends Error {}
+export class ReconInputError extends StablebooksError {
+  override readonly name = 'ReconInputError';
+  readonly retryable = false;
+}
 
 const PHASES = [
   'proofs',
@@ -291,7 +296,7 @@ async function lockedRun(
       durationMs,
     };
   } catch (err) {
-    const message = (err instanceof Error ? err.message : String(err)).split('\n')[0] ?? 'unknown error';
+    const message = coerceError(err).message.split('\n')[0] ?? 'unknown error';
     const durationMs = Math.round(performance.now() - startedAt);
     // Through the pool, not the lock's connection, which may be the thing that broke.
     await deps.db

@@ -1,11 +1,10 @@
+import { StablebooksError } from '../errors/stablebooksError.ts';
 /**
  * The error taxonomy of the service's protocol. Every error says whether a retry can help
  * (`retryable`) and, where a person must act, what to do (`action`). Secrets never appear in
  * messages: requests are described by method and path only.
  */
-export abstract class SvcError extends Error {
-  abstract readonly retryable: boolean;
-}
+export abstract class SvcError extends StablebooksError {}
 
 /** The service answered with a non-zero envelope code. */
 export class SvcApiError extends SvcError {
@@ -16,8 +15,6 @@ export class SvcApiError extends SvcError {
   readonly requestId: string | undefined;
   readonly endpoint: string;
   readonly retryable: boolean;
-  /** What a person should do, when no retry will fix it by itself. */
-  readonly action: string | undefined;
   /** For 40001: how long the service asked us to wait, in ms, when it said. */
   readonly retryAfterMs: number | undefined;
 
@@ -36,6 +33,7 @@ export class SvcApiError extends SvcError {
       `${init.endpoint}: service error ${init.code} (HTTP ${init.httpStatus}): ${init.message}` +
         (init.requestId ? ` [request_id ${init.requestId}]` : '') +
         (init.action ? `; ${init.action}` : ''),
+      { action: init.action },
     );
     this.endpoint = init.endpoint;
     this.code = init.code;
@@ -43,7 +41,6 @@ export class SvcApiError extends SvcError {
     this.details = init.details;
     this.requestId = init.requestId;
     this.retryable = init.retryable;
-    this.action = init.action;
     this.retryAfterMs = init.retryAfterMs;
   }
 }

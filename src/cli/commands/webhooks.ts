@@ -10,6 +10,7 @@ import {
 import { loadDatabaseUrl } from '../../config/loadConfig.ts';
 import { loadQueueSettings } from '../../config/loadQueueSettings.ts';
 import { createDatabase } from '../../db/database.ts';
+import { coerceError } from '../../errors/coerceError.ts';
 import { type ReplayedWebhook, type ReplaySelection, replayWebhooks } from '../../intake/replayWebhooks.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
@@ -229,5 +230,5 @@ function plural(n: number, word: string): string {
 }
 
 function firstLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).split('\n')[0] ?? '';
+  return coerceError(err).message.split('\n')[0] ?? '';
 }

@@ -17,6 +17,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Address, Hash } from 'viem';
+import { coerceError } from '../../errors/coerceError.ts';
 import { formatDecimalAmount, parseDecimalAmount } from '../../money/decimalAmount.ts';
 import { CheckoutStatus, checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
 import { type Currency, currencyCode } from '../../svc/models/currency.ts';
@@ -494,7 +495,7 @@ export function createCheckoutEngine(
     try {
       await work();
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = coerceError(err).message;
       r.errorMessage = `sandbox chain failure: ${message}`;
       setStatus(r, CheckoutStatus.FAILED, r.errorMessage);
       throw new CheckoutControlError(500, `payment of ${r.id} failed on chain: ${message}`, { cause: err });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Address, Hash } from 'viem';
 import type { ServiceChainInfo } from '../../chain/serviceChain.ts';
+import { coerceError } from '../../errors/coerceError.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import type { CancelClaimLinkResult, CreateClaimLinkResult } from '../../svc/models/claimLink.ts';
 import type { ClaimLinkStatus } from '../../svc/models/claimLinkStatus.ts';
@@ -202,8 +203,7 @@ const NOT_CANCELLABLE_REASON: Record<ClaimLinkStatus, string> = {
 
 const poolLabel = (id: string) => `pool:${id}`;
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
-const shortMessage = (err: unknown) =>
-  (err instanceof Error ? err.message : String(err)).split('\n')[0]?.slice(0, 200) ?? '';
+const shortMessage = (err: unknown) => coerceError(err).message.split('\n')[0]?.slice(0, 200) ?? '';
 
 export function createClaimLinkEngine(
   world: SandboxWorld,

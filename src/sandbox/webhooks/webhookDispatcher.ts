@@ -1,3 +1,4 @@
+import { coerceError } from '../../errors/coerceError.ts';
 import { stringifyJson } from '../../svc/json.ts';
 import { signWebhook } from '../../svc/signing/webhookSignature.ts';
 import type { Faults } from '../faults.ts';
@@ -64,7 +65,7 @@ export function createWebhookDispatcher(deps: {
       record.status = res.status;
       record.responseBody = (await res.text()).slice(0, 500);
     } catch (err) {
-      record.error = err instanceof Error ? err.message : String(err);
+      record.error = coerceError(err).message;
     }
     delivery.attempts.push(record);
     if (duplicate) return;

@@ -1,0 +1,69 @@
+import { alertJobs, chainJobs, claimLinkJobs, maintenanceJobs, reconJobs } from '../../jobs/queues.ts';
+import type { DaemonPart, DaemonRuntime } from './daemonRuntime.ts';
+
+/**
+ * The scheduler role: the job schedulers of the sweepers, the chain passes, the claim-link checks,
+ * the alert evaluation and the reconciliation run (BullMQ keeps exactly one per id, however many
+ * processes upsert it). A Redis that comes back empty (restarted without persistence, a failover
+ * to a replica that lagged) has lost the schedulers, and with them the sweepers that re-enqueue
+ * what it lost: they are put back on every reconnect (upserting an existing one changes nothing).
+ */
+export async function startSchedulers(rt: DaemonRuntime): Promise<DaemonPart> {
+  const { config, queues, logger } = rt;
+  const every = (ms: number) => Math.max(500, Math.round(ms * config.pollIntervalScale));
+  const upsertSchedulers = async () => {
+    for (const job of Object.values(maintenanceJobs)) {
+      await queues.maintenance.upsertJobScheduler(
+        job.name,
+        { every: every(job.everyMs) },
+        { name: job.name, data: {} },
+      );
+    }
+    for (const chainId of rt.rpcs.keys()) {
+      await queues.chain.upsertJobScheduler(
+        chainJobs.index.schedulerId(chainId),
+        { every: every(chainJobs.index.everyMs) },
+        { name: chainJobs.index.name, data: { chainId } },
+      );
+    }
+    for (const job of [chainJobs.verifyPayments, chainJobs.prove]) {
+      await queues.chain.upsertJobScheduler(
+        job.name,
+        { every: every(job.everyMs) },
+        { name: job.name, data: {} },
+      );
+    }
+    for (const job of Object.values(claimLinkJobs)) {
+      await queues.claimLinks.upsertJobScheduler(
+        job.name,
+        { every: every(job.everyMs) },
+        { name: job.name, data: {} },
+      );
+    }
+    // A cron, not an interval: the run belongs to a calendar day (never scaled by POLL_INTERVAL_SCALE).
+    await queues.recon.upsertJobScheduler(
+      reconJobs.run.schedulerId,
+      { pattern: config.reconCron, tz: 'UTC' },
+      { name: reconJobs.run.name, data: {}, opts: reconJobs.run.options },
+    );
+    for (const job of Object.values(alertJobs)) {
+      await queues.alerts.upsertJobScheduler(
+        job.name,
+        { every: every(job.everyMs) },
+        { name: job.name, data: {} },
+      );
+    }
+  };
+  await upsertSchedulers();
+  const restore = () => {
+    upsertSchedulers().catch((err) =>
+      logger.warn({ err }, 'could not restore the job schedulers; retrying at the next reconnect'),
+    );
+  };
+  rt.redis.on('ready', restore);
+  return {
+    stop: async () => {
+      rt.redis.off('ready', restore);
+    },
+  };
+}
