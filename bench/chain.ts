@@ -37,9 +37,9 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { type IndexerDeps, indexChainPass } from '../src/chain/indexChain.ts';
-import { createChainRegistry } from '../src/chain/registry.ts';
 import { createChainRpc } from '../src/chain/rpcClients.ts';
 import { systemClock } from '../src/clock.ts';
+import { createChainRegistry } from '../src/config/chainRegistry.ts';
 import type { StoreConfig } from '../src/config/stores.ts';
 import { createDatabase, type Database } from '../src/db/database.ts';
 import { runMigrations } from '../src/db/migrate.ts';

@@ -56,7 +56,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { createChainRegistry } from '../src/chain/registry.ts';
+import { createChainRegistry } from '../src/config/chainRegistry.ts';
 import { createDatabase, type Db } from '../src/db/database.ts';
 import { runMigrations } from '../src/db/migrate.ts';
 import { startEphemeralPostgres } from '../src/devservices/postgres.ts';

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
+import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { Db } from '../db/database.ts';
 import { loadReceiptRows, recheckReceiptRows } from './receiptRecheck.ts';
-import type { ChainRegistry } from './registry.ts';
 import type { ChainRpc } from './rpcClients.ts';
 
 /**

@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm';
 import type { Hex } from 'viem';
+import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { Db } from '../db/database.ts';
 import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import { ReceiptBlockUnavailableError, receiptTransfers } from './receiptTransfers.ts';
-import type { ChainRegistry } from './registry.ts';
 import type { ChainRpc } from './rpcClients.ts';
 import { storeTransfers } from './storeTransfers.ts';
 

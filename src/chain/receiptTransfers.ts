@@ -1,9 +1,9 @@
 import type { Hex, RpcLog } from 'viem';
+import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { StablebooksError } from '../errors/stablebooksError.ts';
 import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import { getBlockHeader } from './blockHeaders.ts';
-import type { ChainRegistry } from './registry.ts';
 import type { ChainRpc } from './rpcClients.ts';
 import { storeTransfers } from './storeTransfers.ts';
 import { decodeTransferLog } from './transferLog.ts';

@@ -13,9 +13,9 @@ import {
   type Transport,
   webSocket,
 } from 'viem';
+import type { ChainInfo } from '../config/chainRegistry.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import type { ChainInfo } from './registry.ts';
 
 /**
  * viem clients for the chains the daemon reads (DESIGN.md section 7).

@@ -1,5 +1,5 @@
 import { type AlertRoutes, loadAlertRoutes } from '../alerts/routes.ts';
-import { type ChainRegistry, createChainRegistry, loadChainsFile } from '../chain/registry.ts';
+import { type ChainRegistry, createChainRegistry, loadChainsFile } from './chainRegistry.ts';
 import { type Env, envFields, envSchema, parseRpcUrls } from './env.ts';
 import { ConfigError } from './errors.ts';
 import { loadStores, type StoreConfig } from './stores.ts';

@@ -1,5 +1,5 @@
-import type { ChainRegistry } from '../chain/registry.ts';
 import type { Clock } from '../clock.ts';
+import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { Db } from '../db/database.ts';
 import { StablebooksError } from '../errors/stablebooksError.ts';

@@ -1,4 +1,4 @@
-import { renderTable } from '../cli/table.ts';
+import { renderTable } from '../text/table.ts';
 import type { DemoSummary } from './demoSummary.ts';
 
 /** The summary as a person reads it in a terminal: one section per question, tables aligned. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createChainRegistry } from '../chain/registry.ts';
+import { createChainRegistry } from '../config/chainRegistry.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { SandboxChain } from '../sandbox/chain/types.ts';
 

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { ChainRegistry } from '../chain/registry.ts';
+import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { storableFields, toJsonb } from '../db/storableJson.ts';

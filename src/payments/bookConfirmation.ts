@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { ChainRegistry } from '../chain/registry.ts';
+import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { DbExecutor } from '../db/database.ts';
 import type { FindingDraft } from '../findings/finding.ts';
 import { resolveFinding } from '../findings/recordFinding.ts';

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import type { ChainRegistry } from '../chain/registry.ts';
 import { markApplied, type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
+import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import type { FindingDraft } from '../findings/finding.ts';

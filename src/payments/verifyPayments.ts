@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { receiptTransfers, storeReceiptTransfers } from '../chain/receiptTransfers.ts';
-import type { ChainRegistry } from '../chain/registry.ts';
 import type { ChainRpc } from '../chain/rpcClients.ts';
 import type { Clock } from '../clock.ts';
+import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { Db } from '../db/database.ts';
 import type { FindingDraft } from '../findings/finding.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DrizzleQueryError, sql } from 'drizzle-orm';
-import type { ChainRegistry } from '../chain/registry.ts';
-import { eip155ToServiceChain, UnknownChainError } from '../chain/serviceChain.ts';
+import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
@@ -13,6 +12,7 @@ import { AmountFormatError, formatDecimalAmount, parseDecimalAmount } from '../m
 import type { CreateClaimLinkInput } from '../svc/client.ts';
 import { SvcInvalidRequestError } from '../svc/errors.ts';
 import { type CreateClaimLinkResult, createClaimLinkRequestSchema } from '../svc/models/claimLink.ts';
+import { eip155ToServiceChain, UnknownChainError } from '../svc/models/serviceChain.ts';
 import { StableCoin, type StableCoinSymbol } from '../svc/models/stableCoin.ts';
 import { decideRetry, defaultRetrySettings, mayHaveActed, type RetrySettings } from '../svc/retryPolicy.ts';
 import { markCancelled } from './closeLink.ts';

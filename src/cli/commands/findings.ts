@@ -4,9 +4,9 @@ import { createDatabase } from '../../db/database.ts';
 import { ackFinding } from '../../findings/ackFinding.ts';
 import type { FindingRow } from '../../findings/finding.ts';
 import { listFindings } from '../../findings/listFindings.ts';
+import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
-import { renderTable } from '../table.ts';
 
 const KIND_RE = /^[a-z][a-z0-9_]{0,63}$/;
 const NOTE_MAX = 2000;

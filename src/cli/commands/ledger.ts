@@ -4,9 +4,9 @@ import { createDatabase, type Db } from '../../db/database.ts';
 import { type BalancePoint, balances, trialBalance } from '../../ledger/balances.ts';
 import { listEntries } from '../../ledger/listEntries.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
+import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
-import { renderTable } from '../table.ts';
 
 const money = (amount: bigint, decimals: number, symbol: string) =>
   `${formatDecimalAmount(amount, decimals)} ${symbol}`;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
+import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
-import { renderTable } from '../table.ts';
 
 /** Exit status when the run completed but the books are not proven (a proof or the trial balance failed). */
 const EXIT_NOT_PROVEN = 3;

@@ -12,9 +12,9 @@ import { loadQueueSettings } from '../../config/loadQueueSettings.ts';
 import { createDatabase } from '../../db/database.ts';
 import { coerceError } from '../../errors/coerceError.ts';
 import { type ReplayedWebhook, type ReplaySelection, replayWebhooks } from '../../intake/replayWebhooks.ts';
+import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
-import { renderTable } from '../table.ts';
 
 const REDIS_TIMEOUT_MS = 5_000;
 const ERROR_COLUMN_MAX = 60;

@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
-import type { ChainRegistry } from '../../chain/registry.ts';
+import type { ChainRegistry } from '../../config/chainRegistry.ts';
 import type { ReconSettings } from '../../config/loadConfig.ts';
 import type { DbExecutor } from '../../db/database.ts';
 import type { OwnedKind } from '../foundFindings.ts';

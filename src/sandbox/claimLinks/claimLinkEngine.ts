@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Address, Hash } from 'viem';
-import type { ServiceChainInfo } from '../../chain/serviceChain.ts';
 import { coerceError } from '../../errors/coerceError.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import type { CancelClaimLinkResult, CreateClaimLinkResult } from '../../svc/models/claimLink.ts';
 import type { ClaimLinkStatus } from '../../svc/models/claimLinkStatus.ts';
+import type { ServiceChainInfo } from '../../svc/models/serviceChain.ts';
 import type { StoreIdentity } from '../authenticate.ts';
 import type { CoinSymbol } from '../chain/types.ts';
 import { apiError, validationError } from '../sandboxApiError.ts';

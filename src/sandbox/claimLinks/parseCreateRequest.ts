@@ -1,6 +1,6 @@
-import { type ServiceChainInfo, serviceChainInfo } from '../../chain/serviceChain.ts';
 import { AmountFormatError, parseDecimalAmount } from '../../money/decimalAmount.ts';
 import { createClaimLinkRequestSchema } from '../../svc/models/claimLink.ts';
+import { type ServiceChainInfo, serviceChainInfo } from '../../svc/models/serviceChain.ts';
 import { type StableCoin, stableCoinSymbol } from '../../svc/models/stableCoin.ts';
 import type { CoinSymbol, SandboxChain } from '../chain/types.ts';
 import { validationError } from '../sandboxApiError.ts';

@@ -4,10 +4,10 @@
  * The create result's token is a secret returned once; keep it out of logs.
  */
 import { z } from 'zod';
-import { serviceChainSchema } from '../../chain/serviceChain.ts';
 import { decimalStringSchema } from './amounts.ts';
 import { claimLinkStatusSchema } from './claimLinkStatus.ts';
 import { eip155ChainIdSchema, txHashSchema } from './onChain.ts';
+import { serviceChainSchema } from './serviceChain.ts';
 import { stableCoinSchema } from './stableCoin.ts';
 
 /** 1 to 128 printable ASCII characters, no spaces or control characters. */

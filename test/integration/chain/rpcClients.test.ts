@@ -1,7 +1,6 @@
 import { InvalidParamsRpcError, RpcRequestError } from 'viem';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createLogRangeState, readAdaptiveRange, smallerRange } from '../../../src/chain/getLogsAdaptive.ts';
-import { createChainRegistry } from '../../../src/chain/registry.ts';
 import {
   createChainRpc,
   createChainRpcs,
@@ -9,6 +8,7 @@ import {
   redactRpcUrl,
   rpcErrorOutcome,
 } from '../../../src/chain/rpcClients.ts';
+import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { startRpcProxy } from '../../helpers/rpcProxy.ts';
 import { metricValue } from './indexerKit.ts';

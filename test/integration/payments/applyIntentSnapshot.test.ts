@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { createChainRegistry } from '../../../src/chain/registry.ts';
+import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import { recordFinding } from '../../../src/findings/recordFinding.ts';
 import { trialBalance } from '../../../src/ledger/balances.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';

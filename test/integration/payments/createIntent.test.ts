@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { createChainRegistry } from '../../../src/chain/registry.ts';
+import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import type { DomainContext } from '../../../src/context/domainContext.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { createLogger } from '../../../src/logging/logger.ts';

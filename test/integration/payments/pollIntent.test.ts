@@ -5,7 +5,7 @@ import type { JobContext } from '../../../jobs/jobContext.ts';
 import { pollNumberOf, pollProcessor } from '../../../jobs/pollIntent.ts';
 import { pollJob, QUEUE } from '../../../jobs/queues.ts';
 import { schedulePoll } from '../../../jobs/schedulePoll.ts';
-import { createChainRegistry } from '../../../src/chain/registry.ts';
+import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import type { DomainContext } from '../../../src/context/domainContext.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { createLogger } from '../../../src/logging/logger.ts';

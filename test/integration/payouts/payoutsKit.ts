@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll } from 'vitest';
-import { createChainRegistry } from '../../../src/chain/registry.ts';
+import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import type { DomainContext } from '../../../src/context/domainContext.ts';
 import type { Db } from '../../../src/db/database.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';

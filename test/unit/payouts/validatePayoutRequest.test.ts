@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createChainRegistry } from '../../../src/chain/registry.ts';
+import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import { resolveChain, validatePayoutRequest } from '../../../src/payouts/createPayout.ts';
 import { PayoutInputError } from '../../../src/payouts/errors.ts';
 

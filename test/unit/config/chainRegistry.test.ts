@@ -4,7 +4,7 @@ import {
   createChainRegistry,
   defaultReorgWindow,
   finalBlockOf,
-} from '../../../src/chain/registry.ts';
+} from '../../../src/config/chainRegistry.ts';
 
 describe('chain registry: finality and indexer settings', () => {
   it.each([

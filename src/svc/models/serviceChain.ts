@@ -4,7 +4,7 @@
  * two numberings meet (DESIGN.md section 5); nothing else may hard-code the pairs.
  */
 import { z } from 'zod';
-import { StablebooksError } from '../errors/stablebooksError.ts';
+import { StablebooksError } from '../../errors/stablebooksError.ts';
 
 export const SERVICE_CHAINS = [
   { serviceChain: 1, chainId: 1, name: 'Ethereum', testOnly: false },

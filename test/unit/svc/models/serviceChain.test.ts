@@ -6,7 +6,7 @@ import {
   serviceChainSchema,
   serviceChainToEip155,
   UnknownChainError,
-} from '../../../src/chain/serviceChain.ts';
+} from '../../../../src/svc/models/serviceChain.ts';
 
 describe('service Chain enum <-> EIP-155', () => {
   it.each([
