@@ -193,7 +193,7 @@ interface Combo {
 
 type Shape = 'exact' | 'short' | 'over';
 
-/** Checkout-like entries (rule 1 of DESIGN.md 6): in_transit N, service_fees F, sales -R, +/- diff. */
+/** Checkout-like entries (rule 1 of docs/accounting.md): in_transit N, service_fees F, sales -R, +/- diff. */
 function entryFactory(run: string, combos: Combo[]) {
   let seq = 0;
   return (options: { combo?: Combo; shape?: Shape } = {}): EntryDraft => {

@@ -1,7 +1,7 @@
--- Rules of the ledger that PostgreSQL enforces itself (DESIGN.md section 4; ledger issue point 2),
+-- Rules of the ledger that PostgreSQL enforces itself (docs/accounting.md, "Ledger tables"),
 -- so that the application cannot write an unbalanced or edited ledger even by mistake.
 
--- DESIGN.md 4: a posting amount is never zero; account types and tokens are well-formed.
+-- docs/accounting.md, "Ledger tables": a posting amount is never zero; account types and tokens are well-formed.
 ALTER TABLE ledger_postings ADD CONSTRAINT ledger_postings_amount_nonzero CHECK (amount <> 0);
 --> statement-breakpoint
 ALTER TABLE ledger_accounts ADD CONSTRAINT ledger_accounts_type_check

@@ -2,7 +2,7 @@ import type { Clock } from './clock.ts';
 
 /**
  * A clock that follows another process's clock: the sandbox's `GET /_sandbox/clock`, so that the
- * demo and end-to-end tests can let 14 days pass in a second (DESIGN.md section 7) with the daemon
+ * demo and end-to-end tests can let 14 days pass in a second (docs/accounting.md, "Payments, payouts and the chain") with the daemon
  * in step. It keeps the offset to the system clock and refreshes it every `intervalMs`; between
  * refreshes time runs on normally. Never used in production (CLOCK_URL unset).
  */

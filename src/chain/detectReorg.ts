@@ -6,7 +6,7 @@ import { writeCursor } from './chainCursor.ts';
 import type { ChainRpc } from './rpcClients.ts';
 
 /**
- * Reorg detection (DESIGN.md section 7, rule 3): a block hash we stored that the chain no longer has
+ * Reorg detection (docs/accounting.md, rule 3): a block hash we stored that the chain no longer has
  * at that height means the block left the chain, and every transfer stored with it is orphaned.
  *
  * Checked on every pass, cheaply: a block hash commits to all its ancestors, and the indexer only

@@ -5,7 +5,7 @@ import { loadReceiptRows, recheckReceiptRows } from './receiptRecheck.ts';
 import type { ChainRpc } from './rpcClients.ts';
 
 /**
- * Finality (DESIGN.md section 7): a pending transfer at or below the chain's final block becomes
+ * Finality (docs/accounting.md, "Payments, payouts and the chain"): a pending transfer at or below the chain's final block becomes
  * `final`, the strongest fact the daemon has. Rows the indexer read from logs up to its cursor
  * stand on the cursor's hash, checked this pass; a row from single-transaction verification had
  * its block's hash checked by the pass's reorg check when it was at or below the cursor then

@@ -23,7 +23,7 @@ import { storeTransfers } from './storeTransfers.ts';
 import { watchedWallets } from './watchedWallets.ts';
 
 /**
- * The transfer indexer: one pass over one chain (DESIGN.md section 7). A pass, under a per-chain
+ * The transfer indexer: one pass over one chain (docs/accounting.md, "Payments, payouts and the chain"). A pass, under a per-chain
  * advisory lock so only one runs at a time across processes:
  * 1. reads the head block, the final block (the `finalized` tag, or head - depth) and the block at
  *    the cursor's height, in one batch;

@@ -9,7 +9,7 @@ import { storeTransfers } from './storeTransfers.ts';
 import { decodeTransferLog } from './transferLog.ts';
 
 /**
- * Single-transaction verification (DESIGN.md section 7): what one tx hash did on chain, read from
+ * Single-transaction verification (docs/accounting.md, "Payments, payouts and the chain"): what one tx hash did on chain, read from
  * its receipt, for hashes the indexer has not reached yet. The result lists the Transfer logs of
  * every contract in the receipt; whether one is money (an accepted token) is the caller's call.
  */

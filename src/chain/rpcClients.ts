@@ -18,7 +18,7 @@ import type { Config } from '../config/loadConfig.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 
 /**
- * viem clients for the chains the daemon reads (DESIGN.md section 7).
+ * viem clients for the chains the daemon reads (docs/accounting.md, "Payments, payouts and the chain").
  *
  * Glossary
  * - attempt: one JSON-RPC request sent to one URL; what the metrics count. With batching, each

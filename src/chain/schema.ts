@@ -16,7 +16,7 @@ import {
 import { numeric78 } from '../ledger/schema.ts';
 
 /**
- * What the chain itself says (DESIGN.md section 7): the indexer's cursor per chain, every ERC-20
+ * What the chain itself says (docs/accounting.md, "Payments, payouts and the chain"): the indexer's cursor per chain, every ERC-20
  * Transfer log of an accepted token into or out of a watched wallet, the wallets learnt at run
  * time (claim-link pools), and the balance proofs.
  */

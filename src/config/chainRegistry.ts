@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Token } from '../ledger/accounts.ts';
 
 /**
- * The chain registry (DESIGN.md section 5): per chain, the USDT and USDC contracts that count as
+ * The chain registry (docs/accounting.md, "Money"): per chain, the USDT and USDC contracts that count as
  * payment, their decimals, and when a block is final. A transfer of any other contract is never a
  * payment. Defaults are the real mainnet contracts; CHAINS_FILE overrides them per deployment (the
  * sandbox's own tokens come in that way).

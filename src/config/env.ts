@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The daemon's environment variables (DESIGN.md section 4), parsed once at start. Nothing else in
+ * The daemon's environment variables (README.md, "Configuration"), parsed once at start. Nothing else in
  * the code reads process.env: the parsed Config is passed down.
  */
 const postgresUrl = z

@@ -8,7 +8,7 @@ import type { CurrencyCode } from '../svc/models/currency.ts';
  * carries it out against the sandbox; demoSummary.ts checks what the daemon made of it).
  */
 
-/** How the service settles an intent, and so what the books must show (DESIGN.md section 6). */
+/** How the service settles an intent, and so what the books must show (docs/accounting.md). */
 export type IntentOutcome =
   /** Paid exactly: rule 1, then rule 2 once final. */
   | 'exact'

@@ -58,7 +58,7 @@ export interface OutcomeRow {
   count: number;
   /** The service's final statuses of these intents. */
   statuses: string[];
-  /** The entry lines every intent of this outcome has, `kind account sign` (DESIGN.md section 6). */
+  /** The entry lines every intent of this outcome has, `kind account sign` (docs/accounting.md). */
   entries: string[];
   /** Order ids of intents booked otherwise (other lines, amounts or status). */
   mismatched: string[];
@@ -174,7 +174,7 @@ export async function buildSummary(
           .filter((r) => !r.ok)
           .map((r) => r.outcome)
           .join(', ') || 'every outcome'
-      } ${intents.every((r) => r.ok) ? 'booked as DESIGN.md section 6 says' : 'booked otherwise'}`,
+      } ${intents.every((r) => r.ok) ? 'booked as docs/accounting.md says' : 'booked otherwise'}`,
     },
     {
       name: 'entries per payout outcome',
@@ -184,7 +184,7 @@ export async function buildSummary(
           .filter((r) => !r.ok)
           .map((r) => r.outcome)
           .join(', ') || 'every outcome'
-      } ${payouts.every((r) => r.ok) ? 'booked as DESIGN.md section 6 says' : 'booked otherwise'}`,
+      } ${payouts.every((r) => r.ok) ? 'booked as docs/accounting.md says' : 'booked otherwise'}`,
     },
     {
       name: 'reconciliation proven',

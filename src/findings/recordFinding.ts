@@ -5,7 +5,7 @@ import type { FindingDraft } from './finding.ts';
 
 /**
  * Writes a finding, or refreshes the open one of the same (kind, ref): at most one open finding
- * per cause (DESIGN.md section 9). Runs in the caller's transaction, beside the fact it is about.
+ * per cause (docs/accounting.md, "Findings"). Runs in the caller's transaction, beside the fact it is about.
  */
 export async function recordFinding(
   tx: DbExecutor,

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { bigserial, index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /**
- * Findings: every disagreement any part of the daemon notices (DESIGN.md section 9), at most one
+ * Findings: every disagreement any part of the daemon notices (docs/accounting.md, "Findings"), at most one
  * open per (kind, ref). A finding is refreshed (last_seen_at) while its cause persists and
  * resolved (resolved_at) when it clears; a person may acknowledge it (acked_at, ack_note).
  */

@@ -6,7 +6,7 @@ import { verifyWebhookSignature } from '../svc/signing/webhookSignature.ts';
 import type { InboxWriter } from './inboxWriter.ts';
 
 /**
- * Webhook intake (DESIGN.md section 4): verify, store durably, enqueue, answer. A webhook is
+ * Webhook intake (docs/architecture.md, "The webhook path"): verify, store durably, enqueue, answer. A webhook is
  * answered 200 only once it is stored (or was already: same webhook_id); 401 for a failed
  * signature, timestamp or nonce check with the reason; 400 for a body that is not JSON (stored
  * as rejected, for audit). Storing goes through the inbox writer (src/intake/inboxWriter.ts):

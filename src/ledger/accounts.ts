@@ -1,5 +1,5 @@
 /**
- * Chart of accounts (DESIGN.md section 6). Accounts exist per store, chain and token, and are
+ * Chart of accounts (docs/accounting.md). Accounts exist per store, chain and token, and are
  * created on first use. A code reads like `assets:wallet:<store>:<chain>:<token symbol>`.
  *
  * Glossary

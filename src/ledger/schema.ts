@@ -14,7 +14,7 @@ import {
 } from 'drizzle-orm/pg-core';
 
 /**
- * The ledger tables (DESIGN.md section 4: the names and columns are a contract that people and
+ * The ledger tables (docs/accounting.md, "Ledger tables": the names and columns are a contract that people and
  * tools query). Rules PostgreSQL itself enforces live in migrations/*_ledger_invariants.sql.
  */
 

@@ -7,7 +7,7 @@ import { StablebooksError } from '../errors/stablebooksError.ts';
 
 /** Digits, optionally a dot and more digits. No sign, exponent, whitespace or bare dot. */
 /**
- * Digits of a ledger amount in base units: postings are numeric(78,0) (DESIGN.md section 4; a
+ * Digits of a ledger amount in base units: postings are numeric(78,0) (docs/accounting.md, "Ledger tables"; a
  * uint256 has 78 digits). No amount with more can be booked in any token.
  */
 export const POSTING_DIGITS = 78;

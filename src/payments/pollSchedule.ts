@@ -1,7 +1,7 @@
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../svc/models/checkoutStatus.ts';
 
 /**
- * When to poll an intent's status next (DESIGN.md section 7): fast while money is moving, slower
+ * When to poll an intent's status next (docs/accounting.md, "Payments, payouts and the chain"): fast while money is moving, slower
  * while the buyer has not paid, never once the intent is settled. Jitter spreads the polls of
  * intents created together. `scale` shortens every interval (tests and the demo run it faster).
  */

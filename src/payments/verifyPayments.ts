@@ -11,7 +11,7 @@ import { paymentProven } from '../ledger/rules/chainTransferRules.ts';
 import { inTransitOf } from './proveIntentPayment.ts';
 
 /**
- * Single-transaction verification (DESIGN.md section 7) for confirmed intents whose paying hash
+ * Single-transaction verification (docs/accounting.md, "Payments, payouts and the chain") for confirmed intents whose paying hash
  * the indexer has not reached within a grace: read the receipt and its logs. A hash that does not
  * exist or reverted, or whose logs pay another token, recipient or amount, is a finding and the
  * money stays in in_transit. A good receipt's transfers are stored (source `receipt`) and proven

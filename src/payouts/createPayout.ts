@@ -22,7 +22,7 @@ import { findPayout, linkFactOf, type PayoutRecord, type PayoutView, viewOf } fr
 import { seal } from './secretBox.ts';
 
 /**
- * Claim-link create, idempotent by reference_id (DESIGN.md section 7; issue 6).
+ * Claim-link create, idempotent by reference_id (docs/accounting.md, "Payments, payouts and the chain"; issue 6).
  *
  * Glossary
  * - payout: our record of one claim-link auto-payout, a row of `payouts` keyed by (store, reference_id);

@@ -5,7 +5,7 @@ export const REFUND_OVERDUE = 'refund_overdue';
 export const EXPIRY_REFUND_OVERDUE = 'expiry_refund_overdue';
 
 /**
- * Refunds that are late (DESIGN.md section 9): a link cancelled (or expired) longer than the
+ * Refunds that are late (docs/accounting.md, "Findings"): a link cancelled (or expired) longer than the
  * refund grace ago whose refund has not been proven (refunded_at, set when the chain shows the
  * refund final) gets a `refund_overdue` (or `expiry_refund_overdue`) finding, severity warning;
  * once refunded_at is set, the open finding resolves. A link our books saw claimed is owed no

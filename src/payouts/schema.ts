@@ -12,7 +12,7 @@ import {
 } from 'drizzle-orm/pg-core';
 
 /**
- * Claim-link payouts (DESIGN.md section 7). A row is written before the create call, keyed by
+ * Claim-link payouts (docs/accounting.md, "Payments, payouts and the chain"). A row is written before the create call, keyed by
  * (store, reference_id), so a crash or a timeout is resumed by retrying with the same reference_id
  * and can never pay twice. The claim URL and token are secrets: stored only encrypted
  * (AES-256-GCM, ENCRYPTION_KEY), as `base64(iv).base64(tag).base64(ciphertext)`.

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { StablebooksError } from '../errors/stablebooksError.ts';
 
 /**
- * The claim URL and claim token of a payout are bearer secrets (DESIGN.md section 7): they are
+ * The claim URL and claim token of a payout are bearer secrets (docs/accounting.md, "Payments, payouts and the chain"): they are
  * stored only sealed with AES-256-GCM under ENCRYPTION_KEY, as `base64(iv).base64(tag).base64(ct)`
  * with a fresh random 12-byte IV per value. Opening checks the tag, so a tampered value or a wrong
  * key is an error, never garbage.

@@ -23,7 +23,7 @@ const BALANCE_OF_ABI = [
 ] as const;
 
 /**
- * Balance proofs (DESIGN.md section 6): for each watched (chain, token, wallet), the ledger's
+ * Balance proofs (docs/accounting.md): for each watched (chain, token, wallet), the ledger's
  * balance of the accounts that hold that wallet equals balanceOf(wallet) at a finalized block.
  * The strongest check the daemon makes. The ledger side is read in one snapshot with the block
  * it is proven at; when the books cannot be compared at that block yet, or the chain cannot be

@@ -93,7 +93,7 @@ const PHASES = [
 ] as const;
 
 /**
- * One reconciliation run for a period and store (DESIGN.md section 9): balance proofs at each
+ * One reconciliation run for a period and store (docs/accounting.md, "Findings"): balance proofs at each
  * chain's finalized block, then the three layers of set-based checks in one repeatable-read
  * transaction with the findings they produce (opened, refreshed, resolved), then the report read
  * in one snapshot and written in every asked format. The run's row in recon_runs (one per period

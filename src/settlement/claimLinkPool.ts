@@ -8,7 +8,7 @@ import type { ClaimLinkFactBase } from '../ledger/rules/claimLinkRules.ts';
 import type { SettlementDeps } from './settlementDeps.ts';
 
 /**
- * The chain side of claim links (DESIGN.md section 6, rules 5 to 8): a custody outflow that funds
+ * The chain side of claim links (docs/accounting.md, rules 5 to 8): a custody outflow that funds
  * a link settles its fee and teaches us the link's pool wallet; out of that pool, a transfer back
  * to custody is the refund, the fee booked at funding leaving to anyone else is the service's
  * sweep (nothing to book), and anything else is the claim. Which entry a claim or refund gets is

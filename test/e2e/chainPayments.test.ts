@@ -18,7 +18,7 @@ import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 import { runCli } from '../helpers/runCli.ts';
 
 /**
- * The chain proves what the service says (DESIGN.md sections 6 and 7), end to end: the sandbox on
+ * The chain proves what the service says (docs/accounting.md), end to end: the sandbox on
  * anvil, the daemon with every role in-process (indexer, matching, proofs), real PostgreSQL and
  * Redis. Finality is 2 blocks deep on the sandbox chain; tests mine blocks to reach it.
  */

@@ -29,7 +29,7 @@ async function demo(seed: string): Promise<{ run: CliRun; summary: DemoSummary; 
 
 const first = await demo('e2e-seed');
 
-/** What each outcome's intents must be booked as (DESIGN.md section 6; debit +, credit -). */
+/** What each outcome's intents must be booked as (docs/accounting.md; debit +, credit -). */
 const CONFIRMED_ROUTED = [
   'chain.payment_proven assets:in_transit -',
   'chain.payment_proven assets:wallet +',
@@ -108,7 +108,7 @@ describe('stablebooks demo', () => {
     expect(s.invariants.every((i) => i.ok)).toBe(true);
   });
 
-  it('behavior: the entries per outcome are those of DESIGN.md section 6', () => {
+  it('behavior: the entries per outcome are those of docs/accounting.md', () => {
     const s = first.summary;
     expect(s.intents.reduce((n, r) => n + r.count, 0)).toBe(16 - 1); // the reorged payment is a planted problem
     for (const row of s.intents) {

@@ -6,7 +6,7 @@ import { trackIntent } from '../../src/payments/createIntent.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 
 /**
- * Several daemons on one PostgreSQL and one Redis (DESIGN.md section 4): one intake (with the
+ * Several daemons on one PostgreSQL and one Redis (docs/architecture.md, "Processes and roles"): one intake (with the
  * scheduler) and two workers, all in-process, take the same burst of 50 payments. Half the
  * intents are also tracked, so both workers' pollers race the webhooks, and a fifth of the
  * webhooks arrive twice. Every payment is posted exactly once.

@@ -11,7 +11,7 @@ import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 /**
  * The sandbox misbehaves as a real service would: webhooks dropped, duplicated, reordered and
  * racing the poller, the API answering bursts of 429 (40001) and 500 (90000). Whatever happens,
- * each confirmed intent gets exactly one rule-1 entry (DESIGN.md section 6) and the trial balance
+ * each confirmed intent gets exactly one rule-1 entry (docs/accounting.md) and the trial balance
  * nets to zero.
  */
 const pipeline = await startPipeline();

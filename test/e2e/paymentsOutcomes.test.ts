@@ -7,7 +7,7 @@ import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 
 /**
  * Every way a checkout ends, from the sandbox on anvil through the daemon (all roles in-process)
- * to the ledger: the entry of each intent is exactly rule 1 of DESIGN.md section 6, or nothing
+ * to the ledger: the entry of each intent is exactly rule 1 of docs/accounting.md, or nothing
  * (rule 4), and the trial balance nets to zero after each case.
  *
  * Amounts are USDT base units (6 decimals). R requested, P paid, F fee (1% of P, rounded down, on
@@ -21,7 +21,7 @@ const secret = pipeline.config.stores[0]!.apiSecret;
 const R = 25_000_000n; // 25 USDT: amount_cents 2500 of stable coin 1
 const feeOf = (route: string, paid: bigint) => (route === 'temp_wallet' ? (paid * 100n) / 10_000n : 0n);
 
-/** The rule-1 lines of DESIGN.md section 6 as ledgerLinesOf prints them; zero lines left out. */
+/** The rule-1 lines of docs/accounting.md as ledgerLinesOf prints them; zero lines left out. */
 function rule1Lines(r: bigint, p: bigint, f: bigint): string[] {
   const lines: Array<[string, bigint]> = [
     ['assets:in_transit', p - f],

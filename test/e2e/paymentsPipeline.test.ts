@@ -35,7 +35,7 @@ describe('payments pipeline: webhook to ledger', () => {
     expect(inbox.rows.map((r) => r.status)).toEqual(['processed']);
   });
 
-  it('behavior: an overpaid direct payment posts the overpayment line of DESIGN.md', async () => {
+  it('behavior: an overpaid direct payment posts the overpayment line of docs/accounting.md', async () => {
     const over = await paidIntent(1000n, { amount: '12', route: 'direct' });
     expect(await postedLines(over)).toEqual([
       'checkout.confirmed: assets:in_transit 12000000',

@@ -8,7 +8,7 @@ import { CheckoutStatus } from '../../src/svc/models/checkoutStatus.ts';
 import { ledgerLinesOf, startPipeline } from '../helpers/pipelineHarness.ts';
 
 /**
- * Time passes on the sandbox's clock (DESIGN.md section 7): after 31 minutes of sandbox time the
+ * Time passes on the sandbox's clock (docs/accounting.md, "Payments, payouts and the chain"): after 31 minutes of sandbox time the
  * unpaid intents time out, and the daemon, told to follow that clock, polls and records TIMEOUT
  * with no entry. Its signatures (requests and webhooks) keep working on the moved clock.
  */

@@ -12,7 +12,7 @@ import type { SvcClient } from '../../src/svc/client.ts';
 import { startPipeline } from '../helpers/pipelineHarness.ts';
 
 /**
- * Claim links end to end (DESIGN.md section 6, rules 5 to 8): the sandbox funds, claims, cancels,
+ * Claim links end to end (docs/accounting.md, rules 5 to 8): the sandbox funds, claims, cancels,
  * refunds and expires links with real token transfers on anvil; the daemon (every role, in
  * process) learns the pool wallet from the funding transfer and books the fee, the claim and the
  * refund when they are final. After each case the custody wallet's ledger balance equals its

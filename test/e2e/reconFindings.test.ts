@@ -14,7 +14,7 @@ import { signWebhook } from '../../src/svc/signing/webhookSignature.ts';
 import { startPipeline } from '../helpers/pipelineHarness.ts';
 
 /**
- * A reconciliation run finds what goes wrong end to end (DESIGN.md section 9): the sandbox on
+ * A reconciliation run finds what goes wrong end to end (docs/accounting.md, "Findings"): the sandbox on
  * anvil misbehaves (a dropped webhook, a service reporting the wrong net, a late refund, a
  * stranger's transfer), the daemon (every role, in process, on the sandbox's clock) books what it
  * sees, and `runReconciliation` reports each cause as a finding, and resolves it once the cause

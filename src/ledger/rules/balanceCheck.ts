@@ -1,5 +1,5 @@
 /**
- * Balance check: the postings of an entry sum to zero per asset (DESIGN.md section 4, enforced
+ * Balance check: the postings of an entry sum to zero per asset (docs/accounting.md, "Ledger tables", enforced
  * again by PostgreSQL). The rules use it to refuse a draft they built wrong; the poster uses it as
  * a pre-check before the database would reject the entry.
  *

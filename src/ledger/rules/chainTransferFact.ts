@@ -2,7 +2,7 @@
  * Chain transfer fact: one ERC-20 Transfer log as the indexer stored it (chain_transfers), with the
  * block it was included in. Every entry a chain fact causes carries that log's identity and block
  * hash in its idempotency key, so after a reorg the same log re-included in another block is a new
- * entry (DESIGN.md section 6, rule 3) while a replay of the same fact is the same entry.
+ * entry (docs/accounting.md, rule 3) while a replay of the same fact is the same entry.
  *
  * Glossary
  * - transfer: one Transfer(from, to, value) log of a token contract;

@@ -1,5 +1,5 @@
 /**
- * Posting rules for facts from the chain: DESIGN.md section 6, rule 2 (a final transfer proves a
+ * Posting rules for facts from the chain: docs/accounting.md, rule 2 (a final transfer proves a
  * confirmed payment), rule 3 (a proven transfer was orphaned by a reorg) and rule 9 (a transfer
  * into or out of a watched wallet that matches nothing), with its one exception: a payment the
  * service sent back to its payer clears the suspense its arrival was booked to. Pure: the same

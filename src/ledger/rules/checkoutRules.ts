@@ -1,6 +1,6 @@
 /**
  * Posting rules for facts from the service about checkout intents (API polls and webhooks):
- * DESIGN.md section 6, rule 1 (intent CONFIRMED) and rule 4 (intent ends in a failure state).
+ * docs/accounting.md, rule 1 (intent CONFIRMED) and rule 4 (intent ends in a failure state).
  * Pure: the same fact always gives the same outcome and the same idempotency key.
  *
  * Glossary

@@ -1,5 +1,5 @@
 /**
- * Posting rules for the claim-link lifecycle: DESIGN.md section 6, rules 5 (funded; extra fees
+ * Posting rules for the claim-link lifecycle: docs/accounting.md, rules 5 (funded; extra fees
  * proven on chain), 6 (claimed), 7 (cancelled or expired) and 8 (refund arrived). Pure: the same
  * fact always gives the same outcome and the same idempotency key.
  *

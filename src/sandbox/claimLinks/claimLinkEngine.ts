@@ -34,7 +34,7 @@ import { type CreateRequest, parseCreateRequest } from './parseCreateRequest.ts'
  * - recipient wallet (`recipient:<claim_link_id>`, unless the claim names another address).
  *
  * Money on chain, for a link of principal A and fee F:
- * - create: custody -> pool A + F (funding_tx_hash, the custody outflow X = A + F of DESIGN.md rule 5),
+ * - create: custody -> pool A + F (funding_tx_hash, the custody outflow X = A + F of docs/accounting.md, rule 5),
  *   then pool -> fee wallet F, so the pool holds A;
  * - claim: pool -> recipient A;
  * - cancel or expiry: pool -> custody everything the pool holds (A, plus any overpayment), never F.

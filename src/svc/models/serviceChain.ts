@@ -1,7 +1,7 @@
 /**
  * Service Chain enum: the service's own chain numbering, taken only by claim-link create. Intents,
  * webhooks and claim-link results carry EIP-155 chain ids instead. This table is the one place the
- * two numberings meet (DESIGN.md section 5); nothing else may hard-code the pairs.
+ * two numberings meet (docs/accounting.md, "Money"); nothing else may hard-code the pairs.
  */
 import { z } from 'zod';
 import { StablebooksError } from '../../errors/stablebooksError.ts';

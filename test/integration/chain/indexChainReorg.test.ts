@@ -4,7 +4,7 @@ import { receiptTransfers, storeReceiptTransfers } from '../../../src/chain/rece
 import { startRpcProxy } from '../../helpers/rpcProxy.ts';
 import { CHAIN_ID, createIndexerKit, metricValue } from './indexerKit.ts';
 
-/** Reorgs (DESIGN.md section 6 rule 3) on a real anvil: anvil_reorg replaces the last blocks. */
+/** Reorgs (docs/accounting.md, rule 3) on a real anvil: anvil_reorg replaces the last blocks. */
 const kit = await createIndexerKit('index_reorg');
 const { chain } = kit;
 /**

@@ -11,7 +11,7 @@ import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import { CHAIN_ID, createIndexerKit, metricValue } from './indexerKit.ts';
 
 /**
- * Single-transaction verification (DESIGN.md section 7): a confirmed intent whose paying hash the
+ * Single-transaction verification (docs/accounting.md, "Payments, payouts and the chain"): a confirmed intent whose paying hash the
  * indexer has not reached within the grace is checked by its receipt. Real anvil, real PostgreSQL.
  */
 const kit = await createIndexerKit('verify_payments');

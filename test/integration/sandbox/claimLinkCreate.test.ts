@@ -271,7 +271,7 @@ describe('create and fund', () => {
     expect(await sepolia.balance('USDT', custody1)).toBe(before.custody - amount - FEE_6);
     expect(await sepolia.balance('USDT', pool)).toBe(amount);
     expect(await sepolia.balance('USDT', fees)).toBe(before.fees + FEE_6);
-    // The funding transaction is one transfer custody -> pool of amount + fee (DESIGN.md rule 5's X).
+    // The funding transaction is one transfer custody -> pool of amount + fee (docs/accounting.md, rule 5's X).
     expect(await sepolia.transfers(result.funding_tx_hash as `0x${string}`)).toEqual([
       { token: sepolia.token('USDT'), from: custody1, to: pool, value: amount + FEE_6 },
     ]);

@@ -14,7 +14,7 @@ import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
  * A claim link funded and refunded while the matcher was not running (downtime, or a finality depth
  * that makes both final at once): the funding (custody to pool) and the refund (pool back to
  * custody) are matched in one batch. The funding teaches the pool wallet; the refund after it must
- * be matched as the link's refund (DESIGN.md section 6, rule 8), as if each transfer had come in a
+ * be matched as the link's refund (docs/accounting.md, rule 8), as if each transfer had come in a
  * batch of its own: not as an unmatched transfer into custody (rule 9, suspense).
  */
 const kit = await createIndexerKit('claim_link_same_batch');

@@ -15,7 +15,7 @@ import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
 
 /**
- * What leaves a claim link's pool (DESIGN.md section 6, rules 6 to 8) when the simple story does
+ * What leaves a claim link's pool (docs/accounting.md, rules 6 to 8) when the simple story does
  * not hold: a claim that becomes final after our expiry job ran, a reorg of such a claim, the
  * service's fee sweep when the fee equals the link amount, a claim of another value, and a refund
  * for a link whose books hold no receivable. And what funds it (rule 5 on chain): fundings matched
