@@ -53,7 +53,7 @@ export const envFields = {
     .default(60),
   /** Blocks the transfer indexer may trail the chain head before the chain-lag alert fires. */
   ALERT_CHAIN_LAG_BLOCKS: z.coerce.number().int().positive().default(50),
-  /** Optional JSON file overriding the chain registry: token contracts, decimals, finality (src/chain/registry.ts). */
+  /** Optional JSON file overriding the chain registry: token contracts, decimals, finality (src/config/chainRegistry.ts). */
   CHAINS_FILE: z.string().min(1).optional(),
   /** Intent status polls per second allowed per API key, shared by every process (BullMQ limiter). */
   POLLS_PER_SECOND: z.coerce.number().positive().max(1000).default(5),

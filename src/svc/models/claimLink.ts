@@ -29,7 +29,7 @@ export const createClaimLinkRequestSchema = z.object({
   /** Token units; its precision against the token's decimals is checked where decimals are known. */
   amount: decimalStringSchema.refine((a) => /[1-9]/.test(a), { error: 'amount must be greater than 0' }),
   stable_coin: stableCoinSchema,
-  /** The service's Chain enum, not an EIP-155 id: see src/chain/serviceChain.ts. */
+  /** The service's Chain enum, not an EIP-155 id: see src/svc/models/serviceChain.ts. */
   chain: serviceChainSchema,
   receiver_email: optionalTextUpTo(254, 'receiver_email'),
   sender_display_name: optionalTextUpTo(100, 'sender_display_name'),

@@ -37,7 +37,7 @@ export function serviceChainInfo(serviceChain: number): ServiceChainInfo {
   if (info === undefined) {
     throw new UnknownChainError(
       `service Chain enum value ${describe(serviceChain)} is not in the mapping table ` +
-        `(known: ${SERVICE_CHAIN_VALUES.join(', ')}); add it to src/chain/serviceChain.ts`,
+        `(known: ${SERVICE_CHAIN_VALUES.join(', ')}); add it to src/svc/models/serviceChain.ts`,
     );
   }
   return info;
