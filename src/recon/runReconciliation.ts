@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { PublicClient } from 'viem';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
@@ -135,6 +135,18 @@ export async function runReconciliation(deps: ReconDeps, options: ReconOptions):
   }
 }
 
+type PhaseName = (typeof PHASES)[number];
+
+/** Does one phase's work, first telling that it begins (onProgress, the progress gauge, the run's row). */
+type RunPhase = <T>(name: PhaseName, work: () => Promise<T>) => Promise<T>;
+
+/** This run's row in recon_runs, written through the lock's connection while `own` holds. */
+interface RunRow {
+  db: Db;
+  runId: string;
+  own: SQL;
+}
+
 async function lockedRun(
   deps: ReconDeps,
   options: ReconOptions,
@@ -150,22 +162,11 @@ async function lockedRun(
   const { lock, storeId, storeKey, formats, dir } = run;
   // The run's duration, from when it holds its lock: the wait for another run is not its own.
   const startedAt = performance.now();
-  const { from, to } = options.period;
   const { id: runId, startedAt: token } = await startRun(lock.db, options, storeKey, storeId);
   // Every write of the row is guarded: it is this run's only while running with its start time.
   const own = sql`id = ${runId}::bigint and status = 'running' and started_at = ${token}::timestamptz`;
-
-  let phaseIndex = 0;
-  const phase = async <T>(name: (typeof PHASES)[number], work: () => Promise<T>): Promise<T> => {
-    const progress = { phase: name, done: phaseIndex, total: PHASES.length };
-    options.onProgress?.(progress);
-    deps.metrics?.reconProgress.reset();
-    deps.metrics?.reconProgress.set({ phase: name }, phaseIndex / PHASES.length);
-    await lock.db.execute(sql`update recon_runs set phase = ${name} where ${own}`);
-    const result = await work();
-    phaseIndex += 1;
-    return result;
-  };
+  const row: RunRow = { db: lock.db, runId, own };
+  const phase = phaseRunner(deps, options, row);
 
   try {
     const now = clock.now();
@@ -180,133 +181,230 @@ async function lockedRun(
         storeId,
       ),
     );
-
-    const { outcomes, sync } = await lock.withFindingsLock(() =>
-      deps.db.transaction(
-        async (tx) => {
-          const ctx: CheckContext = {
-            tx,
-            storeId,
-            now,
-            settings: deps.config.recon,
-            chains: deps.config.chains,
-          };
-          await tx.execute(WORK_MEM);
-          await createFoundTable(tx);
-          const outcomes: CheckOutcome[] = [];
-          await phase('clearing', async () => {
-            outcomes.push(await clearInTransit(ctx), await clearRefunds(ctx), await clearSuspense(ctx));
-          });
-          await phase('matching', async () => {
-            outcomes.push(
-              await matchIntents(ctx),
-              await matchStuckIntents(ctx),
-              await matchIntentCreations(ctx),
-              await matchClaimLinks(ctx),
-            );
-          });
-          await phase('assertions', async () => {
-            outcomes.push(await assertProofs(ctx, proofs), await assertTrialBalance(ctx));
-          });
-          const sync = await phase('findings', () =>
-            // Each check says what it decided: one that could not read its source owns nothing, and
-            // the proofs own their kind even when some wallet could not be proven (that wallet's
-            // finding is in recon_found, so it stays open; the wallets that now pass resolve).
-            syncFindings(
-              tx,
-              outcomes.flatMap((o) => o.owned),
-              storeId,
-            ),
-          );
-          return { outcomes, sync };
-        },
-        { isolationLevel: 'repeatable read' },
-      ),
-    );
-
-    // The report and its files are read in one snapshot: findings.csv is streamed from a cursor
-    // of this transaction, so it lists exactly the findings the report counts.
-    const scope = { period: options.period, storeId, generatedAt: clock.now() };
-    const { report, files } = await deps.db.transaction(
-      async (tx) => {
-        await tx.execute(WORK_MEM);
-        const report = await phase('report', () =>
-          buildReport(tx, {
-            ...scope,
-            chains: deps.config.chains,
-            checks: outcomes.map((o) => o.result),
-            proofs,
-            findingsFullList: formats.includes('csv') ? FINDINGS_FULL_LIST : null,
-          }),
-        );
-        const files = await phase('files', () =>
-          writeReportFiles(report, dir, formats, () => findingsPages(tx, scope)),
-        );
-        return { report, files };
-      },
-      { isolationLevel: 'repeatable read', accessMode: 'read only' },
-    );
-
+    const { outcomes, sync } = await checkAndSyncFindings(deps, lock, phase, { storeId, now, proofs });
+    const { report, files } = await buildAndWriteReport(deps, phase, clock, {
+      period: options.period,
+      storeId,
+      formats,
+      dir,
+      outcomes,
+      proofs,
+    });
     const durationMs = Math.round(performance.now() - startedAt);
-    const counts = {
-      findings: {
-        ...report.findings.counts,
+    return await completeRun(deps, options, row, { storeId, dir, report, files, sync, durationMs });
+  } catch (err) {
+    await failRun(deps, row, startedAt, err);
+    throw err;
+  }
+}
+
+/** The run's phases: each tells that it begins, then does its work, and counts as done after it. */
+function phaseRunner(deps: ReconDeps, options: ReconOptions, row: RunRow): RunPhase {
+  let phaseIndex = 0;
+  return async <T>(name: PhaseName, work: () => Promise<T>): Promise<T> => {
+    const progress = { phase: name, done: phaseIndex, total: PHASES.length };
+    options.onProgress?.(progress);
+    deps.metrics?.reconProgress.reset();
+    deps.metrics?.reconProgress.set({ phase: name }, phaseIndex / PHASES.length);
+    await row.db.execute(sql`update recon_runs set phase = ${name} where ${row.own}`);
+    const result = await work();
+    phaseIndex += 1;
+    return result;
+  };
+}
+
+/**
+ * The three layers of checks and the findings they produce (opened, refreshed, resolved), in one
+ * repeatable-read transaction holding the findings lock.
+ */
+async function checkAndSyncFindings(
+  deps: ReconDeps,
+  lock: ReconRunLock,
+  phase: RunPhase,
+  run: { storeId: string | null; now: Date; proofs: BalanceProof[] },
+): Promise<{ outcomes: CheckOutcome[]; sync: FindingsSync }> {
+  const { storeId, now, proofs } = run;
+  return await lock.withFindingsLock(() =>
+    deps.db.transaction(
+      async (tx) => {
+        const ctx: CheckContext = {
+          tx,
+          storeId,
+          now,
+          settings: deps.config.recon,
+          chains: deps.config.chains,
+        };
+        await tx.execute(WORK_MEM);
+        await createFoundTable(tx);
+        const outcomes = await runChecks(ctx, phase, proofs);
+        const sync = await phase('findings', () =>
+          // Each check says what it decided: one that could not read its source owns nothing, and
+          // the proofs own their kind even when some wallet could not be proven (that wallet's
+          // finding is in recon_found, so it stays open; the wallets that now pass resolve).
+          syncFindings(
+            tx,
+            outcomes.flatMap((o) => o.owned),
+            storeId,
+          ),
+        );
+        return { outcomes, sync };
       },
-      sync,
-      checks: Object.fromEntries(
-        (['pass', 'fail', 'error'] as const).map((s) => [
-          s,
-          report.checks.filter((c) => c.status === s).length,
-        ]),
-      ),
-    };
-    const completed = await lock.db.execute(sql`
+      { isolationLevel: 'repeatable read' },
+    ),
+  );
+}
+
+/** Clearing, matching and assertions, in that order, each check in its turn. */
+async function runChecks(
+  ctx: CheckContext,
+  phase: RunPhase,
+  proofs: BalanceProof[],
+): Promise<CheckOutcome[]> {
+  const outcomes: CheckOutcome[] = [];
+  await phase('clearing', async () => {
+    outcomes.push(await clearInTransit(ctx), await clearRefunds(ctx), await clearSuspense(ctx));
+  });
+  await phase('matching', async () => {
+    outcomes.push(
+      await matchIntents(ctx),
+      await matchStuckIntents(ctx),
+      await matchIntentCreations(ctx),
+      await matchClaimLinks(ctx),
+    );
+  });
+  await phase('assertions', async () => {
+    outcomes.push(await assertProofs(ctx, proofs), await assertTrialBalance(ctx));
+  });
+  return outcomes;
+}
+
+/** The report of the period, written in every asked format into `dir`. */
+async function buildAndWriteReport(
+  deps: ReconDeps,
+  phase: RunPhase,
+  clock: Clock,
+  run: {
+    period: Period;
+    storeId: string | null;
+    formats: readonly ReportFormat[];
+    dir: string;
+    outcomes: CheckOutcome[];
+    proofs: BalanceProof[];
+  },
+): Promise<{ report: ReconReport; files: WrittenFile[] }> {
+  const { storeId, formats, dir, outcomes, proofs } = run;
+  // The report and its files are read in one snapshot: findings.csv is streamed from a cursor
+  // of this transaction, so it lists exactly the findings the report counts.
+  const scope = { period: run.period, storeId, generatedAt: clock.now() };
+  return await deps.db.transaction(
+    async (tx) => {
+      await tx.execute(WORK_MEM);
+      const report = await phase('report', () =>
+        buildReport(tx, {
+          ...scope,
+          chains: deps.config.chains,
+          checks: outcomes.map((o) => o.result),
+          proofs,
+          findingsFullList: formats.includes('csv') ? FINDINGS_FULL_LIST : null,
+        }),
+      );
+      const files = await phase('files', () =>
+        writeReportFiles(report, dir, formats, () => findingsPages(tx, scope)),
+      );
+      return { report, files };
+    },
+    { isolationLevel: 'repeatable read', accessMode: 'read only' },
+  );
+}
+
+/**
+ * Records the run `completed`, with its counts and files, on its row while the row is still its
+ * own; then tells it (progress gauge, duration, onProgress, log) and returns the run's result.
+ */
+async function completeRun(
+  deps: ReconDeps,
+  options: ReconOptions,
+  row: RunRow,
+  run: {
+    storeId: string | null;
+    dir: string;
+    report: ReconReport;
+    files: WrittenFile[];
+    sync: FindingsSync;
+    durationMs: number;
+  },
+): Promise<ReconResult> {
+  const { runId, own } = row;
+  const { storeId, dir, report, files, sync, durationMs } = run;
+  const { from, to } = options.period;
+  const counts = runCounts(report, sync);
+  const completed = await row.db.execute(sql`
       update recon_runs set status = 'completed', passed = ${report.passed}, phase = 'done',
              finished_at = now(), duration_ms = ${durationMs}, counts = ${JSON.stringify(counts)}::jsonb,
              files = ${JSON.stringify(files.map((f) => ({ name: f.name, path: f.path, sha256: f.sha256, bytes: f.bytes })))}::jsonb
       where ${own}`);
-    if (completed.rowCount !== 1)
-      throw new Error(
-        `recon_runs: run ${runId} of this period was restarted by another run while this one ran; its result is not recorded`,
-      );
-    deps.metrics?.reconProgress.reset();
-    deps.metrics?.reconProgress.set({ phase: 'done' }, 1);
-    deps.metrics?.reconRunSeconds.observe({ outcome: 'completed' }, durationMs / 1000);
-    options.onProgress?.({ phase: 'files', done: PHASES.length, total: PHASES.length });
-    deps.logger.info(
-      {
-        runId,
-        storeId,
-        from: from.toISOString(),
-        to: to.toISOString(),
-        passed: report.passed,
-        durationMs,
-        ...counts.findings,
-      },
-      'reconciliation run completed',
+  if (completed.rowCount !== 1)
+    throw new Error(
+      `recon_runs: run ${runId} of this period was restarted by another run while this one ran; its result is not recorded`,
     );
-    return {
+  deps.metrics?.reconProgress.reset();
+  deps.metrics?.reconProgress.set({ phase: 'done' }, 1);
+  deps.metrics?.reconRunSeconds.observe({ outcome: 'completed' }, durationMs / 1000);
+  options.onProgress?.({ phase: 'files', done: PHASES.length, total: PHASES.length });
+  deps.logger.info(
+    {
       runId,
-      status: 'completed',
+      storeId,
+      from: from.toISOString(),
+      to: to.toISOString(),
       passed: report.passed,
-      report,
-      findings: sync,
-      files,
-      dir,
       durationMs,
-    };
-  } catch (err) {
-    const message = coerceError(err).message.split('\n')[0] ?? 'unknown error';
-    const durationMs = Math.round(performance.now() - startedAt);
-    // Through the pool, not the lock's connection, which may be the thing that broke.
-    await deps.db
-      .execute(sql`
+      ...counts.findings,
+    },
+    'reconciliation run completed',
+  );
+  return {
+    runId,
+    status: 'completed',
+    passed: report.passed,
+    report,
+    findings: sync,
+    files,
+    dir,
+    durationMs,
+  };
+}
+
+/** The run row's counts: the report's findings, what the findings sync did, and the checks by status. */
+function runCounts(
+  report: ReconReport,
+  sync: FindingsSync,
+): { findings: ReconReport['findings']['counts']; sync: FindingsSync; checks: Record<string, number> } {
+  return {
+    findings: {
+      ...report.findings.counts,
+    },
+    sync,
+    checks: Object.fromEntries(
+      (['pass', 'fail', 'error'] as const).map((s) => [
+        s,
+        report.checks.filter((c) => c.status === s).length,
+      ]),
+    ),
+  };
+}
+
+/** Records the run `failed` with the first line of its reason, while its row is still its own. */
+async function failRun(deps: ReconDeps, row: RunRow, startedAt: number, err: unknown): Promise<void> {
+  const message = coerceError(err).message.split('\n')[0] ?? 'unknown error';
+  const durationMs = Math.round(performance.now() - startedAt);
+  // Through the pool, not the lock's connection, which may be the thing that broke.
+  await deps.db
+    .execute(sql`
         update recon_runs set status = 'failed', finished_at = now(), duration_ms = ${durationMs}, error = ${message}
-        where ${own}`)
-      .catch(() => undefined);
-    deps.metrics?.reconRunSeconds.observe({ outcome: 'failed' }, durationMs / 1000);
-    throw err;
-  }
+        where ${row.own}`)
+    .catch(() => undefined);
+  deps.metrics?.reconRunSeconds.observe({ outcome: 'failed' }, durationMs / 1000);
 }
 
 /** 2026-11-21T00:00:00.000Z → 20261121T000000Z: a file name every system accepts. */
