@@ -232,53 +232,10 @@ async function bookFunding(
   funding: FundingPool,
   byAmount: ByAmount | null,
 ): Promise<MatchDecision | 'unmatched'> {
-  // The create call has not told us the link yet (in flight, or its outcome unknown): wait for it.
-  // Past the grace, say so: the outflow waits (and custody's proof fails) until someone learns
-  // the outcome, which only running the same create again does when it is unknown.
-  if (!payout.claim_link_id) {
-    const waited = row.final_at ? deps.clock.now().getTime() - new Date(row.final_at).getTime() : 0;
-    if (waited >= deps.unmatchedGraceMs) {
-      await recordFinding(
-        tx,
-        {
-          kind: FUNDING_AWAITS_OUTCOME,
-          severity: 'warning',
-          ref: { type: 'payout', id: payout.id },
-          details: {
-            reference_id: payout.reference_id,
-            create_outcome: payout.create_outcome,
-            amount: payout.amount,
-            tx_hash: row.tx_hash,
-            what: "a custody outflow that may be this payout's funding waits for its create outcome",
-            action: `run the same payouts create again (reference_id ${payout.reference_id}, same amount) to learn it`,
-          },
-        },
-        payout.store_id,
-      );
-    }
-    return { kind: 'deferred' };
-  }
+  if (!payout.claim_link_id) return awaitCreateOutcome(tx, deps, row, payout);
   await resolveFinding(tx, FUNDING_AWAITS_OUTCOME, { type: 'payout', id: payout.id });
   const linkId = payout.claim_link_id;
-  if (!payout.pool_address) {
-    const learnt = await tx.execute(sql`
-      insert into chain_watched_wallets (chain_id, address, role, store_id, claim_link_id, from_block)
-      values (${Number(row.chain_id)}, ${row.to_address}, 'pool', ${payout.store_id}, ${linkId}, ${row.block_number}::bigint)
-      on conflict (chain_id, address) do nothing
-      returning address`);
-    if (learnt.rows.length === 0) {
-      // Another transaction learnt this address for another link since we looked.
-      const holder = (
-        await tx.execute<{ claim_link_id: string | null }>(sql`
-          select claim_link_id from chain_watched_wallets
-          where chain_id = ${Number(row.chain_id)} and address = ${row.to_address}`)
-      ).rows[0];
-      if (holder?.claim_link_id !== linkId) {
-        await refusePool(tx, row, payout, 'pool');
-        return 'unmatched';
-      }
-    }
-  }
+  if (!payout.pool_address && !(await learnPool(tx, row, payout, linkId))) return 'unmatched';
   const base: ClaimLinkFactBase = {
     storeId: payout.store_id,
     claimLinkId: linkId,
@@ -293,31 +250,7 @@ async function bookFunding(
     claimLinkFundingProven({ ...base, transfer: first, otherLogs: others }),
     payout.store_id,
   );
-  if (byAmount) {
-    await recordFinding(
-      tx,
-      {
-        kind: 'funding_matched_by_amount',
-        severity: byAmount.others.length > 0 ? 'warning' : 'info',
-        ref: { type: 'claim_link', id: linkId },
-        details: {
-          tx_hash: row.tx_hash,
-          funded: formatDecimalAmount(funding.value, token.decimals),
-          amount: payout.amount,
-          what:
-            byAmount.others.length > 0
-              ? 'the create answer carried no funding hash; matched by store, token and amount to the payout it exceeds by the least, of several it could fund'
-              : 'the create answer carried no funding hash; matched by store, token and amount',
-          other_candidates: byAmount.others.map((p) => ({
-            payout_id: p.id,
-            claim_link_id: p.claim_link_id,
-            amount: p.amount,
-          })),
-        },
-      },
-      payout.store_id,
-    );
-  }
+  if (byAmount) await recordMatchedByAmount(tx, row, payout, linkId, token, funding, byAmount);
   await recordFunding(tx, payout.id, {
     poolAddress: row.to_address,
     txHash: row.tx_hash,
@@ -333,6 +266,105 @@ async function bookFunding(
     payout.store_id,
   );
   return { kind: 'applied' };
+}
+
+/**
+ * The create call has not told us the link yet (in flight, or its outcome unknown): wait for it.
+ * Past the grace, say so: the outflow waits (and custody's proof fails) until someone learns
+ * the outcome, which only running the same create again does when it is unknown.
+ */
+async function awaitCreateOutcome(
+  tx: DbExecutor,
+  deps: ClaimLinkSettlementDeps,
+  row: TransferRow,
+  payout: PayoutRow,
+): Promise<MatchDecision> {
+  const waited = row.final_at ? deps.clock.now().getTime() - new Date(row.final_at).getTime() : 0;
+  if (waited >= deps.unmatchedGraceMs) {
+    await recordFinding(
+      tx,
+      {
+        kind: FUNDING_AWAITS_OUTCOME,
+        severity: 'warning',
+        ref: { type: 'payout', id: payout.id },
+        details: {
+          reference_id: payout.reference_id,
+          create_outcome: payout.create_outcome,
+          amount: payout.amount,
+          tx_hash: row.tx_hash,
+          what: "a custody outflow that may be this payout's funding waits for its create outcome",
+          action: `run the same payouts create again (reference_id ${payout.reference_id}, same amount) to learn it`,
+        },
+      },
+      payout.store_id,
+    );
+  }
+  return { kind: 'deferred' };
+}
+
+/**
+ * Learns the funding's address as link `linkId`'s pool wallet. False when it is another link's
+ * pool: refused, with its finding, and the funding is not booked.
+ */
+async function learnPool(
+  tx: DbExecutor,
+  row: TransferRow,
+  payout: PayoutRow,
+  linkId: string,
+): Promise<boolean> {
+  const learnt = await tx.execute(sql`
+      insert into chain_watched_wallets (chain_id, address, role, store_id, claim_link_id, from_block)
+      values (${Number(row.chain_id)}, ${row.to_address}, 'pool', ${payout.store_id}, ${linkId}, ${row.block_number}::bigint)
+      on conflict (chain_id, address) do nothing
+      returning address`);
+  if (learnt.rows.length === 0) {
+    // Another transaction learnt this address for another link since we looked.
+    const holder = (
+      await tx.execute<{ claim_link_id: string | null }>(sql`
+          select claim_link_id from chain_watched_wallets
+          where chain_id = ${Number(row.chain_id)} and address = ${row.to_address}`)
+    ).rows[0];
+    if (holder?.claim_link_id !== linkId) {
+      await refusePool(tx, row, payout, 'pool');
+      return false;
+    }
+  }
+  return true;
+}
+
+/** The finding of a funding booked by amount, naming the other payouts it could have funded. */
+async function recordMatchedByAmount(
+  tx: DbExecutor,
+  row: TransferRow,
+  payout: PayoutRow,
+  linkId: string,
+  token: Token,
+  funding: FundingPool,
+  byAmount: ByAmount,
+): Promise<void> {
+  await recordFinding(
+    tx,
+    {
+      kind: 'funding_matched_by_amount',
+      severity: byAmount.others.length > 0 ? 'warning' : 'info',
+      ref: { type: 'claim_link', id: linkId },
+      details: {
+        tx_hash: row.tx_hash,
+        funded: formatDecimalAmount(funding.value, token.decimals),
+        amount: payout.amount,
+        what:
+          byAmount.others.length > 0
+            ? 'the create answer carried no funding hash; matched by store, token and amount to the payout it exceeds by the least, of several it could fund'
+            : 'the create answer carried no funding hash; matched by store, token and amount',
+        other_candidates: byAmount.others.map((p) => ({
+          payout_id: p.id,
+          claim_link_id: p.claim_link_id,
+          amount: p.amount,
+        })),
+      },
+    },
+    payout.store_id,
+  );
 }
 
 /** A link's funding pays an address that already has a role: not learnt as its pool, a finding. */
