@@ -7,12 +7,18 @@ import type { FindingDraft } from '../findings/finding.ts';
 import { resolveFinding } from '../findings/recordFinding.ts';
 import type { Token } from '../ledger/accounts.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
+import type { RuleOutcome } from '../ledger/entryDraft.ts';
 import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
-import { chainTransferDetails, chainTransferId } from '../ledger/rules/chainTransferFact.ts';
+import {
+  type ChainTransferFact,
+  chainTransferDetails,
+  chainTransferId,
+} from '../ledger/rules/chainTransferFact.ts';
 import { paymentProven, unmatchedTransferKey } from '../ledger/rules/chainTransferRules.ts';
 import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
 import { formatDecimalAmount, parseDecimalAmount, sameDecimalAmount } from '../money/decimalAmount.ts';
 import { bookConfirmation } from './bookConfirmation.ts';
+import { lockPayingLogs, type WalletLogs, walletLogs } from './payingLogs.ts';
 
 export interface ProofResult {
   /** The (first) rule-2 entry this call posted. */
@@ -82,232 +88,288 @@ export async function proveIntentPayment(
   /** The intent as this transaction last wrote it (saves reading it again). */
   known?: IntentRow,
 ): Promise<ProofResult> {
-  const none: ProofResult = { proven: null, findings: [], matchedRowId: null, matchedRowIds: [] };
-  const intent =
-    known ??
-    (
-      await tx.execute<IntentRow>(
-        sql`select ${intentRowColumns} from checkout_intents where id = ${intentId}`,
-      )
-    ).rows[0];
-  const hash = intent?.tx_hash_2 ?? intent?.tx_hash;
-  if (intent?.status !== 20 || !hash || !intent.tx_to || intent.chain_id === null) return none;
-  const txHash = hash.toLowerCase();
-  const txTo = intent.tx_to.toLowerCase();
-  // The transaction's final logs, read once (no lock): most calls come from a confirmation whose
-  // transfer is not final yet, and end here.
-  const logs = (
-    await executePrepared<TransferRow>(
-      tx,
-      sql`
-      select ${transferColumns} from chain_transfers
-      where chain_id = ${intent.chain_id}::bigint and tx_hash = ${txHash} and state = 'final'
-      order by log_index`,
-    )
-  ).rows;
-  if (logs.length === 0) return none;
-  // One decision per intent: once logs of its transaction proved it (at N, or at another amount
-  // with a mismatch finding), later calls from either side change nothing.
-  if (logs.some((l) => l.matched_ref === intentId && /payment_(proof|mismatch)/.test(l.matched_as ?? ''))) {
-    return none;
+  const claim = claimedPayment(intentId, known ?? (await readIntent(tx, intentId)));
+  if (!claim) return noProof();
+  const logs = await finalLogs(tx, claim);
+  if (logs.length === 0 || alreadyDecided(logs, intentId)) return noProof();
+  const expected = await expectedPayment(tx, deps.chains, claim);
+  const wallet = walletLogs(logs, intentId, claim.txTo, expected.token, expected.amounts);
+  if (wallet.free.length === 0) {
+    return noProof(misdirectedPaymentFindings(deps.chains, claim, logs, wallet, expected));
   }
+  const paying = await lockPayingLogs(tx, intentId, wallet, expected.amounts);
+  if (!paying) return noProof();
+  const paid = paying.reduce((sum, l) => sum + BigInt(l.value), 0n);
+  const rule1 = await settleWaitingRule1(tx, deps, claim, expected.inTransit, paid);
+  if (rule1.inTransit === null || !expected.token) return noProof(rule1.findings);
+  const proof = await bookProof(tx, deps, claim, paying, {
+    token: expected.token,
+    inTransit: rule1.inTransit,
+    mismatch: paid !== rule1.inTransit,
+    paid,
+  });
+  const matchedRowIds = paying.map((l) => l.id);
+  return {
+    proven: proof.proven,
+    findings: [...rule1.findings, ...proof.findings],
+    matchedRowId: matchedRowIds[0] ?? null,
+    matchedRowIds,
+  };
+}
+
+/** A result that proves nothing (and matched no row), with the findings worth recording. */
+function noProof(findings: FindingDraft[] = []): ProofResult {
+  return { proven: null, findings, matchedRowId: null, matchedRowIds: [] };
+}
+
+async function readIntent(tx: DbExecutor, intentId: string): Promise<IntentRow | undefined> {
+  const { rows } = await tx.execute<IntentRow>(
+    sql`select ${intentRowColumns} from checkout_intents where id = ${intentId}`,
+  );
+  return rows[0];
+}
+
+/** A confirmed intent and the transaction it names as its payment (hash and recipient lower-case). */
+interface ClaimedPayment {
+  intentId: string;
+  intent: IntentRow;
+  chainId: string;
+  txHash: string;
+  txTo: string;
+}
+
+/**
+ * The payment a confirmed intent claims: the transfer that credits the merchant wallet (tx_hash_2
+ * on the temporary-wallet route, tx_hash when paid directly); null when there is none to prove.
+ */
+function claimedPayment(intentId: string, intent: IntentRow | undefined): ClaimedPayment | null {
+  const hash = intent?.tx_hash_2 ?? intent?.tx_hash;
+  if (intent?.status !== 20 || !hash || !intent.tx_to || intent.chain_id === null) return null;
+  return {
+    intentId,
+    intent,
+    chainId: intent.chain_id,
+    txHash: hash.toLowerCase(),
+    txTo: intent.tx_to.toLowerCase(),
+  };
+}
+
+/**
+ * The transaction's final logs, read once (no lock): most calls come from a confirmation whose
+ * transfer is not final yet, and end here.
+ */
+async function finalLogs(tx: DbExecutor, claim: ClaimedPayment): Promise<TransferRow[]> {
+  const { rows } = await executePrepared<TransferRow>(
+    tx,
+    sql`
+      select ${transferColumns} from chain_transfers
+      where chain_id = ${claim.chainId}::bigint and tx_hash = ${claim.txHash} and state = 'final'
+      order by log_index`,
+  );
+  return rows;
+}
+
+/**
+ * One decision per intent: once logs of its transaction proved it (at N, or at another amount
+ * with a mismatch finding), later calls from either side change nothing.
+ */
+function alreadyDecided(logs: TransferRow[], intentId: string): boolean {
+  return logs.some((l) => l.matched_ref === intentId && /payment_(proof|mismatch)/.test(l.matched_as ?? ''));
+}
+
+/** What would prove the payment. */
+interface ExpectedPayment {
+  /** N in in_transit as rule 1's live entry booked it; null while rule 1 waits. */
+  inTransit: bigint | null;
+  token: Token | undefined;
+  /** The amounts that would prove it. */
+  amounts: bigint[];
+}
+
+async function expectedPayment(
+  tx: DbExecutor,
+  chains: ChainRegistry,
+  claim: ClaimedPayment,
+): Promise<ExpectedPayment> {
+  const { intent } = claim;
   // A rule-1 entry that was reversed (rule 4: confirmed, then failed) holds nothing in in_transit:
   // without a live one the intent is treated as rule 1 waiting, and a proof books its next
-  // revision from the chain's value below.
-  let inTransit = await inTransitOf(tx, intentId);
-  const expectedToken = intent.coin_contract
-    ? deps.chains.token(Number(intent.chain_id), intent.coin_contract)
+  // revision from the chain's value (settleWaitingRule1).
+  const inTransit = await inTransitOf(tx, claim.intentId);
+  const token = intent.coin_contract
+    ? chains.token(Number(intent.chain_id), intent.coin_contract)
     : undefined;
   // The amounts that would prove it: N as rule 1 booked it, or, while rule 1 waits for the chain
   // (reported P - F != N), the reported N and P - F.
-  const expected =
-    inTransit !== null ? [inTransit] : expectedToken ? reportedNets(intent, expectedToken.decimals) : [];
-  const isExpected = (l: TransferRow) => expected.includes(BigInt(l.value));
-  // Its logs into tx_to in the intent's token: one transaction may pay several intents into one
-  // wallet (a batch payment), or the wallet twice. Free ones are those no proof has taken and no
-  // other intent owns (a sent-back arrival carries its intent in matched_ref); the one of an
-  // expected amount first.
-  const intoWallet = logs.filter(
-    (l) => l.to_address === txTo && l.token === expectedToken?.address.toLowerCase(),
-  );
-  const free = intoWallet
-    .filter((l) => isFree(l.matched_as) && (l.matched_ref === null || l.matched_ref === intentId))
-    .sort((a, b) => Number(isExpected(b)) - Number(isExpected(a)));
-  if (free.length === 0) {
-    // Nothing into the wallet to prove it with. A transaction whose one log went elsewhere (another
-    // recipient or token) is worth rule 2's findings for a person; nothing is marked, so a log
-    // that comes later still proves it.
-    const only = logs.length === 1 && intoWallet.length === 0 ? logs[0] : undefined;
-    if (!only || inTransit === null || !expectedToken) return none;
-    const fact = transferFact(only);
-    const { findings } = paymentProven({
+  const amounts = inTransit !== null ? [inTransit] : token ? reportedNets(intent, token.decimals) : [];
+  return { inTransit, token, amounts };
+}
+
+/**
+ * Nothing into the wallet to prove it with. A transaction whose one log went elsewhere (another
+ * recipient or token) is worth rule 2's findings for a person; nothing is marked, so a log
+ * that comes later still proves it.
+ */
+function misdirectedPaymentFindings(
+  chains: ChainRegistry,
+  claim: ClaimedPayment,
+  logs: TransferRow[],
+  wallet: WalletLogs,
+  expected: ExpectedPayment,
+): FindingDraft[] {
+  const only = logs.length === 1 && wallet.intoWallet.length === 0 ? logs[0] : undefined;
+  if (!only || expected.inTransit === null || !expected.token) return [];
+  const fact = transferFact(only);
+  return checkTransfer(chains, claim, fact, { token: expected.token, amount: expected.inTransit }).findings;
+}
+
+/**
+ * Rule 2's check of one log against the intent's token, recipient and an amount; `inTransit` only
+ * when a lone log of another amount is booked at its value (paymentProven).
+ */
+function checkTransfer(
+  chains: ChainRegistry,
+  claim: ClaimedPayment,
+  fact: ChainTransferFact,
+  expected: { token: Token; amount: bigint; inTransit?: bigint },
+): RuleOutcome {
+  const { intent } = claim;
+  return paymentProven({
+    storeId: intent.store_id,
+    intentId: claim.intentId,
+    transfer: fact,
+    token: chains.token(fact.chainId, fact.tokenAddress) ?? null,
+    expected: { token: expected.token, recipient: intent.tx_to as `0x${string}`, amount: expected.amount },
+    ...(expected.inTransit !== undefined ? { inTransit: expected.inTransit } : {}),
+  });
+}
+
+/**
+ * N in in_transit for the proof to clear: rule 1's live entry; or, when rule 1 waited for the
+ * chain, the entry booked now from the proven value; null when rule 1 still cannot book.
+ */
+async function settleWaitingRule1(
+  tx: DbExecutor,
+  deps: { chains: ChainRegistry; accounts?: AccountCache },
+  claim: ClaimedPayment,
+  inTransit: bigint | null,
+  paid: bigint,
+): Promise<{ inTransit: bigint | null; findings: FindingDraft[] }> {
+  const { intent } = claim;
+  if (inTransit !== null || intent.amount_coins === null || intent.confirmed_at === null) {
+    return { inTransit, findings: [] };
+  }
+  // Rule 1 waited for the chain (reported P - F != N): the proven value settles it.
+  const booked = await bookConfirmation(
+    tx,
+    deps,
+    {
+      intentId: claim.intentId,
       storeId: intent.store_id,
-      intentId,
-      transfer: fact,
-      token: deps.chains.token(fact.chainId, fact.tokenAddress) ?? null,
-      expected: { token: expectedToken, recipient: intent.tx_to as `0x${string}`, amount: inTransit },
-    });
-    return { ...none, findings };
-  }
-  // Locked in that order, skipping rows another matcher holds; the lock re-reads each row, so one
-  // a proof took since the read above is left out.
-  const locked = (
-    await executePrepared<TransferRow>(
-      tx,
-      sql`
-      select ${transferColumns} from chain_transfers
-      where id = any(${sql.param(free.map((l) => l.id))}::bigint[]) and state = 'final'
-        and (matched_as is null or (matched_as like '%transfer_in_unmatched%' and matched_as not like '%payment%'))
-        and (matched_ref is null or matched_ref = ${intentId})
-      for update skip locked`,
-    )
-  ).rows;
-  const lockedFree = free.flatMap((l) => locked.filter((r) => r.id === l.id));
-  const paying = payingLogs(lockedFree, locked.length === free.length, intoWallet.length, expected);
-  if (!paying) return none;
-  const paid = paying.reduce((sum, l) => sum + BigInt(l.value), 0n);
+      chainId: Number(intent.chain_id),
+      coinContract: intent.coin_contract,
+      coinSymbol: intent.coin_symbol,
+      amountCoins: intent.amount_coins,
+      actualPaidAmount: intent.actual_paid_amount,
+      serviceFeeAmount: intent.service_fee_amount,
+      netIncomeAmount: intent.net_income_amount,
+      amountCents: intent.amount_cents === null ? null : BigInt(intent.amount_cents),
+      currency: intent.currency,
+      currencyRate: intent.currency_rate,
+      txHash: intent.tx_hash,
+      txHash2: intent.tx_hash_2,
+      confirmedAt: new Date(intent.confirmed_at),
+    },
+    paid,
+  );
+  return { inTransit: await inTransitOf(tx, claim.intentId), findings: [...booked.findings] };
+}
 
+/** What the paying logs are booked against. */
+interface ProofTerms {
+  token: Token;
+  /** N in in_transit (rule 1's live entry). */
+  inTransit: bigint;
+  /** Whether the logs sum to another amount than N. */
+  mismatch: boolean;
+  /** What the logs sum to. */
+  paid: bigint;
+}
+
+/** Rule 2 for each paying log; the first entry it posted, and its findings. */
+async function bookProof(
+  tx: DbExecutor,
+  deps: { chains: ChainRegistry; accounts?: AccountCache },
+  claim: ClaimedPayment,
+  paying: TransferRow[],
+  terms: ProofTerms,
+): Promise<{ proven: PostedEntry | null; findings: FindingDraft[] }> {
   const findings: FindingDraft[] = [];
-  if (inTransit === null && intent.amount_coins !== null && intent.confirmed_at !== null) {
-    // Rule 1 waited for the chain (reported P - F != N): the proven value settles it.
-    const booked = await bookConfirmation(
-      tx,
-      deps,
-      {
-        intentId,
-        storeId: intent.store_id,
-        chainId: Number(intent.chain_id),
-        coinContract: intent.coin_contract,
-        coinSymbol: intent.coin_symbol,
-        amountCoins: intent.amount_coins,
-        actualPaidAmount: intent.actual_paid_amount,
-        serviceFeeAmount: intent.service_fee_amount,
-        netIncomeAmount: intent.net_income_amount,
-        amountCents: intent.amount_cents === null ? null : BigInt(intent.amount_cents),
-        currency: intent.currency,
-        currencyRate: intent.currency_rate,
-        txHash: intent.tx_hash,
-        txHash2: intent.tx_hash_2,
-        confirmedAt: new Date(intent.confirmed_at),
-      },
-      paid,
-    );
-    findings.push(...booked.findings);
-    inTransit = await inTransitOf(tx, intentId);
-  }
-  if (inTransit === null || !expectedToken) return { ...none, findings };
-
   // A lone log of another amount than N still reached the wallet: it is booked at the chain's
   // value (the wallet's account follows the chain), the rest of N stays in in_transit (or, above
   // N, the excess goes to suspense), and a critical finding asks a person to settle the difference.
-  const mismatch = paid !== inTransit;
-  if (mismatch) findings.push(amountMismatch(intent, expectedToken, paying, inTransit, paid));
-  const ref = { type: 'checkout_intent', id: intentId };
+  if (terms.mismatch) {
+    findings.push(amountMismatch(claim.intent, terms.token, paying, terms.inTransit, terms.paid));
+  }
   let proven: PostedEntry | null = null;
   for (const row of paying) {
-    const fact = transferFact(row);
-    // Rule 2 per log, at its own value (its key names its inclusion, so rule 3 unwinds it alone).
-    const outcome = paymentProven({
-      storeId: intent.store_id,
-      intentId,
-      transfer: fact,
-      token: deps.chains.token(fact.chainId, fact.tokenAddress) ?? null,
-      expected: { token: expectedToken, recipient: intent.tx_to as `0x${string}`, amount: fact.amount },
-      // A lone log above N clears N from in_transit; the excess goes to suspense.
-      ...(mismatch ? { inTransit } : {}),
-    });
+    const outcome = await proveWithLog(tx, deps, claim, row, terms);
     findings.push(...outcome.findings);
-    // What rule 9 booked on the row stays named (for rule 3), except the suspense entry a proof
-    // reverses below.
-    const kinds = (row.matched_as ?? '').split(',').filter((k) => k !== '');
-    if (!outcome.entry) {
-      // Nothing to book (a log of value 0): the intent is decided, a person looks.
-      await markApplied(tx, row.id, [...kinds, 'payment_mismatch'], intentId, intent.store_id);
-      continue;
-    }
-    if (kinds.includes('transfer_in_unmatched')) {
-      const key = unmatchedTransferKey(fact, 'in');
-      const booked = await tx.execute<{ id: string }>(
-        sql`select id::text from ledger_entries where idempotency_key = ${key}`,
-      );
-      if (booked.rows[0]) {
-        await reverseEntry(tx, BigInt(booked.rows[0].id), `transfer matched intent ${intentId}`);
-      }
-      await resolveFinding(tx, 'unmatched_transfer_in', {
-        type: 'chain_transfer',
-        id: chainTransferId(fact),
-      });
-    }
-    const posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
-    proven ??= posted;
-    const stillBooked = kinds.filter((k) => k !== 'transfer_in_unmatched');
-    const marks = mismatch ? ['payment_proof', 'payment_mismatch'] : ['payment_proof'];
-    await markApplied(tx, row.id, [...stillBooked, ...marks], intentId, intent.store_id);
+    proven ??= outcome.posted;
   }
   // The payment is on chain: verification's findings about it (not found, reverted, no transfer;
   // a node that lagged at the grace) have cleared.
-  if (proven) await resolveVerificationFindings(tx, ref);
-  const matchedRowIds = paying.map((l) => l.id);
-  return { proven, findings, matchedRowId: matchedRowIds[0] ?? null, matchedRowIds };
+  if (proven) await resolveVerificationFindings(tx, { type: 'checkout_intent', id: claim.intentId });
+  return { proven, findings };
 }
 
-/**
- * The free logs that pay the intent, or null (it waits): a log of an expected amount; else the
- * transaction's one log into the wallet, whatever its amount (booked at the chain's value, a
- * mismatch); else several logs whose sum is an expected amount (one payment split over transfers,
- * as recon's matching sums them). A split is sought only when no free log is held by another
- * matcher: the held one may be the exact log, and its matcher proves the intent once this
- * transaction commits.
- */
-function payingLogs(
-  lockedFree: TransferRow[],
-  noneHeld: boolean,
-  intoWallet: number,
-  expected: bigint[],
-): TransferRow[] | null {
-  const exact = lockedFree.find((l) => expected.includes(BigInt(l.value)));
-  if (exact) return [exact];
-  if (intoWallet === 1) return lockedFree[0] ? [lockedFree[0]] : null;
-  if (!noneHeld) return null;
-  return splitPayment(lockedFree, expected);
-}
-
-/** Most subsets a split search tries before giving up (the logs then wait the grace, then rule 9). */
-const SPLIT_SEARCH_BUDGET = 20_000;
-
-/**
- * The fewest logs (two or more) whose values sum to an expected amount, the earliest in log order
- * first among those of one size, so the choice is the same on every call. Values are never
- * negative, so a partial sum above every target ends its branch. Null when none, or when the
- * search would cost more than SPLIT_SEARCH_BUDGET subsets.
- */
-function splitPayment<T extends { log_index: number; value: string }>(
-  logs: T[],
-  expected: bigint[],
-): T[] | null {
-  const candidates = logs.filter((l) => BigInt(l.value) > 0n).sort((a, b) => a.log_index - b.log_index);
-  if (expected.length === 0 || candidates.length < 2) return null;
-  const values = candidates.map((l) => BigInt(l.value));
-  let max = 0n; // (bigint: no Math.max)
-  for (const v of expected) if (v > max) max = v;
-  let budget = SPLIT_SEARCH_BUDGET;
-  const pick: number[] = [];
-  const search = (from: number, left: number, sum: bigint): boolean => {
-    if (left === 0) return expected.includes(sum);
-    for (let i = from; i <= values.length - left; i++) {
-      if (--budget < 0) return false;
-      const next = sum + (values[i] as bigint);
-      if (next > max) continue;
-      pick.push(i);
-      if (search(i + 1, left - 1, next)) return true;
-      pick.pop();
-    }
-    return false;
-  };
-  for (let size = 2; size <= values.length && budget > 0; size++) {
-    if (search(0, size, 0n)) return pick.map((i) => candidates[i] as T);
+/** Rule 2 for one paying log: posts its entry (null when there is none) and marks the row. */
+async function proveWithLog(
+  tx: DbExecutor,
+  deps: { chains: ChainRegistry; accounts?: AccountCache },
+  claim: ClaimedPayment,
+  row: TransferRow,
+  terms: ProofTerms,
+): Promise<{ posted: PostedEntry | null; findings: FindingDraft[] }> {
+  const { intentId } = claim;
+  const storeId = claim.intent.store_id;
+  const fact = transferFact(row);
+  // Rule 2 per log, at its own value (its key names its inclusion, so rule 3 unwinds it alone).
+  const outcome = checkTransfer(deps.chains, claim, fact, {
+    token: terms.token,
+    amount: fact.amount,
+    // A lone log above N clears N from in_transit; the excess goes to suspense.
+    ...(terms.mismatch ? { inTransit: terms.inTransit } : {}),
+  });
+  // What rule 9 booked on the row stays named (for rule 3), except the suspense entry a proof
+  // reverses below.
+  const kinds = (row.matched_as ?? '').split(',').filter((k) => k !== '');
+  if (!outcome.entry) {
+    // Nothing to book (a log of value 0): the intent is decided, a person looks.
+    await markApplied(tx, row.id, [...kinds, 'payment_mismatch'], intentId, storeId);
+    return { posted: null, findings: outcome.findings };
   }
-  return null;
+  if (kinds.includes('transfer_in_unmatched')) await moveOutOfSuspense(tx, fact, intentId);
+  const posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+  const stillBooked = kinds.filter((k) => k !== 'transfer_in_unmatched');
+  const marks = terms.mismatch ? ['payment_proof', 'payment_mismatch'] : ['payment_proof'];
+  await markApplied(tx, row.id, [...stillBooked, ...marks], intentId, storeId);
+  return { posted, findings: outcome.findings };
+}
+
+/** Reverses rule 9's suspense entry of a log that proves the intent, and resolves its finding. */
+async function moveOutOfSuspense(tx: DbExecutor, fact: ChainTransferFact, intentId: string): Promise<void> {
+  const key = unmatchedTransferKey(fact, 'in');
+  const booked = await tx.execute<{ id: string }>(
+    sql`select id::text from ledger_entries where idempotency_key = ${key}`,
+  );
+  if (booked.rows[0]) {
+    await reverseEntry(tx, BigInt(booked.rows[0].id), `transfer matched intent ${intentId}`);
+  }
+  await resolveFinding(tx, 'unmatched_transfer_in', {
+    type: 'chain_transfer',
+    id: chainTransferId(fact),
+  });
 }
 
 /** Rule 2 booked a log of another amount than N: a critical finding, for a person to settle. */
@@ -358,13 +420,6 @@ async function resolveVerificationFindings(tx: DbExecutor, ref: FindingDraft['re
     update findings set resolved_at = now()
     where kind = any(${sql.param(VERIFICATION_FINDINGS)}::text[]) and ref_type = ${ref.type} and ref_id = ${ref.id}
       and resolved_at is null`,
-  );
-}
-
-/** A log no proof has taken: unmatched, or booked to suspense only (a proof may move it). */
-function isFree(matchedAs: string | null): boolean {
-  return (
-    matchedAs === null || (matchedAs.includes('transfer_in_unmatched') && !matchedAs.includes('payment'))
   );
 }
 
