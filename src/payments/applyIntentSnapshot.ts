@@ -4,7 +4,7 @@ import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { storableFields, toJsonb } from '../db/storableJson.ts';
 import type { FindingDraft } from '../findings/finding.ts';
-import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
+import { recordFinding } from '../findings/recordFinding.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import { type PostedEntry, reverseEntry } from '../ledger/postEntry.ts';
 import {
@@ -13,7 +13,6 @@ import {
   checkoutConfirmedKey,
   checkoutTerminalFailure,
 } from '../ledger/rules/checkoutRules.ts';
-import { sameDecimalAmount } from '../money/decimalAmount.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { CheckoutWebhookPayload } from '../svc/models/checkoutWebhook.ts';
@@ -24,6 +23,7 @@ import {
   intentRowColumns,
   proveIntentPayment,
 } from './proveIntentPayment.ts';
+import { checkWebhookMismatch, WEBHOOK_MISMATCH, type WebhookMismatchDetails } from './webhookMismatch.ts';
 
 /**
  * The one function that applies what we learnt about a checkout intent, whatever the source
@@ -58,25 +58,53 @@ export interface ApplyResult {
   findings: FindingDraft[];
 }
 
+type SnapshotDeps = { chains: ChainRegistry; accounts?: AccountCache };
+
 export async function applyIntentSnapshot(
   tx: DbExecutor,
-  deps: { chains: ChainRegistry; accounts?: AccountCache },
+  deps: SnapshotDeps,
   obs: IntentObservation,
 ): Promise<ApplyResult> {
   // Free text from the service (user_name, order_description...) may hold what PostgreSQL refuses.
   const intent = storableFields(obs.intent);
   const id = intent.all_svc_checkout_intent_id;
+  const before = await lockIntent(tx, id, obs);
+  const stale = staleObservationResult(before, intent.status, obs.observedAt);
+  if (stale) return stale;
+  const change = statusChange(before, intent.status, obs);
+  const facts = await factsToStore(tx, intent);
+  const row = await writeFacts(tx, obs, intent, facts, change);
+  const written = { id, intent, facts, row, revision: row?.confirmed_revision ?? 0 };
+
+  const findings = await checkWebhookMismatch(tx, obs.webhook, facts, row?.open_webhook_mismatch);
+  findings.push(...contradictedFailure(id, change, obs.source));
+  const ledger = await applyLedgerRules(tx, deps, obs, change, written);
+  findings.push(...ledger.findings);
+  for (const finding of findings) await recordFinding(tx, finding, obs.storeId);
+  const { previousStatus, status, terminal } = change;
+  const { posted, reversed, settledBy } = ledger;
+  return { previousStatus, status, terminal, settled: settledBy !== null, posted, reversed, findings };
+}
+
+/** The intent's row as last committed, read under its lock. */
+interface LockedIntent {
+  status: number | null;
+  status_changed_at: Date | null;
+  confirmed_at: Date | null;
+  settled_by: string | null;
+}
+
+async function lockIntent(
+  tx: DbExecutor,
+  id: string,
+  obs: IntentObservation,
+): Promise<LockedIntent | undefined> {
   // Make sure the row exists and lock it, in one round trip: ON CONFLICT DO UPDATE locks the row
   // (waiting for a concurrent observer, like FOR UPDATE) and returns it as last committed, so
   // concurrent observers of one intent go one at a time and the second sees what the first wrote
   // (confirmed_at above all). The update sets nothing that changes. Only the row is read here:
   // anything else this statement read would come from its snapshot, taken before the lock wait.
-  const locked = await executePrepared<{
-    status: number | null;
-    status_changed_at: Date | null;
-    confirmed_at: Date | null;
-    settled_by: string | null;
-  }>(
+  const locked = await executePrepared<LockedIntent>(
     tx,
     sql`
     insert into checkout_intents as c (id, store_id, tracked_via, tracked_at)
@@ -84,25 +112,59 @@ export async function applyIntentSnapshot(
     on conflict (id) do update set id = c.id
     returning c.status, c.status_changed_at, c.confirmed_at, c.settled_by`,
   );
-  const before = locked.rows[0];
+  return locked.rows[0];
+}
+
+/** What an observation that is not stale does to the intent's status, decided under the lock. */
+interface StatusChange {
+  previousStatus: number | null;
+  status: CheckoutStatus;
+  terminal: boolean;
+  changed: boolean;
+  wasFailure: boolean;
+  confirmedAt: Date | null;
+  settledBy: string | null;
+}
+
+/** The result to return, the facts unchanged, when the observation is stale; null when it is not. */
+function staleObservationResult(
+  before: LockedIntent | undefined,
+  status: CheckoutStatus,
+  observedAt: Date,
+): ApplyResult | null {
   const previousStatus = before?.status ?? null;
   const wasTerminal = previousStatus !== null && isTerminalCheckoutStatus(previousStatus as CheckoutStatus);
-  const wasFailure = previousStatus !== null && isFailureStatus(previousStatus);
   if (
     wasTerminal &&
-    (!isTerminalCheckoutStatus(intent.status) ||
-      (intent.status !== previousStatus &&
+    (!isTerminalCheckoutStatus(status) ||
+      (status !== previousStatus &&
         before?.status_changed_at != null &&
-        obs.observedAt < new Date(before.status_changed_at)))
+        observedAt < new Date(before.status_changed_at)))
   ) {
     // A stale observation (a poll answered before the terminal status was recorded): a terminal
     // status never changes back, nor to another terminal status on an older read, so the facts
     // stay as they are.
-    const status = previousStatus;
     const settled = before?.settled_by != null;
-    return { previousStatus, status, terminal: true, settled, posted: null, reversed: null, findings: [] };
+    return {
+      previousStatus,
+      status: previousStatus,
+      terminal: true,
+      settled,
+      posted: null,
+      reversed: null,
+      findings: [],
+    };
   }
-  const status = intent.status;
+  return null;
+}
+
+function statusChange(
+  before: LockedIntent | undefined,
+  status: CheckoutStatus,
+  obs: IntentObservation,
+): StatusChange {
+  const previousStatus = before?.status ?? null;
+  const wasFailure = previousStatus !== null && isFailureStatus(previousStatus);
   const terminal = isTerminalCheckoutStatus(status);
   const confirmedAt =
     status === CheckoutStatus.CONFIRMED && wasFailure
@@ -112,35 +174,51 @@ export async function applyIntentSnapshot(
         : status === CheckoutStatus.CONFIRMED
           ? obs.observedAt
           : null;
-  let settledBy = before?.settled_by ?? (terminal ? obs.source : null);
+  const settledBy = before?.settled_by ?? (terminal ? obs.source : null);
   const changed = previousStatus !== status;
+  return { previousStatus, status, terminal, changed, wasFailure, confirmedAt, settledBy };
+}
+
+/**
+ * What the columns take: the read, except that a CONFIRMED read without its amounts (a duplicate
+ * webhook or a replay whose API read lacks them) never blanks the amounts rule 1 booked. With a
+ * live rule-1 entry the stored amounts stay the intent's facts, so rule 1 below is a replay, the
+ * intent stays settled and no `confirmed_without_amounts` is raised. raw_payload keeps the read
+ * as sent. Read only on this rare path, after the lock (READ COMMITTED: a reversal committed
+ * by an observer we waited for is seen).
+ */
+async function factsToStore(tx: DbExecutor, intent: CheckoutIntent): Promise<CheckoutIntent> {
+  return intent.status === CheckoutStatus.CONFIRMED && lacksAmounts(intent)
+    ? { ...intent, ...(await bookedAmounts(tx, intent.all_svc_checkout_intent_id)) }
+    : intent;
+}
+
+/** The intent's row after the facts update, with what rules 1 and 2 and the webhook check read. */
+type WrittenRow = IntentRow & {
+  confirmed_revision: number;
+  open_booking_findings: string[];
+  open_webhook_mismatch: WebhookMismatchDetails | null;
+};
+
+async function writeFacts(
+  tx: DbExecutor,
+  obs: IntentObservation,
+  intent: CheckoutIntent,
+  facts: CheckoutIntent,
+  change: StatusChange,
+): Promise<WrittenRow | undefined> {
+  const id = intent.all_svc_checkout_intent_id;
+  const { previousStatus, status, changed, confirmedAt, settledBy } = change;
   // A transaction once reported stays a fact: a later read without its hashes (a bare API answer)
   // does not blank them, since rule 2, the payment verifier and matching read them from the row;
   // a different hash replaces them.
-  // What the columns take: the read, except that a CONFIRMED read without its amounts (a duplicate
-  // webhook or a replay whose API read lacks them) never blanks the amounts rule 1 booked. With a
-  // live rule-1 entry the stored amounts stay the intent's facts, so rule 1 below is a replay, the
-  // intent stays settled and no `confirmed_without_amounts` is raised. raw_payload keeps the read
-  // as sent. Read only on this rare path, after the lock (READ COMMITTED: a reversal committed
-  // by an observer we waited for is seen).
-  const facts =
-    status === CheckoutStatus.CONFIRMED && lacksAmounts(intent)
-      ? { ...intent, ...(await bookedAmounts(tx, id)) }
-      : intent;
-
   // The facts and, when the status changed, its history row in one round trip; the row comes
   // back for rule 2 below, with the intent's reversed rule-1 entries so far (a confirmation after
   // a failure is booked as the next revision). Counted here, not in the lock statement: this
   // statement's snapshot is taken after the lock was granted (READ COMMITTED), so it sees the
   // reversal of an observer we waited for; the lock statement's would not, and a CONFIRMED
   // applied just after a reversal would re-post under the reversed entry's key (no income).
-  const written = await executePrepared<
-    IntentRow & {
-      confirmed_revision: number;
-      open_booking_findings: string[];
-      open_webhook_mismatch: WebhookMismatchDetails | null;
-    }
-  >(
+  const written = await executePrepared<WrittenRow>(
     tx,
     sql`
     with u as (
@@ -177,84 +255,131 @@ export async function applyIntentSnapshot(
          and f.kind = ${WEBHOOK_MISMATCH}) as open_webhook_mismatch
     from u`,
   );
-  const row = written.rows[0];
-  const revision = row?.confirmed_revision ?? 0;
+  return written.rows[0];
+}
 
-  // Against the facts we hold: an API read that only lacks the amounts does not disagree with them.
-  const findings: FindingDraft[] = obs.webhook ? compareWebhook(obs.webhook, facts) : [];
-  // A webhook that disagreed with a read that was only behind (ON_CHAIN, or no amounts yet): once
-  // a later read says what the webhook said, there is nothing left to look at.
-  const mismatch = row?.open_webhook_mismatch;
-  if (mismatch && !findings.some((f) => f.kind === WEBHOOK_MISMATCH) && webhookNowAgrees(mismatch, facts)) {
-    await resolveFinding(tx, WEBHOOK_MISMATCH, { type: 'checkout_intent', id });
-  }
-  if (wasFailure && status !== previousStatus && terminal) {
-    // The service contradicts a terminal failure (CONFIRMED -> failure is rule 4's own finding).
-    findings.push({
+function contradictedFailure(id: string, change: StatusChange, source: IntentSource): FindingDraft[] {
+  const { wasFailure, previousStatus, status, terminal } = change;
+  if (!(wasFailure && status !== previousStatus && terminal)) return [];
+  // The service contradicts a terminal failure (CONFIRMED -> failure is rule 4's own finding).
+  return [
+    {
       kind: 'terminal_status_changed',
       severity: 'critical',
       ref: { type: 'checkout_intent', id },
-      details: { from: previousStatus, to: status, source: obs.source },
-    });
-  }
-  let posted: PostedEntry | null = null;
-  let reversed: PostedEntry | null = null;
+      details: { from: previousStatus, to: status, source },
+    },
+  ];
+}
 
-  if (status === CheckoutStatus.CONFIRMED && confirmedAt) {
-    const booked = await bookConfirmation(tx, deps, {
-      intentId: id,
-      storeId: obs.storeId,
-      chainId: intent.chain_id,
-      coinContract: intent.coin_contract,
-      coinSymbol: intent.coin_symbol,
-      amountCoins: intent.amount_coins,
-      actualPaidAmount: facts.actual_paid_amount,
-      serviceFeeAmount: facts.service_fee_amount,
-      netIncomeAmount: facts.net_income_amount,
-      amountCents: intent.amount_cents,
-      currency: intent.currency,
-      currencyRate: intent.currency_rate,
-      txHash: intent.tx_hash,
-      txHash2: intent.tx_hash_2,
-      confirmedAt,
-      revision,
-      openBookingFindings: row?.open_booking_findings ?? [],
-    });
-    findings.push(...booked.findings);
-    posted = booked.posted;
-    // Rare (no amounts, unknown token, an amount the token cannot hold; or a routed payment whose
-    // sweep, tx_hash_2, the service has not reported yet): keep polling it.
-    const pollOn = !booked.settled || (row !== undefined && awaitsSweepHash(row));
-    if (pollOn && settledBy !== null) {
-      await tx.execute(sql`update checkout_intents set settled_by = null where id = ${id}`);
-      settledBy = null;
-    }
-    // The chain may have proven the payment before the service's confirmation reached us.
-    const proof = await proveIntentPayment(tx, deps, id, row);
-    findings.push(...proof.findings);
-  } else if (isFailureStatus(status)) {
-    // The live rule-1 entry, if any: the earlier revisions are reversed already.
-    const key = checkoutConfirmedKey(id, revision);
-    const existing = await tx.execute<{ id: string }>(
-      sql`select id::text from ledger_entries where idempotency_key = ${key}`,
-    );
-    const entryId = existing.rows[0]?.id;
-    const decision = checkoutTerminalFailure({
-      storeId: obs.storeId,
-      intentId: id,
-      status: status as CheckoutFailureStatus,
-      confirmedEntryPosted: entryId !== undefined,
-      revision,
-    });
-    findings.push(...decision.findings);
-    if (decision.reverse && entryId) {
-      reversed = await reverseEntry(tx, BigInt(entryId), `intent ${id} ended in status ${status}`, {
-        occurredAt: obs.observedAt,
-      });
-    }
+/** The observation as written under the lock: what the ledger rules book from. */
+interface WrittenSnapshot {
+  id: string;
+  intent: CheckoutIntent;
+  facts: CheckoutIntent;
+  row: WrittenRow | undefined;
+  /** The intent's reversed rule-1 entries so far: the revision a confirmation is booked as. */
+  revision: number;
+}
+
+interface LedgerOutcome {
+  posted: PostedEntry | null;
+  reversed: PostedEntry | null;
+  findings: FindingDraft[];
+  settledBy: string | null;
+}
+
+/** Rule 1 for a CONFIRMED intent, rule 4 for a failure; nothing for a status on the way. */
+async function applyLedgerRules(
+  tx: DbExecutor,
+  deps: SnapshotDeps,
+  obs: IntentObservation,
+  change: StatusChange,
+  written: WrittenSnapshot,
+): Promise<LedgerOutcome> {
+  if (change.status === CheckoutStatus.CONFIRMED && change.confirmedAt) {
+    const booked = await bookConfirmedIntent(tx, deps, obs, written, change.confirmedAt, change.settledBy);
+    return { ...booked, reversed: null };
   }
-  for (const finding of findings) await recordFinding(tx, finding, obs.storeId);
-  return { previousStatus, status, terminal, settled: settledBy !== null, posted, reversed, findings };
+  if (isFailureStatus(change.status)) {
+    const failed = await reverseFailedConfirmation(tx, obs, written, change.status);
+    return { ...failed, posted: null, settledBy: change.settledBy };
+  }
+  return { posted: null, reversed: null, findings: [], settledBy: change.settledBy };
+}
+
+/** Rule 1, then rule 2; settledBy comes back null when the intent is to be polled on. */
+async function bookConfirmedIntent(
+  tx: DbExecutor,
+  deps: SnapshotDeps,
+  obs: IntentObservation,
+  { id, intent, facts, row, revision }: WrittenSnapshot,
+  confirmedAt: Date,
+  settledBy: string | null,
+): Promise<Omit<LedgerOutcome, 'reversed'>> {
+  const booked = await bookConfirmation(tx, deps, {
+    intentId: id,
+    storeId: obs.storeId,
+    chainId: intent.chain_id,
+    coinContract: intent.coin_contract,
+    coinSymbol: intent.coin_symbol,
+    amountCoins: intent.amount_coins,
+    actualPaidAmount: facts.actual_paid_amount,
+    serviceFeeAmount: facts.service_fee_amount,
+    netIncomeAmount: facts.net_income_amount,
+    amountCents: intent.amount_cents,
+    currency: intent.currency,
+    currencyRate: intent.currency_rate,
+    txHash: intent.tx_hash,
+    txHash2: intent.tx_hash_2,
+    confirmedAt,
+    revision,
+    openBookingFindings: row?.open_booking_findings ?? [],
+  });
+  // Rare (no amounts, unknown token, an amount the token cannot hold; or a routed payment whose
+  // sweep, tx_hash_2, the service has not reported yet): keep polling it.
+  const pollOn = !booked.settled || (row !== undefined && awaitsSweepHash(row));
+  let stillSettledBy = settledBy;
+  if (pollOn && stillSettledBy !== null) {
+    await tx.execute(sql`update checkout_intents set settled_by = null where id = ${id}`);
+    stillSettledBy = null;
+  }
+  // The chain may have proven the payment before the service's confirmation reached us.
+  const proof = await proveIntentPayment(tx, deps, id, row);
+  return {
+    posted: booked.posted,
+    findings: [...booked.findings, ...proof.findings],
+    settledBy: stillSettledBy,
+  };
+}
+
+/** Rule 4: a failure reverses the intent's live rule-1 entry, if rule 4 says so. */
+async function reverseFailedConfirmation(
+  tx: DbExecutor,
+  obs: IntentObservation,
+  { id, revision }: WrittenSnapshot,
+  status: CheckoutStatus,
+): Promise<Pick<LedgerOutcome, 'reversed' | 'findings'>> {
+  // The live rule-1 entry, if any: the earlier revisions are reversed already.
+  const key = checkoutConfirmedKey(id, revision);
+  const existing = await tx.execute<{ id: string }>(
+    sql`select id::text from ledger_entries where idempotency_key = ${key}`,
+  );
+  const entryId = existing.rows[0]?.id;
+  const decision = checkoutTerminalFailure({
+    storeId: obs.storeId,
+    intentId: id,
+    status: status as CheckoutFailureStatus,
+    confirmedEntryPosted: entryId !== undefined,
+    revision,
+  });
+  let reversed: PostedEntry | null = null;
+  if (decision.reverse && entryId) {
+    reversed = await reverseEntry(tx, BigInt(entryId), `intent ${id} ended in status ${status}`, {
+      occurredAt: obs.observedAt,
+    });
+  }
+  return { reversed, findings: decision.findings };
 }
 
 function isFailureStatus(status: number): boolean {
@@ -305,82 +430,4 @@ async function bookedAmounts(tx: DbExecutor, id: string): Promise<Amounts | Reco
     service_fee_amount: r.entry_fee,
     net_income_amount: r.entry_net,
   };
-}
-
-/**
- * The fields a webhook and an API read of its intent are compared on: the webhook's value, the
- * read's, and whether the read says what the webhook said (amounts as numbers, hex addresses and
- * hashes in any case, and of the status only paid or not: any status but 20 is not paid). A
- * webhook value of null says nothing for actual_paid_amount and status (not recorded, or from
- * before the field existed). `agrees` also takes a webhook value back from a finding's JSON.
- */
-const WEBHOOK_FIELDS: Record<
-  string,
-  {
-    webhook: (w: CheckoutWebhookPayload) => unknown;
-    api: (i: CheckoutIntent) => unknown;
-    agrees: (webhook: unknown, i: CheckoutIntent) => boolean;
-    optional?: boolean;
-  }
-> = {
-  amount_coins: {
-    webhook: (w) => w.amount_coins,
-    api: (i) => i.amount_coins,
-    agrees: (v, i) => sameDecimalAmount(textOf(v), i.amount_coins),
-  },
-  actual_paid_amount: {
-    webhook: (w) => w.actual_paid_amount,
-    api: (i) => i.actual_paid_amount,
-    agrees: (v, i) => sameDecimalAmount(textOf(v), i.actual_paid_amount),
-    optional: true,
-  },
-  chain_id: { webhook: (w) => w.chain_id, api: (i) => i.chain_id, agrees: (v, i) => v === i.chain_id },
-  coin_contract: {
-    webhook: (w) => w.coin_contract_address,
-    api: (i) => i.coin_contract,
-    agrees: (v, i) => sameText(v, i.coin_contract),
-  },
-  tx_hash: { webhook: (w) => w.tx_hash, api: (i) => i.tx_hash, agrees: (v, i) => sameText(v, i.tx_hash) },
-  status: {
-    webhook: (w) => w.status,
-    api: (i) => i.status,
-    agrees: (v, i) => (v === CheckoutStatus.CONFIRMED) === (i.status === CheckoutStatus.CONFIRMED),
-    optional: true,
-  },
-};
-
-const textOf = (v: unknown) => (v === null || v === undefined ? null : String(v));
-const sameText = (a: unknown, b: unknown) => String(a ?? '').toLowerCase() === String(b ?? '').toLowerCase();
-
-/** A webhook that disagrees with the API is a finding for a person, never a crash. */
-function compareWebhook(webhook: CheckoutWebhookPayload, intent: CheckoutIntent): FindingDraft[] {
-  const differences: Record<string, { webhook: unknown; api: unknown }> = {};
-  for (const [field, f] of Object.entries(WEBHOOK_FIELDS)) {
-    const value = f.webhook(webhook);
-    if (f.optional && value === null) continue;
-    if (!f.agrees(value, intent)) differences[field] = { webhook: value, api: f.api(intent) };
-  }
-  if (Object.keys(differences).length === 0) return [];
-  return [
-    {
-      kind: WEBHOOK_MISMATCH,
-      severity: 'warning',
-      ref: { type: 'checkout_intent', id: intent.all_svc_checkout_intent_id },
-      details: { webhook_id: webhook.webhook_id, differences },
-    },
-  ];
-}
-
-const WEBHOOK_MISMATCH = 'webhook_api_mismatch';
-
-/** What compareWebhook records: per field, the webhook's value and the API's. */
-interface WebhookMismatchDetails {
-  differences?: Record<string, { webhook: unknown; api: unknown }>;
-}
-
-/** Whether every field a webhook_api_mismatch recorded now reads as the webhook said. */
-function webhookNowAgrees(details: WebhookMismatchDetails, intent: CheckoutIntent): boolean {
-  return Object.entries(details.differences ?? {}).every(
-    ([field, { webhook }]) => WEBHOOK_FIELDS[field]?.agrees(webhook, intent) ?? false,
-  );
 }
