@@ -57,7 +57,7 @@ export function loadStores(
       problems: parsed.error.issues.map((i) => `STORES_FILE: ${path}: ${formatPath(i.path)}: ${i.message}`),
     };
   }
-  const problems: string[] = [];
+  const problems: string[] = roleConflicts(parsed.data);
   const stores: StoreConfig[] = [];
   const seen = new Set<string>();
   for (const entry of parsed.data) {
@@ -87,6 +87,40 @@ export function loadStores(
     });
   }
   return { stores, problems };
+}
+
+/**
+ * One line per address that is a merchant wallet (of any store) and a custody wallet (of the same
+ * or another store) on one chain. The settlement matcher knows a watched wallet by its address, so
+ * it cannot tell which role a transfer is for (custody would win, and every payment into the
+ * wallet would go to suspense). Several stores sharing an address in one role is fine (a
+ * business's stores share their custody wallet), and so is one address in two roles on two chains.
+ */
+function roleConflicts(entries: z.infer<typeof storesFileSchema>): string[] {
+  const byAddress = new Map<
+    string,
+    { chainId: string; address: string; merchant: string[]; custody: string[] }
+  >();
+  for (const entry of entries) {
+    for (const [chainId, w] of Object.entries(entry.wallets)) {
+      for (const role of ['merchant', 'custody'] as const) {
+        const address = w[role].toLowerCase();
+        const key = `${chainId}:${address}`;
+        const held = byAddress.get(key) ?? { chainId, address, merchant: [], custody: [] };
+        if (!held[role].includes(entry.store_id)) held[role].push(entry.store_id);
+        byAddress.set(key, held);
+      }
+    }
+  }
+  const stores = (ids: string[]) => (ids.length === 1 ? `store ${ids[0]}` : `stores ${ids.join(', ')}`);
+  return [...byAddress.values()]
+    .filter((a) => a.merchant.length > 0 && a.custody.length > 0)
+    .map(
+      (a) =>
+        `STORES_FILE: chain ${a.chainId}: address ${a.address} is the merchant wallet of ${stores(a.merchant)} ` +
+        `and the custody wallet of ${stores(a.custody)}; an address can hold one role only, because transfers ` +
+        'are matched by address: give the merchant and the custody wallet different addresses',
+    );
 }
 
 function formatPath(path: PropertyKey[]): string {

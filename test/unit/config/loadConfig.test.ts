@@ -116,6 +116,74 @@ describe('loadConfig', () => {
     );
   });
 
+  it('error: an address that is a merchant wallet and a custody wallet on one chain, one line', () => {
+    // The settlement matcher keys watched wallets by address, so it cannot tell which role a
+    // transfer is for (custody won, and every payment went to suspense): refused at load.
+    const both = `0x${'c'.repeat(40)}`;
+    const line = (merchantOf: string, custodyOf: string) =>
+      `STORES_FILE: chain 11155111: address ${both} is the merchant wallet of ${merchantOf} and the custody wallet of ${custodyOf}; an address can hold one role only, because transfers are matched by address: give the merchant and the custody wallet different addresses`;
+    const withWallets = (s: typeof store, merchant: string, custody: string) => ({
+      ...s,
+      wallets: { '11155111': { merchant, custody } },
+    });
+    const storeB = { ...store, store_id: 'st_b', api_key: 'pk_b' };
+    const storeC = { ...store, store_id: 'st_c', api_key: 'pk_c' };
+    const problemsWith = (stores: unknown[]) =>
+      problemsOf({ ...validEnv(), STORES_FILE: storesFile(stores) });
+
+    // One store, both roles.
+    expect(problemsWith([withWallets(store, both, both)])).toEqual([line('store st_a', 'store st_a')]);
+    // Merchant of one store, custody of another, in either order; address case does not matter.
+    const merchantA = withWallets(store, both, wallet.custody);
+    const custodyB = withWallets(storeB, wallet.merchant, `0x${'C'.repeat(40)}`);
+    expect(problemsWith([merchantA, custodyB])).toEqual([line('store st_a', 'store st_b')]);
+    expect(problemsWith([custodyB, merchantA])).toEqual([line('store st_a', 'store st_b')]);
+    // A custody wallet two stores share, which a third uses as its merchant wallet: still one line,
+    // collected with the other problems.
+    const custodyC = withWallets(storeC, `0x${'e'.repeat(40)}`, both);
+    expect(
+      problemsOf({
+        ...validEnv(),
+        RPC_URL_11155111: undefined,
+        STORES_FILE: storesFile([merchantA, custodyB, custodyC]),
+      }),
+    ).toEqual([
+      line('store st_a', 'stores st_b, st_c'),
+      'RPC_URL_11155111: is required because store st_a has wallets on chain 11155111',
+      'RPC_URL_11155111: is required because store st_b has wallets on chain 11155111',
+      'RPC_URL_11155111: is required because store st_c has wallets on chain 11155111',
+    ]);
+  });
+
+  it('behavior: an address shared by stores in one role, or in two roles on different chains, is allowed', () => {
+    const storeB = { ...store, store_id: 'st_b', api_key: 'pk_b' };
+    // A business's stores share one custody wallet (and may share a merchant wallet).
+    const shared = loadConfig({
+      ...validEnv(),
+      STORES_FILE: storesFile([
+        store,
+        { ...storeB, wallets: { '11155111': { merchant: wallet.merchant, custody: wallet.custody } } },
+      ]),
+    });
+    expect(shared.stores).toHaveLength(2);
+    // The same address as merchant on one chain and custody on another: each chain has its own
+    // watched wallets, so there is nothing to confuse.
+    const twoChains = loadConfig({
+      ...validEnv(),
+      RPC_URL_1: 'http://127.0.0.1:8547',
+      STORES_FILE: storesFile([
+        {
+          ...store,
+          wallets: {
+            '11155111': wallet,
+            '1': { merchant: wallet.custody, custody: `0x${'d'.repeat(40)}` },
+          },
+        },
+      ]),
+    });
+    expect(twoChains.stores[0]?.wallets.get(1)?.merchant).toBe(wallet.custody);
+  });
+
   it('behavior: migrate needs only DATABASE_URL', () => {
     expect(loadDatabaseUrl({ DATABASE_URL: 'postgresql://x@h/d' })).toBe('postgresql://x@h/d');
     expect(() => loadDatabaseUrl({})).toThrow(/DATABASE_URL: is required but not set/);
