@@ -1,8 +1,9 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { createPublicClient, http } from 'viem';
+import { createPublicClient, fallback, http } from 'viem';
 import { ConfigError } from '../config/errors.ts';
 import { type Config, loadConfig } from '../config/loadConfig.ts';
+import type { Token } from '../ledger/accounts.ts';
 import { createSvcClient } from '../svc/client.ts';
 
 /** One line of `stablebooks doctor`: what was checked, whether it passed, and what was seen. */
@@ -14,10 +15,16 @@ export interface DoctorCheck {
 
 const TIMEOUT_MS = 5000;
 
+/** The one ERC-20 function the token check calls. */
+const decimalsAbi = [
+  { type: 'function', name: 'decimals', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint8' }] },
+] as const;
+
 /**
  * Checks that this installation can work: configuration, PostgreSQL, Redis, every RPC URL (its
- * chain id must be the one its variable names), and each store's credentials against the service
- * (GET /v1/test/ping, which proves the api_key, the secret and the signing).
+ * chain id must be the one its variable names), the decimals of every registry token of a chain
+ * with RPC URLs against its contract's decimals(), and each store's credentials against the
+ * service (GET /v1/test/ping, which proves the api_key, the secret and the signing).
  */
 export async function runDoctor(env: Record<string, string | undefined>): Promise<DoctorCheck[]> {
   let config: Config;
@@ -43,6 +50,7 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
         check(`rpc ${chainId}${urls.length > 1 ? ` #${i + 1}` : ''}`, () => checkRpc(chainId, url)),
       );
     });
+    checks.push(...checkTokenDecimals(chainId, urls, config.chains.chain(chainId)?.tokens ?? []));
   }
   for (const store of config.stores) {
     checks.push(
@@ -107,4 +115,49 @@ async function checkRpc(expected: number, url: string): Promise<string> {
     throw new Error(`answers chain id ${actual}, but RPC_URL_${expected} says ${expected}`);
   const block = await client.getBlockNumber();
   return `chain id ${actual}, head block ${block}`;
+}
+
+/**
+ * One check per registry token of the chain: the decimals the registry (defaults and CHAINS_FILE)
+ * gives it must be those its contract's decimals() returns, or every amount of that token would
+ * be booked in the wrong unit (the ledger refuses postings in decimals other than an account's).
+ * Read through the chain's RPC URLs as a fallback list, after checking the chain id they answer.
+ */
+function checkTokenDecimals(chainId: number, urls: string[], tokens: Token[]): Array<Promise<DoctorCheck>> {
+  if (tokens.length === 0) return [];
+  const client = createPublicClient({
+    transport: fallback(urls.map((url) => http(url, { timeout: TIMEOUT_MS, retryCount: 0 }))),
+  });
+  const answered = client.getChainId();
+  answered.catch(() => {}); // each token's check reports it
+  return tokens.map((token) =>
+    check(`token ${chainId} ${token.symbol}`, async () => {
+      const where = `chain ${chainId} ${token.symbol} ${token.address}`;
+      let onChain: number;
+      try {
+        const actual = await answered;
+        if (actual !== chainId) throw new Error(`the RPC answers chain id ${actual}`);
+        onChain = await client.readContract({
+          address: token.address,
+          abi: decimalsAbi,
+          functionName: 'decimals',
+        });
+      } catch (err) {
+        throw new Error(`${where}: decimals() could not be read: ${shortMessage(err)}`);
+      }
+      if (onChain !== token.decimals) {
+        throw new Error(
+          `${where}: the registry says ${token.decimals} decimals, decimals() on chain says ${onChain}; ` +
+            "fix the token's decimals in CHAINS_FILE",
+        );
+      }
+      return `${token.address}: decimals() ${onChain}, as the registry says`;
+    }),
+  );
+}
+
+function shortMessage(err: unknown): string {
+  const short = (err as { shortMessage?: unknown }).shortMessage;
+  const message = typeof short === 'string' ? short : err instanceof Error ? err.message : String(err);
+  return message.split('\n')[0] ?? 'failed';
 }

@@ -25,3 +25,28 @@ export class EntryNotFoundError extends StablebooksError {
   override name = 'EntryNotFoundError';
   readonly retryable = false;
 }
+
+/**
+ * A posting in a token whose decimals differ from those its account was created with: the
+ * registry (CHAINS_FILE) changed the token's decimals, so the amounts are counted in another unit
+ * than the account's. Never retried: a person fixes the registry. The message says what to do too.
+ */
+export class AccountDecimalsError extends StablebooksError {
+  override name = 'AccountDecimalsError';
+  readonly retryable = false;
+  constructor(
+    readonly accountCode: string,
+    readonly accountDecimals: number,
+    readonly tokenDecimals: number,
+    asset: string,
+  ) {
+    const action =
+      `CHAINS_FILE changed the decimals of token ${asset} since the account was created: set them back to ` +
+      `${accountDecimals} in CHAINS_FILE (stablebooks doctor compares them with decimals() on chain) and restart`;
+    super(
+      `ledger: account ${accountCode} was created for ${accountDecimals} decimals, but this posting's token ` +
+        `has ${tokenDecimals}; nothing was posted; ${action}`,
+      { action },
+    );
+  }
+}

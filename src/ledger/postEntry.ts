@@ -6,7 +6,12 @@ import { accountCode, assetOf } from './accounts.ts';
 import { contentHash } from './contentHash.ts';
 import { type AccountCache, ensureAccounts } from './ensureAccounts.ts';
 import type { EntryDraft } from './entryDraft.ts';
-import { EntryNotFoundError, IdempotencyConflictError, InvalidEntryError } from './errors.ts';
+import {
+  AccountDecimalsError,
+  EntryNotFoundError,
+  IdempotencyConflictError,
+  InvalidEntryError,
+} from './errors.ts';
 
 export interface PostedEntry {
   id: bigint;
@@ -35,7 +40,9 @@ interface EntryHeader {
 /**
  * Writes one entry and its postings inside the caller's transaction, so a fact and the entry it
  * causes commit together. Exactly once per idempotency key: the same key with the same content
- * returns the existing entry; with different content it is an IdempotencyConflictError. The
+ * returns the existing entry; with different content it is an IdempotencyConflictError. A line in
+ * a token whose decimals are not its account's is an AccountDecimalsError, thrown before the entry
+ * or a posting is written (checked from the account cache when the account is cached). The
  * database checks balance, immutability and assets again at commit (migrations/0001).
  */
 export async function postEntry(
@@ -57,6 +64,11 @@ export async function postEntry(
       throw new InvalidEntryError(
         `ledger: account ${code} exists for asset ${resolved.asset}, not ${assetOf(line.account.token)}; two tokens share a symbol on one chain`,
       );
+    }
+    // An amount is base units of the token's decimals; the account counts in the decimals it was
+    // created with. They differ only when the registry changed (CHAINS_FILE): refuse, write nothing.
+    if (resolved.decimals !== line.account.token.decimals) {
+      throw new AccountDecimalsError(code, resolved.decimals, line.account.token.decimals, resolved.asset);
     }
     return { account_id: resolved.id.toString(), asset: resolved.asset, amount: line.amount.toString() };
   });

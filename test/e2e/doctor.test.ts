@@ -4,6 +4,8 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type EphemeralAnvil, startAnvil } from '../../src/devservices/anvil.ts';
+import { createSandboxChain } from '../../src/sandbox/chain/sandboxChain.ts';
 import { runCli } from '../helpers/runCli.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 
@@ -143,6 +145,67 @@ describe('stablebooks doctor', () => {
     expect(lines.find((l) => l.includes('redis'))).toMatch(/^FAIL/);
     expect(lines.find((l) => l.includes('postgres'))).toMatch(/^ok/);
     expect(run.stdout).not.toContain('sk_wrong_secret_000000');
+  });
+
+  it("error: a registry token whose decimals are not its contract's decimals() fails its line", async () => {
+    // An anvil of its own (the shared one is only read): the sandbox's USDT and USDC, 6 decimals.
+    const anvil: EphemeralAnvil = await startAnvil({ chainId: 31338 });
+    try {
+      const chain = await createSandboxChain({ chainId: 31338, rpcUrl: anvil.rpcUrl, seed: 'doctor' });
+      const usdt = chain.tokens.USDT.address.toLowerCase();
+      const usdc = chain.tokens.USDC.address.toLowerCase();
+      const noCode = `0x${'d'.repeat(40)}`;
+      const chainsFile = (tokens: Record<string, { address: string; decimals: number }>) => {
+        const path = join(mkdtempSync(join(tmpdir(), 'sb-doctor-chains-')), 'chains.json');
+        writeFileSync(path, JSON.stringify([{ chain_id: 31338, name: 'doctor anvil', tokens }]));
+        return path;
+      };
+      const doctor = async (file: string) => {
+        const run = await runCli(
+          ['doctor', '--json'],
+          await doctorEnv({ CHAINS_FILE: file, RPC_URL_31338: anvil.rpcUrl }),
+        );
+        const result = JSON.parse(run.stdout) as {
+          ok: boolean;
+          checks: Array<{ name: string; ok: boolean; detail: string }>;
+        };
+        return {
+          code: run.code,
+          result,
+          token: (name: string) => result.checks.find((c) => c.name === name),
+        };
+      };
+
+      // CHAINS_FILE says 18 for a 6-decimal contract, and names a USDC contract that is not there.
+      const wrong = await doctor(
+        chainsFile({ USDT: { address: usdt, decimals: 18 }, USDC: { address: noCode, decimals: 6 } }),
+      );
+      expect(wrong.code).toBe(1);
+      expect(wrong.result.ok).toBe(false);
+      expect(wrong.token('token 31338 USDT')).toEqual({
+        name: 'token 31338 USDT',
+        ok: false,
+        detail: `chain 31338 USDT ${usdt}: the registry says 18 decimals, decimals() on chain says 6; fix the token's decimals in CHAINS_FILE`,
+      });
+      expect(wrong.token('token 31338 USDC')).toMatchObject({ ok: false });
+      expect(wrong.token('token 31338 USDC')?.detail).toMatch(
+        new RegExp(`^chain 31338 USDC ${noCode}: decimals\\(\\) could not be read: `),
+      );
+      // The other checks are as before.
+      expect(wrong.result.checks.filter((c) => !c.name.startsWith('token')).every((c) => c.ok)).toBe(true);
+
+      // The registry agrees with the chain: both lines pass.
+      const right = await doctor(
+        chainsFile({ USDT: { address: usdt, decimals: 6 }, USDC: { address: usdc, decimals: 6 } }),
+      );
+      expect(right.result.checks.filter((c) => c.name.startsWith('token'))).toEqual([
+        { name: 'token 31338 USDT', ok: true, detail: `${usdt}: decimals() 6, as the registry says` },
+        { name: 'token 31338 USDC', ok: true, detail: `${usdc}: decimals() 6, as the registry says` },
+      ]);
+      expect(right.code).toBe(0);
+    } finally {
+      await anvil.stop();
+    }
   });
 
   it('error: bad configuration is one line per problem', async () => {

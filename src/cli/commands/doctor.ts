@@ -4,7 +4,9 @@ import { printResult } from '../output.ts';
 export function registerDoctor(program: Command): void {
   program
     .command('doctor')
-    .description("check configuration, PostgreSQL, Redis, RPC URLs and each store's credentials")
+    .description(
+      "check configuration, PostgreSQL, Redis, RPC URLs, token decimals and each store's credentials",
+    )
     .option('--json', 'machine-readable output')
     .action(async (opts: { json?: boolean }) => {
       // Loaded on use: viem and the service client are not for every command.

@@ -1,10 +1,15 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import type { DbExecutor } from '../../../src/db/database.ts';
 import { account } from '../../../src/ledger/accounts.ts';
 import { accountBalance, balances, checkpointBalances, trialBalance } from '../../../src/ledger/balances.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import type { EntryDraft } from '../../../src/ledger/entryDraft.ts';
-import { IdempotencyConflictError, InvalidEntryError } from '../../../src/ledger/errors.ts';
+import {
+  AccountDecimalsError,
+  IdempotencyConflictError,
+  InvalidEntryError,
+} from '../../../src/ledger/errors.ts';
 import { postEntry, reverseEntry } from '../../../src/ledger/postEntry.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { USDC_BASE, USDT_BNB } from '../../helpers/tokens.ts';
@@ -108,6 +113,68 @@ describe('postEntry', () => {
     const big = 123_456_789_012_345_678_901_234_567n;
     await postEntry(db, sale('bnb-1', big, new Date('2026-11-10T12:00:00Z'), USDT_BNB));
     expect(await balanceOf('income:sales:st_a:56:USDT')).toBe(-big);
+  });
+});
+
+describe('account decimals', () => {
+  // USDC on Ethereum, as the registry had it when the accounts were created (6 decimals), and
+  // after a CHAINS_FILE change said 18: the same contract, so the same accounts and asset.
+  const six = {
+    chainId: 1,
+    address: '0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48',
+    symbol: 'USDC',
+    decimals: 6,
+  } as const;
+  const eighteen = { ...six, decimals: 18 };
+
+  async function written(key: string): Promise<{ entries: number; postings: number }> {
+    const { rows } = await db.execute<{ entries: number; postings: number }>(sql`
+      select (select count(*)::int from ledger_entries where idempotency_key = ${key}) as entries,
+             (select count(*)::int from ledger_postings p join ledger_accounts a on a.id = p.account_id
+               where a.chain_id = 1) as postings`);
+    return rows[0]!;
+  }
+
+  it("error: a posting whose token decimals differ from its account's is refused, and nothing is written", async () => {
+    await postEntry(db, sale('dec-6', 1_500_000n, undefined, six));
+    const before = await written('dec-18');
+    const refused = postEntry(db, sale('dec-18', 1_500_000_000_000_000_000n, undefined, eighteen));
+    await expect(refused).rejects.toBeInstanceOf(AccountDecimalsError);
+    await expect(refused).rejects.toThrow(
+      /account assets:in_transit:st_a:1:USDC .*6 decimals.* 18.*CHAINS_FILE/,
+    );
+    const err = (await refused.catch((e: unknown) => e)) as AccountDecimalsError;
+    expect(err.retryable).toBe(false);
+    expect(err).toMatchObject({
+      accountCode: 'assets:in_transit:st_a:1:USDC',
+      accountDecimals: 6,
+      tokenDecimals: 18,
+    });
+    expect(err.action).toMatch(/CHAINS_FILE/);
+    expect(await written('dec-18')).toEqual({ ...before, entries: 0 });
+    expect(await balanceOf('income:sales:st_a:1:USDC')).toBe(-1_500_000n);
+    // The registry put back, the same token posts again.
+    expect((await postEntry(db, sale('dec-6-again', 2n, undefined, six))).created).toBe(true);
+  });
+
+  it('error: a cached account is checked from the cache, without a statement', async () => {
+    const cache = createAccountCache();
+    // The second posting reads the committed accounts and caches them (with their decimals).
+    await postEntry(db, sale('dec-cache-1', 1n, undefined, six), { accounts: cache });
+    await postEntry(db, sale('dec-cache-2', 1n, undefined, six), { accounts: cache });
+    let statements = 0;
+    const counted: DbExecutor = {
+      _: db._,
+      execute: ((query: Parameters<typeof db.execute>[0]) => {
+        statements++;
+        return db.execute(query);
+      }) as typeof db.execute,
+    };
+    await expect(
+      postEntry(counted, sale('dec-cache-18', 10n ** 18n, undefined, eighteen), { accounts: cache }),
+    ).rejects.toBeInstanceOf(AccountDecimalsError);
+    expect(statements).toBe(0);
+    expect((await written('dec-cache-18')).entries).toBe(0);
   });
 });
 
