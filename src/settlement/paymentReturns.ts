@@ -99,8 +99,11 @@ export async function applyPaymentReturn(
   if (!paid) return { kind: 'deferred' };
 
   const paidFact = transferFact(paid);
+  // The return clears the suspense the arrival was booked to, in that store (a merchant wallet
+  // may be shared by stores; the arrival went to the store of its intent).
+  const arrivalStore = paid.store_id ?? storeId;
   const outcome = paymentReturned({
-    storeId,
+    storeId: arrivalStore,
     intentId,
     returned: transferFact(row),
     paid: paidFact,
@@ -111,7 +114,7 @@ export async function applyPaymentReturn(
     type: 'chain_transfer',
     id: chainTransferId(paidFact),
   });
-  await markApplied(tx, row.id, ['payment_returned'], intentId, storeId);
+  await markApplied(tx, row.id, ['payment_returned'], intentId, arrivalStore);
   // The arrival now belongs to that intent: no other intent's proof may take it (proveIntentPayment).
   await tx.execute(sql`update chain_transfers set matched_ref = ${intentId} where id = ${paid.id}::bigint`);
   return { kind: 'applied' };

@@ -143,14 +143,18 @@ async function applyOne(
     const returned = await applyPaymentReturn(tx, deps, row, merchantStore, graceOver);
     if (returned) return returned;
   }
+  // The store of an intent this transaction pays: in a merchant wallet shared by stores, what
+  // no rule books (a failed intent's payment kept) is still that store's, not the first one's.
+  let intentStore: string | undefined;
   if (to?.role === 'merchant') {
     // Every intent this transaction pays: one transaction may pay several (a batch payment).
     const intents = (
-      await tx.execute<{ id: string; status: number | null }>(sql`
-        select id, status from checkout_intents
+      await tx.execute<{ id: string; status: number | null; store_id: string }>(sql`
+        select id, status, store_id from checkout_intents
         where chain_id = ${Number(row.chain_id)} and (lower(tx_hash_2) = ${row.tx_hash} or lower(tx_hash) = ${row.tx_hash})
         order by id collate "C" for update`)
     ).rows;
+    intentStore = intents.find((i) => to.storeIds.includes(i.store_id))?.store_id;
     const confirmed = intents.filter((i) => i.status === 20);
     let matched = false;
     for (const intent of confirmed) {
@@ -181,7 +185,7 @@ async function applyOne(
     [from, row.from_address],
   ] as const) {
     if (!wallet || wallet.role === 'pool') continue;
-    const store = wallet.storeIds[0];
+    const store = (wallet === to ? intentStore : undefined) ?? wallet.storeIds[0];
     if (!store) continue;
     const result = unmatchedTransfer({
       storeId: store,

@@ -1,0 +1,80 @@
+import { SIM_CHAIN_ID, type SimIntent, type World } from './world.ts';
+
+/**
+ * What the books must say, computed from the world's ground truth alone (what moved on the chain,
+ * what the service decided, what reached stablebooks), with none of the posting code: the final
+ * balance of every account, per store and token. The rules are written here again, on purpose,
+ * from docs/accounting.md: an error in the posting code and the same error here would have to be
+ * made twice.
+ */
+export interface GroundTruth {
+  world: World;
+  /** The transactions in the chain's final canonical blocks. */
+  mined: ReadonlySet<string>;
+  /** Intents stablebooks heard of: tracked at creation, or named by a delivered webhook. */
+  known: ReadonlySet<string>;
+}
+
+export type Balances = Map<string, bigint>;
+
+const CONFIRMED = 20;
+
+export function expectedBalances(truth: GroundTruth): Balances {
+  const { world, mined, known } = truth;
+  const out: Balances = new Map();
+  const add = (kind: string, storeId: string, symbol: string, amount: bigint) => {
+    if (amount === 0n) return;
+    const code = `${kind}:${storeId}:${SIM_CHAIN_ID}:${symbol}`;
+    out.set(code, (out.get(code) ?? 0n) + amount);
+  };
+  // A transfer into or out of a merchant wallet shared by stores belongs to the first of them.
+  const ownerOf = (address: string) => world.stores.find((s) => s.merchant === address)?.storeId;
+
+  for (const intent of world.intents) {
+    const final = finalStatus(intent);
+    const sym = intent.token.symbol;
+    const s = intent.storeId;
+    const N = intent.P - intent.F;
+    const payingTx = intent.route === 'temp' ? intent.tx2 : intent.tx1;
+    const paid = payingTx !== null && mined.has(payingTx);
+    if (final === CONFIRMED && known.has(intent.id)) {
+      // Rule 1, then rule 2 once the paying transfer is final on chain.
+      add('income:sales', s, sym, -intent.R);
+      add('expense:service_fees', s, sym, intent.F);
+      if (intent.R > intent.P) add('expense:sales_shortfall', s, sym, intent.R - intent.P);
+      if (intent.P > intent.R) add('liability:customer_overpayments', s, sym, -(intent.P - intent.R));
+      add(paid ? 'assets:wallet' : 'assets:in_transit', s, sym, N);
+      continue;
+    }
+    // Not a sale in our books: what reached the merchant wallet matched nothing (rule 9), unless
+    // the service sent it back, which clears it.
+    const intoMerchant = intent.route === 'direct' ? intent.P : N;
+    const arrived = paid && (intent.route === 'direct' || final === CONFIRMED);
+    const returned = intent.returnTx !== null && mined.has(intent.returnTx);
+    if (arrived && !returned) {
+      add('assets:wallet', s, sym, intoMerchant);
+      add('assets:suspense', s, sym, -intoMerchant);
+    }
+  }
+
+  for (const stray of world.strays) {
+    if (!mined.has(stray.txHash)) continue;
+    const token = world.tokens.find((t) => t.address === stray.token);
+    if (!token) continue; // a look-alike contract is never money
+    const into = ownerOf(stray.to);
+    const outOf = ownerOf(stray.from);
+    if (into) {
+      add('assets:wallet', into, token.symbol, stray.value);
+      add('assets:suspense', into, token.symbol, -stray.value);
+    }
+    if (outOf) {
+      add('assets:wallet', outOf, token.symbol, -stray.value);
+      add('equity:owner_transfers', outOf, token.symbol, stray.value);
+    }
+  }
+  return out;
+}
+
+export function finalStatus(intent: SimIntent): number {
+  return intent.timeline[intent.timeline.length - 1]?.status ?? 1;
+}

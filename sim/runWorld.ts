@@ -1,0 +1,307 @@
+import { Writable } from 'node:stream';
+import { sql } from 'drizzle-orm';
+import { indexChainPass } from '../src/chain/indexChain.ts';
+import type { Clock } from '../src/clock.ts';
+import { createChainRegistry } from '../src/config/chainRegistry.ts';
+import type { Config } from '../src/config/loadConfig.ts';
+import type { StoreConfig } from '../src/config/stores.ts';
+import type { DomainContext } from '../src/context/domainContext.ts';
+import type { Database, Db } from '../src/db/database.ts';
+import { processInboxBatch } from '../src/inbox/processInboxBatch.ts';
+import { createInboxWriter } from '../src/intake/inboxWriter.ts';
+import { createAccountCache } from '../src/ledger/ensureAccounts.ts';
+import { createLogger } from '../src/logging/logger.ts';
+import { createMetrics } from '../src/metrics/metrics.ts';
+import { trackIntent } from '../src/payments/createIntent.ts';
+import { pollIntent } from '../src/payments/pollIntent.ts';
+import { settleTransfers } from '../src/settlement/settleTransfers.ts';
+import { createChainDouble } from './chainDouble.ts';
+import { crashingDb, SimulatedCrash } from './crashingDb.ts';
+import { expectedBalances, finalStatus } from './oracle.ts';
+import { type SimEvent, worldTransfers } from './schedule.ts';
+import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
+import { SIM_CHAIN_ID, type World } from './world.ts';
+
+/** When the world starts on the clock: a fixed instant, so a seed's run is the same every time. */
+const EPOCH_MS = Date.UTC(2026, 0, 1);
+/** How long a final transfer may wait for the fact that explains it (the daemon's, unscaled). */
+const GRACE_MS = 10 * 60_000;
+const FINALITY_DEPTH = 2;
+
+export interface RunResult {
+  problems: string[];
+  /** Entries the run wrote: a measure of how much it exercised. */
+  entries: number;
+}
+
+/**
+ * Plays `events` of `world` to the product's own code on a database of its own (migrated, empty),
+ * brings the world to quiescence (every delivery done, the chain final, the graces over), and
+ * judges the books against the oracle. Never throws for what the product does: a failure of the
+ * product is a problem in the result.
+ */
+export async function runWorld(database: Database, world: World, events: readonly SimEvent[]): Promise<RunResult> {
+  let now = 0;
+  const clock: Clock = { now: () => new Date(EPOCH_MS + now) };
+  const logLines: string[] = [];
+  const secrets = world.stores.map((s) => s.apiSecret);
+  const logger = createLogger({
+    level: 'info',
+    secrets,
+    destination: new Writable({
+      write(chunk, _enc, done) {
+        logLines.push(String(chunk));
+        done();
+      },
+    }),
+  });
+  const stores: StoreConfig[] = world.stores.map((s) => ({
+    storeId: s.storeId,
+    businessId: `biz_${s.storeId}`,
+    apiKey: s.apiKey,
+    apiSecret: s.apiSecret,
+    signedResponse: false,
+    wallets: new Map([[SIM_CHAIN_ID, { merchant: s.merchant, custody: s.custody }]]),
+  }));
+  const [usdt, usdc] = world.tokens;
+  const chains = createChainRegistry([
+    {
+      chain_id: SIM_CHAIN_ID,
+      name: 'sim',
+      tokens: {
+        USDT: { address: usdt?.address ?? '', decimals: usdt?.decimals ?? 6 },
+        USDC: { address: usdc?.address ?? '', decimals: usdc?.decimals ?? 18 },
+      },
+      finality: { finalized_tag: false, depth: FINALITY_DEPTH },
+      start_block: 0,
+      reorg_window: 80,
+    },
+  ]);
+  const config = { stores, chains } satisfies Pick<Config, 'stores' | 'chains'>;
+  const service = createServiceDouble(world);
+  let readFaults: ReadFaults = { lagMs: 0, fail: false };
+  const accounts = createAccountCache();
+  const domainOn = (db: Db): DomainContext => ({
+    db,
+    chains,
+    accounts,
+    clock,
+    logger,
+    encryptionKey: Buffer.alloc(32, 7),
+    client: (storeId) => service.client(storeId, () => now, () => readFaults),
+  });
+  const chain = createChainDouble(SIM_CHAIN_ID, FINALITY_DEPTH);
+  const rpc = chain.rpc();
+  const metrics = createMetrics();
+  const transfers = worldTransfers(world);
+  const intents = new Map(world.intents.map((i) => [i.id, i]));
+  const inbox = createInboxWriter({ db: database.db, logger, enqueueMany: async () => {} });
+  const known = new Set<string>();
+  const problems: string[] = [];
+  let deliveries = 0;
+
+  /** A job: its crash (if any) cuts it short; anything else it throws is the job failing, retried later. */
+  const job = async (crash: number | undefined, run: (db: Db) => Promise<unknown>) => {
+    try {
+      await run(crash === undefined ? database.db : crashingDb(database.db, crash));
+    } catch (err) {
+      if (!(err instanceof SimulatedCrash) && !isExpected(err)) problems.push(`job threw: ${describe(err)}`);
+    }
+  };
+  const indexAndSettle = (crash?: number) =>
+    job(crash, async (db) => {
+      await indexChainPass({ db, pool: database.pool, config, rpc, metrics, logger, clock }, SIM_CHAIN_ID);
+      await settleTransfers({ db, config, accounts, clock, unmatchedGraceMs: GRACE_MS }, SIM_CHAIN_ID);
+    });
+  const processInbox = async (batch: number, crash?: number) => {
+    const { rows } = await database.db.execute<{ webhook_id: string }>(
+      sql`select webhook_id from webhook_inbox where status = 'received' order by received_at, webhook_id limit ${batch}`,
+    );
+    if (rows.length === 0) return;
+    await job(crash, async (db) => {
+      const results = await processInboxBatch(domainOn(db), rows.map((r) => r.webhook_id), { stragglerWaitMs: 50 });
+      for (const r of results) if (!r.ok && !(r.error instanceof SimulatedCrash)) throw r.error;
+    });
+  };
+
+  for (const event of events) {
+    now = Math.max(now, event.t);
+    switch (event.k) {
+      case 'send': {
+        const tx = transfers.get(event.tx);
+        if (tx) chain.send(tx);
+        break;
+      }
+      case 'mine':
+        chain.mine(BigInt(Math.floor((EPOCH_MS + now) / 1000)));
+        break;
+      case 'reorg':
+        chain.reorg(event.depth);
+        break;
+      case 'dropLog':
+        chain.dropNextLog();
+        break;
+      case 'index':
+        await indexAndSettle(event.crash);
+        break;
+      case 'track': {
+        const intent = intents.get(event.intent);
+        if (!intent) break;
+        readFaults = { lagMs: 0, fail: false };
+        await job(undefined, (db) => trackIntent(domainOn(db), intent.storeId, intent.id, 'track'));
+        known.add(intent.id);
+        break;
+      }
+      case 'webhook': {
+        const intent = intents.get(event.intent);
+        const body = intent && service.webhookAt(intent, event.sentAt, event.id);
+        if (!intent || !body) break;
+        readFaults = { lagMs: 0, fail: false };
+        await inbox.store({
+          storeId: intent.storeId,
+          endpoint: 'checkout',
+          webhookId: event.id,
+          nonceKey: `${intent.storeId}:${event.id}:${deliveries++}`,
+          nonceTtlSeconds: 600,
+          headersJson: '{}',
+          body: Buffer.from(JSON.stringify(body)),
+          json: true,
+        });
+        known.add(intent.id);
+        await processInbox(event.batch, event.crash);
+        break;
+      }
+      case 'poll': {
+        readFaults = { lagMs: event.lag, fail: event.fail };
+        await job(event.crash, (db) => pollIntent(domainOn(db), event.intent));
+        readFaults = { lagMs: 0, fail: false };
+        break;
+      }
+    }
+  }
+
+  // Quiescence: every webhook processed, every tracked intent read once more, the chain final and
+  // settled, every grace over. Rounds until nothing changes.
+  let last = '';
+  for (let round = 0; round < 12; round++) {
+    now += 6 * 3_600_000;
+    // A real chain keeps growing: past the indexer's cursor (a deep reorg left the head below
+    // it) and past finality.
+    const cursor = await database.db.execute<{ b: string }>(
+      sql`select coalesce(max(block_number), 0)::text as b from chain_cursors`,
+    );
+    const target = BigInt(cursor.rows[0]?.b ?? '0') + BigInt(FINALITY_DEPTH + 2);
+    do chain.mine(BigInt(Math.floor((EPOCH_MS + now) / 1000)));
+    while (chain.head() < target);
+    await processInbox(1000);
+    const open = await database.db.execute<{ id: string }>(
+      sql`select id from checkout_intents where settled_by is null order by id`,
+    );
+    for (const { id } of open.rows) await job(undefined, (db) => pollIntent(domainOn(db), id));
+    await indexAndSettle();
+    const state = await database.db.execute<{ s: string }>(sql`
+      select (select count(*) from ledger_entries)::text || '/' ||
+             (select count(*) from webhook_inbox where status = 'received')::text || '/' ||
+             (select count(*) from checkout_intents where settled_by is null)::text || '/' ||
+             (select count(*) from chain_transfers where applied_at is null and state <> 'orphaned')::text || '/' ||
+             (select count(*) from chain_transfers)::text as s`);
+    const signature = state.rows[0]?.s ?? '';
+    if (signature === last) break;
+    last = signature;
+  }
+  await inbox.close();
+
+  if (process.env.SIM_DEBUG) await dumpState(database);
+  problems.push(...(await judge(database, world, chain, known)));
+  for (const secret of secrets)
+    if (logLines.some((l) => l.includes(secret))) problems.push('a store api_secret appears in the logs');
+  const entries = await database.db.execute<{ n: string }>(sql`select count(*)::text as n from ledger_entries`);
+  return { problems, entries: Number(entries.rows[0]?.n ?? 0) };
+}
+
+async function judge(
+  database: Database,
+  world: World,
+  chain: ReturnType<typeof createChainDouble>,
+  known: ReadonlySet<string>,
+): Promise<string[]> {
+  const problems: string[] = [];
+  const db = database.db;
+  const trial = await db.execute<{ asset: string; total: string }>(
+    sql`select asset, sum(amount)::text as total from ledger_postings group by asset having sum(amount) <> 0`,
+  );
+  for (const r of trial.rows) problems.push(`trial balance of ${r.asset} is ${r.total}, not 0`);
+
+  const { rows } = await db.execute<{ code: string; balance: string }>(sql`
+    select a.code, sum(p.amount)::text as balance
+    from ledger_postings p join ledger_accounts a on a.id = p.account_id
+    group by a.code having sum(p.amount) <> 0`);
+  const actual = new Map(rows.map((r) => [r.code, BigInt(r.balance)]));
+
+  // Every watched wallet's ledger balance (over the stores that share it) equals the chain's.
+  for (const token of world.tokens) {
+    for (const address of new Set(world.stores.map((s) => s.merchant))) {
+      const owners = world.stores.filter((s) => s.merchant === address);
+      const ledger = owners.reduce(
+        (sum, s) => sum + (actual.get(`assets:wallet:${s.storeId}:${SIM_CHAIN_ID}:${token.symbol}`) ?? 0n),
+        0n,
+      );
+      const onChain = chain.balanceOf(token.address, address);
+      if (ledger !== onChain)
+        problems.push(`wallet ${address.slice(0, 10)} ${token.symbol}: ledger ${ledger}, chain ${onChain}`);
+    }
+  }
+
+  const mined = new Set<string>();
+  for (const tx of worldTransfers(world).values()) if (chain.blockOf(tx.txHash) !== undefined) mined.add(tx.txHash);
+  const expected = expectedBalances({ world, mined, known });
+  for (const code of new Set([...expected.keys(), ...actual.keys()])) {
+    const want = expected.get(code) ?? 0n;
+    const got = actual.get(code) ?? 0n;
+    if (want !== got) problems.push(`${code}: books ${got}, expected ${want}`);
+  }
+
+  // Each confirmed sale booked once: rule 1 (net of reversals) exactly once per known intent.
+  const sales = await db.execute<{ ref_id: string; n: string }>(sql`
+    select ref_id, (count(*) filter (where kind = 'checkout.confirmed')
+                  - count(*) filter (where kind = 'checkout.confirmed.reversal'))::text as n
+    from ledger_entries where ref_type = 'checkout_intent' group by ref_id`);
+  const booked = new Map(sales.rows.map((r) => [r.ref_id, Number(r.n)]));
+  for (const intent of world.intents) {
+    const want = finalStatus(intent) === 20 && known.has(intent.id) ? 1 : 0;
+    const got = booked.get(intent.id) ?? 0;
+    if (got !== want) problems.push(`intent ${intent.id} (${intent.outcome}): rule 1 booked ${got} times, expected ${want}`);
+  }
+
+  // Every stranger's transfer the chain kept is open as an unmatched-transfer finding.
+  for (const stray of world.strays) {
+    if (stray.kind !== 'stranger_in' || chain.blockOf(stray.txHash) === undefined) continue;
+    const found = await db.execute(sql`
+      select 1 from findings where kind = 'unmatched_transfer_in' and resolved_at is null
+        and details::text like ${`%${stray.txHash}%`}`);
+    if (found.rows.length === 0) problems.push(`stranger's transfer ${stray.txHash.slice(0, 10)} has no open finding`);
+  }
+  return problems;
+}
+
+/** Errors a job may meet in a faulty world and retry (a 5xx, an intent the lagging service does not know yet). */
+function isExpected(err: unknown): boolean {
+  const e = err as { name?: string; retryable?: boolean; code?: number };
+  return e.name === 'SvcTransportError' || e.code === 50001 || e.retryable === true;
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message.split('\n')[0]}` : String(err);
+}
+
+/** SIM_DEBUG: what the product stored and booked, on stderr, for reading a failure. */
+async function dumpState(database: Database): Promise<void> {
+  const show = async (title: string, query: ReturnType<typeof sql>) => {
+    const { rows } = await database.db.execute(query);
+    process.stderr.write(`-- ${title}\n${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
+  };
+  await show('chain_transfers', sql`select substr(tx_hash,1,10) tx, substr(from_address,1,10) f, substr(to_address,1,10) t, value::text, state, block_number::text b, matched_as, applied_at is not null applied, unwound_at is not null unwound from chain_transfers order by block_number, log_index`);
+  await show('entries', sql`select kind, ref_id, idempotency_key from ledger_entries order by id`);
+  await show('intents', sql`select id, status, settled_by, tx_hash is not null paid from checkout_intents`);
+  await show('findings', sql`select kind, ref_id, resolved_at is null open from findings order by id`);
+}

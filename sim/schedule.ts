@@ -1,0 +1,138 @@
+import { seededRandom } from '../src/seededRandom.ts';
+import type { SimTransfer } from './chainDouble.ts';
+import { SIM_CHAIN_ID, type World } from './world.ts';
+
+/**
+ * The events the scheduler delivers to the product, in order, each at its time `t` (ms after the
+ * world's start; the clock only moves forward). An event list is what a failure is shrunk over
+ * and what a replay runs, so every event is plain data.
+ */
+export type SimEvent =
+  /** stablebooks learns the intent at its creation (`intents create` or `intents track`). */
+  | { k: 'track'; t: number; intent: string }
+  /** A transfer of the world is sent (it is in the next block). Ground truth: never shrunk away. */
+  | { k: 'send'; t: number; tx: string }
+  | { k: 'mine'; t: number }
+  | { k: 'reorg'; t: number; depth: number }
+  /** The next eth_getLogs answer leaves a log out. */
+  | { k: 'dropLog'; t: number }
+  /** One indexer pass and the settlement of what became final (the chain job). */
+  | { k: 'index'; t: number; crash?: number }
+  /** The service delivers a webhook it sent at `sentAt`, and a worker processes what is waiting. */
+  | { k: 'webhook'; t: number; sentAt: number; intent: string; id: string; crash?: number; batch: number }
+  /** One poll of an intent; its reads lag `lag` ms behind, or fail. */
+  | { k: 'poll'; t: number; intent: string; lag: number; fail: boolean; crash?: number };
+
+export type Fault = 'dup' | 'drop' | 'delay' | 'reorder' | 'lag' | 'errors' | 'logs' | 'reorg' | 'crash';
+export const ALL_FAULTS: readonly Fault[] = ['dup', 'drop', 'delay', 'reorder', 'lag', 'errors', 'logs', 'reorg', 'crash'];
+
+export interface ScheduleOptions {
+  faults: ReadonlySet<Fault>;
+  /** At most this many events before quiescence (the world's events are cut to fit). */
+  maxEvents: number;
+}
+
+/** Every transfer the world may send, by its key. */
+export function worldTransfers(world: World): Map<string, SimTransfer & { at: number }> {
+  const out = new Map<string, SimTransfer & { at: number }>();
+  const merchantOf = new Map(world.stores.map((s) => [s.storeId, s.merchant]));
+  for (const i of world.intents) {
+    const paid = i.timeline.find((s) => s.status === 10);
+    if (!paid) continue;
+    const merchant = merchantOf.get(i.storeId) as `0x${string}`;
+    const token = i.token.address;
+    out.set(`pay:${i.id}`, {
+      at: paid.at,
+      token,
+      from: i.payer,
+      to: i.route === 'temp' ? i.temp : merchant,
+      value: i.P,
+      txHash: i.tx1,
+    });
+    const confirmed = i.timeline.find((s) => s.status === 20);
+    if (i.tx2 && confirmed)
+      out.set(`sweep:${i.id}`, {
+        at: confirmed.at - 1,
+        token,
+        from: i.temp,
+        to: merchant,
+        value: i.P - i.F,
+        txHash: i.tx2,
+      });
+    const sendBack = i.timeline.find((s) => s.status === 5);
+    if (i.returnTx && sendBack)
+      out.set(`return:${i.id}`, { at: sendBack.at, token, from: merchant, to: i.payer, value: i.P, txHash: i.returnTx });
+  }
+  for (const s of world.strays) out.set(`stray:${s.txHash}`, { ...s });
+  return out;
+}
+
+export function scheduleEvents(world: World, seed: string, options: ScheduleOptions): SimEvent[] {
+  const rnd = seededRandom(`schedule:${seed}`);
+  const has = (f: Fault) => options.faults.has(f);
+  const chance = (p: number) => rnd() < p;
+  const int = (lo: number, hi: number) => lo + Math.floor(rnd() * (hi - lo + 1));
+  const crash = () => (has('crash') && chance(0.1) ? int(1, 12) : undefined);
+  const events: SimEvent[] = [];
+
+  for (const [key, tx] of worldTransfers(world)) {
+    events.push({ k: 'send', t: tx.at, tx: key });
+    events.push({ k: 'mine', t: tx.at + int(1_000, 30_000) });
+  }
+  for (const intent of world.intents) {
+    if (intent.trackedAtCreation) events.push({ k: 'track', t: intent.createdAt + 1, intent: intent.id });
+    // The service notifies each state after the payment; deliveries fault independently.
+    let n = 0;
+    for (const state of intent.timeline.filter((s) => s.status !== 1)) {
+      const id = `wh_${intent.id}_${n++}`;
+      const deliveries = has('drop') && chance(0.2) ? 0 : has('dup') && chance(0.3) ? int(2, 3) : 1;
+      for (let d = 0; d < deliveries; d++) {
+        const delay = has('delay') && chance(0.15) ? int(1, 3) * 86_400_000 : int(100, 60_000);
+        events.push({
+          k: 'webhook',
+          t: state.at + delay + d * int(0, 120_000),
+          sentAt: state.at,
+          intent: intent.id,
+          id,
+          crash: crash(),
+          batch: int(1, 8),
+        });
+      }
+    }
+    // Polls race the webhooks, some reading a lagging replica or failing.
+    for (let p = int(0, 4); p > 0; p--) {
+      events.push({
+        k: 'poll',
+        t: intent.createdAt + int(0, 2 * 3_600_000),
+        intent: intent.id,
+        lag: has('lag') && chance(0.4) ? int(1_000, 30 * 60_000) : 0,
+        fail: has('errors') && chance(0.15),
+        crash: crash(),
+      });
+    }
+  }
+  for (let t = 0; t < world.span; t += int(60_000, 20 * 60_000)) {
+    events.push({ k: 'mine', t });
+    events.push({ k: 'index', t: t + 1, crash: crash() });
+    if (has('logs') && chance(0.1)) events.push({ k: 'dropLog', t });
+    if (has('reorg') && chance(0.08)) events.push({ k: 'reorg', t: t + 2, depth: chance(0.8) ? int(1, 3) : int(4, 64) });
+  }
+  events.sort((a, b) => a.t - b.t);
+  // Reordered delivery: neighbouring deliveries swap (their times too, so the clock still only moves on).
+  if (has('reorder'))
+    for (let i = 0; i + 1 < events.length; i++) {
+      const a = events[i] as SimEvent;
+      const b = events[i + 1] as SimEvent;
+      if (a.k === 'webhook' && b.k === 'webhook' && chance(0.3)) {
+        events[i] = { ...b, t: a.t };
+        events[i + 1] = { ...a, t: b.t };
+      }
+    }
+  if (events.length <= options.maxEvents) return events;
+  // Keep every send (the world's ground truth) and as many of the others as fit, in order.
+  const sends = events.filter((e) => e.k === 'send').length;
+  let room = Math.max(0, options.maxEvents - sends);
+  return events.filter((e) => e.k === 'send' || room-- > 0);
+}
+
+export { SIM_CHAIN_ID };

@@ -1,0 +1,238 @@
+import { createHash } from 'node:crypto';
+import type { Hex } from 'viem';
+import { seededRandom } from '../src/seededRandom.ts';
+import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
+
+/**
+ * A seeded world: the stores and their wallets, the tokens, and what happens in it (checkout
+ * intents with every route and outcome, strangers' and owners' transfers), as ground truth the
+ * scheduler plays to the product and the oracle judges its books against. The same seed gives the
+ * same world.
+ *
+ * Glossary
+ * - R, P, F, N: requested amount, actual paid amount, service fee, net (P - F), in base units;
+ * - route: `direct` (the buyer pays the merchant wallet, no fee) or `temp` (the buyer pays a
+ *   temporary wallet; the service sweeps N to the merchant wallet in a second transaction);
+ * - stray: a transfer no intent explains (a stranger's payment, the owner's withdrawal, a
+ *   look-alike token).
+ */
+export const SIM_CHAIN_ID = 777_001;
+
+export interface SimToken {
+  symbol: 'USDT' | 'USDC';
+  address: Hex;
+  decimals: number;
+}
+
+export interface SimStore {
+  storeId: string;
+  apiKey: string;
+  apiSecret: string;
+  merchant: Hex;
+  custody: Hex;
+}
+
+export type Outcome =
+  | 'exact'
+  | 'over'
+  | 'accepted_under'
+  | 'under_rejected'
+  | 'kyt_rejected'
+  | 'manual_review'
+  | 'send_back'
+  | 'timeout';
+
+export interface SimIntent {
+  id: string;
+  storeId: string;
+  token: SimToken;
+  route: 'direct' | 'temp';
+  outcome: Outcome;
+  R: bigint;
+  P: bigint;
+  F: bigint;
+  payer: Hex;
+  temp: Hex;
+  /** buyer -> merchant (direct) or buyer -> temporary wallet (temp). */
+  tx1: Hex;
+  /** temporary wallet -> merchant, N (temp route, confirmed). */
+  tx2: Hex | null;
+  /** merchant -> buyer, P (a direct payment sent back). */
+  returnTx: Hex | null;
+  /** When the intent is created (ms after the world's start) and whether stablebooks created it. */
+  createdAt: number;
+  trackedAtCreation: boolean;
+  /** The service's states: each from `at` (ms) on. */
+  timeline: Array<{ at: number; status: CheckoutStatus }>;
+}
+
+export interface SimStray {
+  kind: 'stranger_in' | 'owner_out' | 'between_stores' | 'lookalike';
+  at: number;
+  token: Hex;
+  from: Hex;
+  to: Hex;
+  value: bigint;
+  txHash: Hex;
+}
+
+export interface World {
+  seed: string;
+  tokens: SimToken[];
+  /** A contract that copies a real token's symbol but is not in the registry: never money. */
+  lookalike: Hex;
+  stores: SimStore[];
+  intents: SimIntent[];
+  strays: SimStray[];
+  /** How long the world's activity lasts (ms); the scheduler's horizon before quiescence. */
+  span: number;
+}
+
+export interface WorldOptions {
+  /** About how many intents (the world picks up to this many). */
+  intents: number;
+}
+
+export function generateWorld(seed: string, options: WorldOptions): World {
+  const rnd = seededRandom(`world:${seed}`);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+  const int = (lo: number, hi: number) => lo + Math.floor(rnd() * (hi - lo + 1));
+  const addr = (label: string): Hex => `0x${hash(`${seed}:${label}`).slice(0, 40)}`;
+  const txHash = (label: string): Hex => `0x${hash(`${seed}:tx:${label}`)}`;
+
+  const tokens: SimToken[] = [
+    { symbol: 'USDT', address: addr('token:USDT'), decimals: 6 },
+    { symbol: 'USDC', address: addr('token:USDC'), decimals: 18 },
+  ];
+  const stores: SimStore[] = [];
+  const storeCount = int(1, 3);
+  for (let i = 0; i < storeCount; i++) {
+    stores.push({
+      storeId: `st_${i + 1}`,
+      apiKey: `key_${i + 1}_${hash(`${seed}:key:${i}`).slice(0, 8)}`,
+      apiSecret: `secret_${hash(`${seed}:secret:${i}`).slice(0, 24)}`,
+      merchant: addr(`merchant:${i}`),
+      custody: addr(`custody:${i}`),
+    });
+  }
+  // Two stores may share one merchant wallet (the same role): a shape merchants write.
+  const [first, second] = stores;
+  if (first && second && rnd() < 0.25) second.merchant = first.merchant;
+
+  const span = 6 * 3_600_000;
+  const intents: SimIntent[] = [];
+  const count = int(1, Math.max(1, options.intents));
+  for (let i = 0; i < count; i++) {
+    const store = pick(stores);
+    const token = pick(tokens);
+    const outcome = pick<Outcome>([
+      'exact',
+      'exact',
+      'over',
+      'accepted_under',
+      'under_rejected',
+      'kyt_rejected',
+      'manual_review',
+      'send_back',
+      'timeout',
+    ]);
+    // Send-back is the service returning a direct payment; a routed one never reaches the merchant.
+    const route = outcome === 'send_back' ? 'direct' : pick<'direct' | 'temp'>(['direct', 'temp']);
+    const R = amount(rnd, token.decimals);
+    const P =
+      outcome === 'over'
+        ? R + amount(rnd, token.decimals) / 7n + 1n
+        : outcome === 'accepted_under' || outcome === 'under_rejected'
+          ? R > 1n
+            ? R - 1n - (R * BigInt(int(0, 40))) / 100n
+            : R
+          : R;
+    const F = route === 'temp' && P > 1n ? (P * BigInt(int(1, 300))) / 10_000n : 0n;
+    const createdAt = int(0, span / 2);
+    const paidAt = createdAt + int(30_000, 20 * 60_000);
+    const decidedAt = paidAt + int(10_000, 10 * 60_000);
+    const timeline: SimIntent['timeline'] = [{ at: createdAt, status: CheckoutStatus.CREATED }];
+    const paying = outcome !== 'timeout';
+    if (paying) timeline.push({ at: paidAt, status: CheckoutStatus.ON_CHAIN });
+    switch (outcome) {
+      case 'exact':
+      case 'over':
+      case 'accepted_under':
+        timeline.push({ at: decidedAt, status: CheckoutStatus.CONFIRMED });
+        break;
+      case 'manual_review':
+        timeline.push({ at: decidedAt, status: CheckoutStatus.MANUAL_OPERATION });
+        timeline.push({ at: decidedAt + int(60_000, 3_600_000), status: CheckoutStatus.CONFIRMED });
+        break;
+      case 'under_rejected':
+        timeline.push({ at: decidedAt, status: CheckoutStatus.UNDERPAID });
+        break;
+      case 'kyt_rejected':
+        timeline.push({ at: decidedAt, status: CheckoutStatus.REJECTED });
+        break;
+      case 'send_back':
+        timeline.push({ at: decidedAt, status: CheckoutStatus.SEND_BACK });
+        timeline.push({ at: decidedAt + int(60_000, 600_000), status: CheckoutStatus.REJECTED });
+        break;
+      case 'timeout':
+        timeline.push({ at: createdAt + 30 * 60_000, status: CheckoutStatus.TIMEOUT });
+        break;
+    }
+    const confirmed = timeline.some((s) => s.status === CheckoutStatus.CONFIRMED);
+    intents.push({
+      id: hash(`${seed}:intent:${i}`).slice(0, 24),
+      storeId: store.storeId,
+      token,
+      route,
+      outcome,
+      R,
+      P,
+      F,
+      payer: addr(`payer:${i}`),
+      temp: addr(`temp:${i}`),
+      tx1: txHash(`pay:${i}`),
+      tx2: route === 'temp' && confirmed ? txHash(`sweep:${i}`) : null,
+      returnTx: outcome === 'send_back' ? txHash(`return:${i}`) : null,
+      createdAt,
+      trackedAtCreation: rnd() < 0.5,
+      timeline,
+    });
+  }
+
+  const strays: SimStray[] = [];
+  const strayCount = int(0, 3);
+  for (let i = 0; i < strayCount; i++) {
+    const store = pick(stores);
+    const other = pick(stores);
+    const token = pick(tokens);
+    const kind = pick<SimStray['kind']>(['stranger_in', 'owner_out', 'between_stores', 'lookalike']);
+    const value = amount(rnd, token.decimals) / 3n + 1n;
+    const base = { at: int(0, span), value, txHash: txHash(`stray:${i}`) };
+    if (kind === 'stranger_in')
+      strays.push({ ...base, kind, token: token.address, from: addr(`stranger:${i}`), to: store.merchant });
+    else if (kind === 'lookalike')
+      strays.push({ ...base, kind, token: addr('token:lookalike'), from: addr(`stranger:${i}`), to: store.merchant });
+    else if (kind === 'between_stores' && other.merchant !== store.merchant)
+      strays.push({ ...base, kind, token: token.address, from: addr(`stranger:${i}`), to: store.merchant });
+    else strays.push({ ...base, kind: 'owner_out', token: token.address, from: store.merchant, to: addr(`owner:${i}`) });
+  }
+  return { seed, tokens, lookalike: addr('token:lookalike'), stores, intents, strays, span };
+}
+
+/**
+ * An amount in base units at the edges a ledger must hold exactly: 1 base unit, above 2^53 and
+ * 2^63 base units, full precision, and ordinary prices.
+ */
+function amount(rnd: () => number, decimals: number): bigint {
+  const unit = 10n ** BigInt(decimals);
+  const r = rnd();
+  if (r < 0.05) return 1n;
+  if (r < 0.12) return 2n ** 53n + BigInt(Math.floor(rnd() * 1e6));
+  if (r < 0.18) return 2n ** 63n + BigInt(Math.floor(rnd() * 1e9));
+  if (r < 0.35) return BigInt(Math.floor(rnd() * 1e6)) * unit + BigInt(Math.floor(rnd() * Number(unit > 10n ** 15n ? 10n ** 15n : unit)));
+  return BigInt(1 + Math.floor(rnd() * 5_000)) * unit + (BigInt(Math.floor(rnd() * 100)) * unit) / 100n;
+}
+
+function hash(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
