@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createPublicClient, custom, type Hex, numberToHex, type PublicClient } from 'viem';
-import { addressTopic, TRANSFER_TOPIC } from '../src/chain/transferLog.ts';
 import type { ChainRpc } from '../src/chain/rpcClients.ts';
+import { addressTopic, TRANSFER_TOPIC } from '../src/chain/transferLog.ts';
 
 /**
  * A deterministic chain behind the JSON-RPC interface the indexer reads (eth_getBlockByNumber,
@@ -89,7 +89,12 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
         return header(at(BigInt(tag)));
       }
       case 'eth_getLogs': {
-        const filter = args[0] as { address: Hex[]; topics: (Hex | Hex[] | null)[]; fromBlock: Hex; toBlock: Hex };
+        const filter = args[0] as {
+          address: Hex[];
+          topics: (Hex | Hex[] | null)[];
+          fromBlock: Hex;
+          toBlock: Hex;
+        };
         const contracts = new Set(filter.address.map((a) => a.toLowerCase()));
         const fromTopics = filter.topics[1] ? new Set(filter.topics[1] as Hex[]) : null;
         const toTopics = filter.topics[2] ? new Set(filter.topics[2] as Hex[]) : null;
@@ -106,7 +111,9 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
         }
         // A lagging node leaves out a log of the blocks it has just seen, not of final ones: the
         // threat the indexer's re-read at finality answers (docs/decisions.md).
-        const recent = out.findIndex((log) => BigInt(log.blockNumber) > headBlock().number - BigInt(unsafeDepth));
+        const recent = out.findIndex(
+          (log) => BigInt(log.blockNumber) > headBlock().number - BigInt(unsafeDepth),
+        );
         if (dropLog && recent >= 0) {
           dropLog = false;
           out.splice(recent, 1);

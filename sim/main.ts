@@ -36,8 +36,19 @@ function parse(argv: string[]): Options {
       i++;
     }
   }
-  const known = ['--seeds', '--seed', '--from', '--events', '--intents', '--faults', '--only', '--no-shrink', '--verbose'];
-  for (const k of args.keys()) if (!known.includes(k)) throw new Error(`unknown option ${k} (known: ${known.join(' ')})`);
+  const known = [
+    '--seeds',
+    '--seed',
+    '--from',
+    '--events',
+    '--intents',
+    '--faults',
+    '--only',
+    '--no-shrink',
+    '--verbose',
+  ];
+  for (const k of args.keys())
+    if (!known.includes(k)) throw new Error(`unknown option ${k} (known: ${known.join(' ')})`);
   const whole = (name: string, fallback: number) => {
     const v = args.get(name);
     if (v === undefined) return fallback;
@@ -46,12 +57,15 @@ function parse(argv: string[]): Options {
   };
   const from = whole('--from', 1);
   const seed = args.get('--seed');
-  const seeds = seed !== undefined ? [seed] : Array.from({ length: whole('--seeds', 100) }, (_, i) => String(from + i));
+  const seeds =
+    seed !== undefined ? [seed] : Array.from({ length: whole('--seeds', 100) }, (_, i) => String(from + i));
   const faultList = args.get('--faults') ?? 'all';
   const faults = new Set<Fault>(
     faultList === 'all' ? ALL_FAULTS : faultList === 'none' ? [] : (faultList.split(',') as Fault[]),
   );
-  for (const f of faults) if (!ALL_FAULTS.includes(f)) throw new Error(`--faults: unknown fault ${f} (known: ${ALL_FAULTS.join(',')})`);
+  for (const f of faults)
+    if (!ALL_FAULTS.includes(f))
+      throw new Error(`--faults: unknown fault ${f} (known: ${ALL_FAULTS.join(',')})`);
   const only = args.get('--only');
   return {
     seeds,
@@ -92,7 +106,8 @@ async function main(): Promise<number> {
     for (const seed of options.seeds) {
       const world = generateWorld(seed, { intents: options.intents });
       let events = scheduleEvents(world, seed, { faults: options.faults, maxEvents: options.events });
-      if (options.only) events = options.only.map((i) => events[i]).filter((e): e is SimEvent => e !== undefined);
+      if (options.only)
+        events = options.only.map((i) => events[i]).filter((e): e is SimEvent => e !== undefined);
       const result = await run(seed, events);
       if (result.problems.length === 0) passed++;
       else {
@@ -100,7 +115,10 @@ async function main(): Promise<number> {
         const [firstProblem] = result.problems;
         let line = `seed ${seed} FAILED: ${firstProblem}${result.problems.length > 1 ? ` (+${result.problems.length - 1} more)` : ''}`;
         if (options.shrink) {
-          const kept = await shrinkEvents(events, async (subset) => (await run(seed, subset)).problems.length > 0);
+          const kept = await shrinkEvents(
+            events,
+            async (subset) => (await run(seed, subset)).problems.length > 0,
+          );
           const indices = kept.map((e) => events.indexOf(e));
           line += `\n  shrunk to ${kept.length} of ${events.length} events; replay: npm run sim -- --seed ${seed} --events ${options.events} --intents ${options.intents} --faults ${[...options.faults].join(',') || 'none'} --only ${indices.join(',')}`;
         }

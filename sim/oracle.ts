@@ -50,10 +50,16 @@ export function expectedBalances(truth: GroundTruth): Balances {
     // the service sent it back, which clears it.
     const intoMerchant = intent.route === 'direct' ? intent.P : N;
     const arrived = paid && (intent.route === 'direct' || final === CONFIRMED);
-    const returned = intent.returnTx !== null && mined.has(intent.returnTx);
+    const returnMined = intent.returnTx !== null && mined.has(intent.returnTx);
+    // Only an intent stablebooks knows tells it that a transfer out is that payment sent back.
+    const returned = returnMined && known.has(intent.id);
     if (arrived && !returned) {
       add('assets:wallet', s, sym, intoMerchant);
       add('assets:suspense', s, sym, -intoMerchant);
+    }
+    if (returnMined && !returned) {
+      add('assets:wallet', s, sym, -intent.P);
+      add('equity:owner_transfers', s, sym, intent.P);
     }
   }
 

@@ -24,7 +24,17 @@ export type SimEvent =
   | { k: 'poll'; t: number; intent: string; lag: number; fail: boolean; crash?: number };
 
 export type Fault = 'dup' | 'drop' | 'delay' | 'reorder' | 'lag' | 'errors' | 'logs' | 'reorg' | 'crash';
-export const ALL_FAULTS: readonly Fault[] = ['dup', 'drop', 'delay', 'reorder', 'lag', 'errors', 'logs', 'reorg', 'crash'];
+export const ALL_FAULTS: readonly Fault[] = [
+  'dup',
+  'drop',
+  'delay',
+  'reorder',
+  'lag',
+  'errors',
+  'logs',
+  'reorg',
+  'crash',
+];
 
 export interface ScheduleOptions {
   faults: ReadonlySet<Fault>;
@@ -61,7 +71,14 @@ export function worldTransfers(world: World): Map<string, SimTransfer & { at: nu
       });
     const sendBack = i.timeline.find((s) => s.status === 5);
     if (i.returnTx && sendBack)
-      out.set(`return:${i.id}`, { at: sendBack.at, token, from: merchant, to: i.payer, value: i.P, txHash: i.returnTx });
+      out.set(`return:${i.id}`, {
+        at: sendBack.at,
+        token,
+        from: merchant,
+        to: i.payer,
+        value: i.P,
+        txHash: i.returnTx,
+      });
   }
   for (const s of world.strays) out.set(`stray:${s.txHash}`, { ...s });
   return out;
@@ -115,7 +132,8 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     events.push({ k: 'mine', t });
     events.push({ k: 'index', t: t + 1, crash: crash() });
     if (has('logs') && chance(0.1)) events.push({ k: 'dropLog', t });
-    if (has('reorg') && chance(0.08)) events.push({ k: 'reorg', t: t + 2, depth: chance(0.8) ? int(1, 3) : int(4, 64) });
+    if (has('reorg') && chance(0.08))
+      events.push({ k: 'reorg', t: t + 2, depth: chance(0.8) ? int(1, 3) : int(4, 64) });
   }
   events.sort((a, b) => a.t - b.t);
   // Reordered delivery: neighbouring deliveries swap (their times too, so the clock still only moves on).

@@ -113,7 +113,8 @@ export function createServiceDouble(world: World): ServiceDouble {
         }
         return state;
       };
-      const unsupported = (what: string) => () => Promise.reject(new Error(`service double: ${what} is not simulated`));
+      const unsupported = (what: string) => () =>
+        Promise.reject(new Error(`service double: ${what} is not simulated`));
       return {
         ping: unsupported('ping'),
         fail: unsupported('fail'),

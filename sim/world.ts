@@ -211,10 +211,23 @@ export function generateWorld(seed: string, options: WorldOptions): World {
     if (kind === 'stranger_in')
       strays.push({ ...base, kind, token: token.address, from: addr(`stranger:${i}`), to: store.merchant });
     else if (kind === 'lookalike')
-      strays.push({ ...base, kind, token: addr('token:lookalike'), from: addr(`stranger:${i}`), to: store.merchant });
+      strays.push({
+        ...base,
+        kind,
+        token: addr('token:lookalike'),
+        from: addr(`stranger:${i}`),
+        to: store.merchant,
+      });
     else if (kind === 'between_stores' && other.merchant !== store.merchant)
       strays.push({ ...base, kind, token: token.address, from: addr(`stranger:${i}`), to: store.merchant });
-    else strays.push({ ...base, kind: 'owner_out', token: token.address, from: store.merchant, to: addr(`owner:${i}`) });
+    else
+      strays.push({
+        ...base,
+        kind: 'owner_out',
+        token: token.address,
+        from: store.merchant,
+        to: addr(`owner:${i}`),
+      });
   }
   return { seed, tokens, lookalike: addr('token:lookalike'), stores, intents, strays, span };
 }
@@ -229,7 +242,11 @@ function amount(rnd: () => number, decimals: number): bigint {
   if (r < 0.05) return 1n;
   if (r < 0.12) return 2n ** 53n + BigInt(Math.floor(rnd() * 1e6));
   if (r < 0.18) return 2n ** 63n + BigInt(Math.floor(rnd() * 1e9));
-  if (r < 0.35) return BigInt(Math.floor(rnd() * 1e6)) * unit + BigInt(Math.floor(rnd() * Number(unit > 10n ** 15n ? 10n ** 15n : unit)));
+  if (r < 0.35)
+    return (
+      BigInt(Math.floor(rnd() * 1e6)) * unit +
+      BigInt(Math.floor(rnd() * Number(unit > 10n ** 15n ? 10n ** 15n : unit)))
+    );
   return BigInt(1 + Math.floor(rnd() * 5_000)) * unit + (BigInt(Math.floor(rnd() * 100)) * unit) / 100n;
 }
 
