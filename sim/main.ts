@@ -22,6 +22,8 @@ interface Options {
   shrink: boolean;
   /** Every problem of a failing seed, not just the first. */
   verbose: boolean;
+  /** Stop after this many failing seeds (each shrunk). */
+  maxFailures: number;
 }
 
 function parse(argv: string[]): Options {
@@ -75,6 +77,7 @@ function parse(argv: string[]): Options {
     only: only === undefined ? undefined : only.split(',').map(Number),
     shrink: !args.has('--no-shrink') && only === undefined,
     verbose: args.has('--verbose'),
+    maxFailures: whole('--max-failures', Number.MAX_SAFE_INTEGER),
   };
 }
 
@@ -124,6 +127,7 @@ async function main(): Promise<number> {
         }
         if (options.verbose) line += result.problems.map((p) => `\n    ${p}`).join('');
         console.log(line);
+        if (failed >= options.maxFailures) break;
       }
       if (Date.now() - lastProgress > 10_000) {
         lastProgress = Date.now();
