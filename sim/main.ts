@@ -48,6 +48,7 @@ function parse(argv: string[]): Options {
     '--only',
     '--no-shrink',
     '--verbose',
+    '--max-failures',
   ];
   for (const k of args.keys())
     if (!known.includes(k)) throw new Error(`unknown option ${k} (known: ${known.join(' ')})`);
@@ -97,7 +98,11 @@ async function main(): Promise<number> {
     await admin(adminUrl, `create database ${name} template ${template}`);
     const database = createDatabase(dbUrl(adminUrl, name), { max: 6 });
     try {
-      return await runWorld(database, generateWorld(seed, { intents: options.intents }), events);
+      return await runWorld(
+        database,
+        generateWorld(seed, { intents: options.intents, contradict: options.faults.has('contradict') }),
+        events,
+      );
     } finally {
       await database.close();
       // SIM_KEEP_DB: keep each run's database for inspection (its URL on stderr).
@@ -107,7 +112,10 @@ async function main(): Promise<number> {
   };
   try {
     for (const seed of options.seeds) {
-      const world = generateWorld(seed, { intents: options.intents });
+      const world = generateWorld(seed, {
+        intents: options.intents,
+        contradict: options.faults.has('contradict'),
+      });
       let events = scheduleEvents(world, seed, { faults: options.faults, maxEvents: options.events });
       if (options.only)
         events = options.only.map((i) => events[i]).filter((e): e is SimEvent => e !== undefined);

@@ -49,7 +49,9 @@ export function expectedBalances(truth: GroundTruth): Balances {
     // Not a sale in our books: what reached the merchant wallet matched nothing (rule 9), unless
     // the service sent it back, which clears it.
     const intoMerchant = intent.route === 'direct' ? intent.P : N;
-    const arrived = paid && (intent.route === 'direct' || final === CONFIRMED);
+    // The sweep of a routed payment exists only once the service confirmed it, even if it later
+    // cancelled: whatever reached the merchant wallet and is no sale is suspense.
+    const arrived = paid;
     const returnMined = intent.returnTx !== null && mined.has(intent.returnTx);
     // Only an intent stablebooks knows tells it that a transfer out is that payment sent back.
     const returned = returnMined && known.has(intent.id);

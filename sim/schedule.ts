@@ -21,9 +21,20 @@ export type SimEvent =
   /** The service delivers a webhook it sent at `sentAt`, and a worker processes what is waiting. */
   | { k: 'webhook'; t: number; sentAt: number; intent: string; id: string; crash?: number; batch: number }
   /** One poll of an intent; its reads lag `lag` ms behind, or fail. */
-  | { k: 'poll'; t: number; intent: string; lag: number; fail: boolean; crash?: number };
+  | { k: 'poll'; t: number; intent: string; lag: number; fail: false | '5xx' | '429'; crash?: number };
 
-export type Fault = 'dup' | 'drop' | 'delay' | 'reorder' | 'lag' | 'errors' | 'logs' | 'reorg' | 'crash';
+/** contradict: the service cancels a confirmed intent (and may confirm it again). */
+export type Fault =
+  | 'dup'
+  | 'drop'
+  | 'delay'
+  | 'reorder'
+  | 'lag'
+  | 'errors'
+  | 'logs'
+  | 'reorg'
+  | 'crash'
+  | 'contradict';
 export const ALL_FAULTS: readonly Fault[] = [
   'dup',
   'drop',
@@ -34,6 +45,7 @@ export const ALL_FAULTS: readonly Fault[] = [
   'logs',
   'reorg',
   'crash',
+  'contradict',
 ];
 
 export interface ScheduleOptions {
@@ -123,7 +135,7 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
         t: intent.createdAt + int(0, 2 * 3_600_000),
         intent: intent.id,
         lag: has('lag') && chance(0.4) ? int(1_000, 30 * 60_000) : 0,
-        fail: has('errors') && chance(0.15),
+        fail: has('errors') && chance(0.15) ? (chance(0.5) ? '5xx' : '429') : false,
         crash: crash(),
       });
     }

@@ -1,6 +1,6 @@
 import { formatDecimalAmount } from '../src/money/decimalAmount.ts';
 import type { SvcClient } from '../src/svc/client.ts';
-import { SvcApiError, SvcTransportError } from '../src/svc/errors.ts';
+import { SvcApiError, SvcRateLimitError, SvcTransportError } from '../src/svc/errors.ts';
 import { type CheckoutIntent, checkoutIntentSchema } from '../src/svc/models/checkoutIntent.ts';
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
 import { SIM_CHAIN_ID, type SimIntent, type World } from './world.ts';
@@ -14,8 +14,8 @@ import { SIM_CHAIN_ID, type SimIntent, type World } from './world.ts';
 export interface ReadFaults {
   /** How far behind the world this read is (ms). */
   lagMs: number;
-  /** The read fails with a 5xx (retryable). */
-  fail: boolean;
+  /** The read fails: a gateway's 5xx or 429 (both retryable). */
+  fail: false | '5xx' | '429';
 }
 
 export interface ServiceDouble {
@@ -97,7 +97,8 @@ export function createServiceDouble(world: World): ServiceDouble {
     client(storeId, now, faults) {
       const read = (endpoint: string, id: string): CheckoutIntent => {
         const f = faults();
-        if (f.fail) throw new SvcTransportError(endpoint, true, 'simulated 502 from the gateway');
+        if (f.fail === '5xx') throw new SvcTransportError(endpoint, true, 'simulated 502 from the gateway');
+        if (f.fail === '429') throw new SvcRateLimitError(endpoint, 1_000);
         const intent = byId.get(id);
         const state = intent && intent.storeId === storeId ? stateAt(intent, now() - f.lagMs) : undefined;
         if (!state) {

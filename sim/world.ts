@@ -91,6 +91,8 @@ export interface World {
 export interface WorldOptions {
   /** About how many intents (the world picks up to this many). */
   intents: number;
+  /** The service contradicts itself: a confirmed intent later CANCELED (and maybe confirmed again). */
+  contradict?: boolean;
 }
 
 export function generateWorld(seed: string, options: WorldOptions): World {
@@ -177,6 +179,13 @@ export function generateWorld(seed: string, options: WorldOptions): World {
       case 'timeout':
         timeline.push({ at: createdAt + 30 * 60_000, status: CheckoutStatus.TIMEOUT });
         break;
+    }
+    const last = timeline[timeline.length - 1];
+    if (options.contradict && last?.status === CheckoutStatus.CONFIRMED && rnd() < 0.3) {
+      const cancelledAt = last.at + int(60_000, 2 * 3_600_000);
+      timeline.push({ at: cancelledAt, status: CheckoutStatus.CANCELED });
+      if (rnd() < 0.5)
+        timeline.push({ at: cancelledAt + int(60_000, 3_600_000), status: CheckoutStatus.CONFIRMED });
     }
     const confirmed = timeline.some((s) => s.status === CheckoutStatus.CONFIRMED);
     intents.push({

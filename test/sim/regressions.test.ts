@@ -53,7 +53,7 @@ describe('simulator regressions', () => {
       await query(`create database ${name} template ${template}`);
       const database = createDatabase(urlOf(name), { max: 6 });
       try {
-        const world = generateWorld(seed, { intents: 8 });
+        const world = generateWorld(seed, { intents: 8, contradict: true });
         const events = scheduleEvents(world, seed, { faults: new Set(ALL_FAULTS), maxEvents: 300 });
         const result = await runWorld(database, world, events);
         expect(result.problems).toEqual([]);
