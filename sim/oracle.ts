@@ -13,6 +13,10 @@ export interface GroundTruth {
   mined: ReadonlySet<string>;
   /** Intents stablebooks heard of: tracked at creation, or named by a delivered webhook. */
   known: ReadonlySet<string>;
+  /** Payouts (by reference id) whose link stablebooks learnt from a create answer. */
+  knownLinks: ReadonlySet<string>;
+  /** A link's final status at the service (claimed, cancelled, expired, link_sent). */
+  linkStatus: (referenceId: string) => string | undefined;
 }
 
 export type Balances = Map<string, bigint>;
@@ -63,6 +67,32 @@ export function expectedBalances(truth: GroundTruth): Balances {
       add('assets:wallet', s, sym, -intent.P);
       add('equity:owner_transfers', s, sym, intent.P);
     }
+  }
+
+  // Claim links: rule 5 (the API's answer, then the funding's fee on chain), rule 6 (claimed),
+  // rules 7 and 8 (cancelled or expired, and refunded): custody ends -(A + F), or -F when the
+  // principal came back.
+  for (const p of world.payouts) {
+    const status = truth.linkStatus(p.referenceId);
+    if (!status || !truth.knownLinks.has(p.referenceId) || !mined.has(p.fundingTx)) continue;
+    const sym = p.token.symbol;
+    add('assets:claim_pool', p.storeId, sym, p.A);
+    add('assets:custody', p.storeId, sym, -(p.A + p.F));
+    add('expense:payout_fees', p.storeId, sym, p.F);
+    if (status === 'claimed' && mined.has(p.claimTx)) {
+      add('assets:claim_pool', p.storeId, sym, -p.A);
+      add('expense:payouts', p.storeId, sym, p.A);
+    }
+    if ((status === 'cancelled' || status === 'expired') && mined.has(p.refundTx)) {
+      add('assets:claim_pool', p.storeId, sym, -p.A);
+      add('assets:custody', p.storeId, sym, p.A);
+    }
+  }
+  // The owner's deposits into custody explain nothing: suspense (rule 9).
+  for (const d of world.deposits) {
+    if (!mined.has(d.txHash)) continue;
+    add('assets:custody', d.storeId, d.token.symbol, d.value);
+    add('assets:suspense', d.storeId, d.token.symbol, -d.value);
   }
 
   for (const stray of world.strays) {

@@ -12,18 +12,27 @@ import { createInboxWriter } from '../src/intake/inboxWriter.ts';
 import { createAccountCache } from '../src/ledger/ensureAccounts.ts';
 import { createLogger } from '../src/logging/logger.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
+import { formatDecimalAmount } from '../src/money/decimalAmount.ts';
 import { trackIntent } from '../src/payments/createIntent.ts';
 import { pollIntent } from '../src/payments/pollIntent.ts';
+import { cancelPayout } from '../src/payouts/cancelPayout.ts';
+import { createPayout } from '../src/payouts/createPayout.ts';
+import { expireClaimLinks } from '../src/payouts/expireClaimLinks.ts';
 import { settleTransfers } from '../src/settlement/settleTransfers.ts';
-import { createChainDouble } from './chainDouble.ts';
+import { createChainDouble, type SimTransfer } from './chainDouble.ts';
 import { crashingDb, SimulatedCrash } from './crashingDb.ts';
 import { expectedBalances, finalStatus } from './oracle.ts';
 import { type SimEvent, worldTransfers } from './schedule.ts';
 import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
 import { SIM_CHAIN_ID, type World } from './world.ts';
 
-/** When the world starts on the clock: a fixed instant, so a seed's run is the same every time. */
-const EPOCH_MS = Date.UTC(2026, 0, 1);
+/**
+ * When the world starts on the clock: this process's start, to the minute. Some times are the
+ * database's own (a payout row's created_at is now()) and are compared with block times, as in
+ * production where both are real time; so the world starts at the wall clock's time and only
+ * moves ahead of it. Everything a seed decides is relative to this instant.
+ */
+const EPOCH_MS = Math.floor(Date.now() / 60_000) * 60_000;
 /** How long a final transfer may wait for the fact that explains it (the daemon's, unscaled). */
 const GRACE_MS = 10 * 60_000;
 const FINALITY_DEPTH = 2;
@@ -82,7 +91,6 @@ export async function runWorld(
     },
   ]);
   const config = { stores, chains } satisfies Pick<Config, 'stores' | 'chains'>;
-  const service = createServiceDouble(world);
   let readFaults: ReadFaults = { lagMs: 0, fail: false };
   const accounts = createAccountCache();
   const domainOn = (db: Db): DomainContext => ({
@@ -100,12 +108,40 @@ export async function runWorld(
       ),
   });
   const chain = createChainDouble(SIM_CHAIN_ID, FINALITY_DEPTH);
+  /** The transfers the service made itself (claim links), as they were sent. */
+  const serviceSent: SimTransfer[] = [];
+  const service = createServiceDouble(world, (t) => {
+    serviceSent.push(t);
+    chain.send(t);
+  });
   const rpc = chain.rpc();
   const metrics = createMetrics();
   const transfers = worldTransfers(world);
   const intents = new Map(world.intents.map((i) => [i.id, i]));
   const inbox = createInboxWriter({ db: database.db, logger, enqueueMany: async () => {} });
   const known = new Set<string>();
+  /** Payouts whose link stablebooks learnt from a create answer. */
+  const knownLinks = new Set<string>();
+  const payouts = new Map(world.payouts.map((p) => [p.referenceId, p]));
+  const tuning = { sleep: async () => {}, createRetry: { maxAttempts: 1 } };
+  const createLink = async (ref: string) => {
+    const p = payouts.get(ref);
+    if (!p) return;
+    await job(undefined, async (db) => {
+      const result = await createPayout(
+        { ...domainOn(db), ...tuning },
+        {
+          storeId: p.storeId,
+          amount: formatDecimalAmount(p.A, p.token.decimals),
+          coin: p.token.symbol,
+          chain: SIM_CHAIN_ID,
+          referenceId: p.referenceId,
+        },
+      );
+      if (result.payout.claimLinkId) knownLinks.add(ref);
+    });
+  };
+  const linksJob = () => job(undefined, (db) => expireClaimLinks(domainOn(db), clock.now()));
   const problems: string[] = [];
   let deliveries = 0;
 
@@ -139,6 +175,7 @@ export async function runWorld(
 
   for (const event of events) {
     now = Math.max(now, event.t);
+    service.advance(now);
     switch (event.k) {
       case 'send': {
         const tx = transfers.get(event.tx);
@@ -184,6 +221,23 @@ export async function runWorld(
         await processInbox(event.batch, event.crash);
         break;
       }
+      case 'payout':
+        await createLink(event.ref);
+        break;
+      case 'cancel': {
+        const { rows } = await database.db.execute<{ id: string }>(
+          sql`select id from payouts where reference_id = ${event.ref}`,
+        );
+        const id = rows[0]?.id;
+        if (id) await job(undefined, (db) => cancelPayout(domainOn(db), id));
+        break;
+      }
+      case 'claim':
+        service.claim(event.ref);
+        break;
+      case 'expire':
+        await linksJob();
+        break;
       case 'poll': {
         readFaults = { lagMs: event.lag, fail: event.fail };
         await job(event.crash, (db) => pollIntent(domainOn(db), event.intent));
@@ -199,6 +253,7 @@ export async function runWorld(
   let steady = 0;
   for (let round = 0; round < 16; round++) {
     now += 6 * 3_600_000;
+    service.advance(now);
     // A real chain keeps growing: past the indexer's cursor (a deep reorg left the head below
     // it) and past finality.
     const cursor = await database.db.execute<{ b: string }>(
@@ -212,6 +267,12 @@ export async function runWorld(
       sql`select id from checkout_intents where settled_by is null order by id`,
     );
     for (const { id } of open.rows) await job(undefined, (db) => pollIntent(domainOn(db), id));
+    // What a person does on funding_awaits_create_outcome: run the same create again.
+    const unsettled = await database.db.execute<{ reference_id: string }>(
+      sql`select reference_id from payouts where create_outcome <> 'created' order by reference_id`,
+    );
+    for (const { reference_id } of unsettled.rows) await createLink(reference_id);
+    await linksJob();
     await indexAndSettle();
     const state = await database.db.execute<{ s: string }>(sql`
       select (select count(*) from ledger_entries)::text || '/' ||
@@ -229,7 +290,14 @@ export async function runWorld(
   await inbox.close();
 
   if (process.env.SIM_DEBUG) await dumpState(database);
-  problems.push(...(await judge(database, world, chain, known)));
+  problems.push(
+    ...(await judge(database, world, chain, {
+      known,
+      knownLinks,
+      serviceSent,
+      linkStatus: service.linkStatus,
+    })),
+  );
   for (const secret of secrets)
     if (logLines.some((l) => l.includes(secret))) problems.push('a store api_secret appears in the logs');
   const entries = await database.db.execute<{ n: string }>(
@@ -238,12 +306,20 @@ export async function runWorld(
   return { problems, entries: Number(entries.rows[0]?.n ?? 0) };
 }
 
+interface RunFacts {
+  known: ReadonlySet<string>;
+  knownLinks: ReadonlySet<string>;
+  serviceSent: readonly SimTransfer[];
+  linkStatus: (referenceId: string) => string | undefined;
+}
+
 async function judge(
   database: Database,
   world: World,
   chain: ReturnType<typeof createChainDouble>,
-  known: ReadonlySet<string>,
+  facts: RunFacts,
 ): Promise<string[]> {
+  const { known } = facts;
   const problems: string[] = [];
   const db = database.db;
   const trial = await db.execute<{ asset: string; total: string }>(
@@ -271,8 +347,17 @@ async function judge(
     }
   }
 
+  for (const token of world.tokens) {
+    for (const store of world.stores) {
+      const ledger = actual.get(`assets:custody:${store.storeId}:${SIM_CHAIN_ID}:${token.symbol}`) ?? 0n;
+      const onChain = chain.balanceOf(token.address, store.custody);
+      if (ledger !== onChain)
+        problems.push(`custody ${store.storeId} ${token.symbol}: ledger ${ledger}, chain ${onChain}`);
+    }
+  }
+
   const mined = new Set<string>();
-  for (const tx of worldTransfers(world).values())
+  for (const tx of [...worldTransfers(world).values(), ...facts.serviceSent])
     if (chain.blockOf(tx.txHash) !== undefined) mined.add(tx.txHash);
   // Stores sharing a merchant wallet: which of them an unexplained transfer is booked to depends
   // on what stablebooks knew when it booked it (docs/decisions.md), so their wallet, suspense and
@@ -294,7 +379,15 @@ async function judge(
     }
     return out;
   };
-  const expected = pooled(expectedBalances({ world, mined, known }));
+  const expected = pooled(
+    expectedBalances({
+      world,
+      mined,
+      known,
+      knownLinks: facts.knownLinks,
+      linkStatus: facts.linkStatus,
+    }),
+  );
   const booked = pooled(actual);
   for (const code of new Set([...expected.keys(), ...booked.keys()])) {
     const want = expected.get(code) ?? 0n;
@@ -330,7 +423,14 @@ async function judge(
 /** Errors a job may meet in a faulty world and retry (a 5xx, an intent the lagging service does not know yet). */
 function isExpected(err: unknown): boolean {
   const e = err as { name?: string; retryable?: boolean; code?: number };
-  return e.name === 'SvcTransportError' || e.code === 50001 || e.retryable === true;
+  return (
+    e.name === 'SvcTransportError' ||
+    e.code === 50001 ||
+    e.retryable === true ||
+    // A cancel the service refuses (the link was claimed first), a create whose answer was lost.
+    e.name === 'PayoutStateError' ||
+    e.name === 'PayoutCreateError'
+  );
 }
 
 function describe(err: unknown): string {
@@ -350,4 +450,12 @@ async function dumpState(database: Database): Promise<void> {
   await show('entries', sql`select kind, ref_id, idempotency_key from ledger_entries order by id`);
   await show('intents', sql`select id, status, settled_by, tx_hash is not null paid from checkout_intents`);
   await show('findings', sql`select kind, ref_id, resolved_at is null open from findings order by id`);
+  await show(
+    'payouts',
+    sql`select reference_id, create_outcome, claim_link_id, substr(funding_tx_hash,1,10) funding, substr(pool_address,1,10) pool, created_at, funded_at, amount from payouts order by created_at`,
+  );
+  await show(
+    'transfer times',
+    sql`select substr(tx_hash,1,10) tx, block_time, final_at, applied_at from chain_transfers order by block_number, log_index`,
+  );
 }

@@ -21,7 +21,15 @@ export type SimEvent =
   /** The service delivers a webhook it sent at `sentAt`, and a worker processes what is waiting. */
   | { k: 'webhook'; t: number; sentAt: number; intent: string; id: string; crash?: number; batch: number }
   /** One poll of an intent; its reads lag `lag` ms behind, or fail. */
-  | { k: 'poll'; t: number; intent: string; lag: number; fail: false | '5xx' | '429'; crash?: number };
+  | { k: 'poll'; t: number; intent: string; lag: number; fail: false | '5xx' | '429'; crash?: number }
+  /** stablebooks creates a payout (`payouts create`), or runs the same create again. */
+  | { k: 'payout'; t: number; ref: string }
+  /** stablebooks cancels a payout's link (`payouts cancel`). */
+  | { k: 'cancel'; t: number; ref: string }
+  /** The recipient claims the link (the service moves the money). */
+  | { k: 'claim'; t: number; ref: string }
+  /** The clock passes a link's 14 days (the service refunds it if unclaimed); the daemon's expiry job runs. */
+  | { k: 'expire'; t: number; ref: string };
 
 /** contradict: the service cancels a confirmed intent (and may confirm it again). */
 export type Fault =
@@ -93,6 +101,16 @@ export function worldTransfers(world: World): Map<string, SimTransfer & { at: nu
       });
   }
   for (const s of world.strays) out.set(`stray:${s.txHash}`, { ...s });
+  const custodyOf = new Map(world.stores.map((s) => [s.storeId, s.custody]));
+  for (const d of world.deposits)
+    out.set(`deposit:${d.txHash}`, {
+      at: 0,
+      token: d.token.address,
+      from: d.from,
+      to: custodyOf.get(d.storeId) as `0x${string}`,
+      value: d.value,
+      txHash: d.txHash,
+    });
   return out;
 }
 
@@ -139,6 +157,16 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
         crash: crash(),
       });
     }
+  }
+  for (const p of world.payouts) {
+    events.push({ k: 'payout', t: p.createdAt, ref: p.referenceId });
+    if (p.lostAnswer || (has('dup') && chance(0.2)))
+      events.push({ k: 'payout', t: p.rerunAt, ref: p.referenceId });
+    if (p.end === 'claimed' || p.end === 'cancel_after_claim')
+      events.push({ k: 'claim', t: p.endAt, ref: p.referenceId });
+    if (p.end === 'cancelled' || p.end === 'cancel_after_claim')
+      events.push({ k: 'cancel', t: p.endAt + int(1_000, 600_000), ref: p.referenceId });
+    if (p.end === 'expired') events.push({ k: 'expire', t: p.endAt, ref: p.referenceId });
   }
   for (let t = 0; t < world.span; t += int(60_000, 20 * 60_000)) {
     events.push({ k: 'mine', t });

@@ -3,7 +3,8 @@ import type { SvcClient } from '../src/svc/client.ts';
 import { SvcApiError, SvcRateLimitError, SvcTransportError } from '../src/svc/errors.ts';
 import { type CheckoutIntent, checkoutIntentSchema } from '../src/svc/models/checkoutIntent.ts';
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
-import { SIM_CHAIN_ID, type SimIntent, type World } from './world.ts';
+import type { SimTransfer } from './chainDouble.ts';
+import { SIM_CHAIN_ID, type SimIntent, type SimPayout, type World } from './world.ts';
 
 /**
  * The service as the world says it behaves, behind the product's own SvcClient interface: an
@@ -19,6 +20,12 @@ export interface ReadFaults {
 }
 
 export interface ServiceDouble {
+  /** The world's claim-link events the service itself performs: a recipient claims, 14 days pass. */
+  claim(referenceId: string): void;
+  /** The service's clock reaches `now`: every link unclaimed 14 days after its funding expires and is refunded. */
+  advance(now: number): void;
+  /** A link's status at the service, or undefined when it was never created. */
+  linkStatus(referenceId: string): LinkState['status'] | undefined;
   client(storeId: string, now: () => number, faults: () => ReadFaults): SvcClient;
   /** The body of the webhook the service sends about an intent at time t (its state then), as JSON. */
   webhookAt(intent: SimIntent, t: number, webhookId: string): Record<string, unknown> | null;
@@ -26,7 +33,19 @@ export interface ServiceDouble {
   stateAt(intent: SimIntent, t: number): CheckoutIntent | undefined;
 }
 
-export function createServiceDouble(world: World): ServiceDouble {
+/** A link's state at the service. */
+interface LinkState {
+  status: 'link_sent' | 'claimed' | 'cancelled' | 'expired';
+}
+
+/**
+ * `send` puts the service's own transfers on the chain: a link's funding and fee sweep when it is
+ * created, its claim, its refund on cancel or expiry.
+ */
+/** Claim links expire 14 days after their funding. */
+const EXPIRY_MS = 14 * 86_400_000;
+
+export function createServiceDouble(world: World, send: (t: SimTransfer) => void): ServiceDouble {
   const byId = new Map(world.intents.map((i) => [i.id, i]));
   const merchantOf = new Map(world.stores.map((s) => [s.storeId, s.merchant]));
 
@@ -67,7 +86,50 @@ export function createServiceDouble(world: World): ServiceDouble {
     });
   };
 
+  const payoutsByRef = new Map(world.payouts.map((p) => [p.referenceId, p]));
+  const payoutsByLink = new Map(world.payouts.map((p) => [p.linkId, p]));
+  const links = new Map<string, LinkState>();
+  const custodyOf = new Map(world.stores.map((s) => [s.storeId, s.custody]));
+  const transfer = (
+    p: SimPayout,
+    from: `0x${string}`,
+    to: `0x${string}`,
+    value: bigint,
+    txHash: `0x${string}`,
+  ) => send({ token: p.token.address, from, to, value, txHash });
+  const refund = (p: SimPayout, link: LinkState, status: 'cancelled' | 'expired') => {
+    link.status = status;
+    transfer(p, p.pool, custodyOf.get(p.storeId) as `0x${string}`, p.A, p.refundTx);
+  };
+  const notCancellable = (status: string) =>
+    new SvcApiError({
+      endpoint: 'claim_links.cancel',
+      code: 50108,
+      httpStatus: 400,
+      message: `claim link is ${status}`,
+      details: { status },
+      requestId: undefined,
+      retryable: false,
+    });
+
   return {
+    linkStatus: (referenceId) => {
+      const p = payoutsByRef.get(referenceId);
+      return p ? links.get(p.linkId)?.status : undefined;
+    },
+    claim(referenceId) {
+      const p = payoutsByRef.get(referenceId);
+      const link = p && links.get(p.linkId);
+      if (!p || link?.status !== 'link_sent') return;
+      link.status = 'claimed';
+      transfer(p, p.pool, p.recipient, p.A, p.claimTx);
+    },
+    advance(now) {
+      for (const p of world.payouts) {
+        const link = links.get(p.linkId);
+        if (link?.status === 'link_sent' && p.createdAt + EXPIRY_MS <= now) refund(p, link, 'expired');
+      }
+    },
     stateAt,
     webhookAt(intent, t, webhookId) {
       const state = stateAt(intent, t);
@@ -121,8 +183,55 @@ export function createServiceDouble(world: World): ServiceDouble {
         fail: unsupported('fail'),
         echo: unsupported('echo'),
         createCheckoutIntent: unsupported('createCheckoutIntent'),
-        createClaimLinkAutoPayout: unsupported('createClaimLinkAutoPayout'),
-        cancelClaimLinkAutoPayout: unsupported('cancelClaimLinkAutoPayout'),
+        async createClaimLinkAutoPayout(request) {
+          const p = payoutsByRef.get(request.reference_id);
+          if (!p || p.storeId !== storeId)
+            throw new Error(`service double: no payout ${request.reference_id}`);
+          let link = links.get(p.linkId);
+          const first = !link;
+          if (!link) {
+            link = { status: 'link_sent' };
+            links.set(p.linkId, link);
+            transfer(p, custodyOf.get(storeId) as `0x${string}`, p.pool, p.A + p.F, p.fundingTx);
+            if (p.F > 0n) transfer(p, p.pool, world.feeWallet, p.F, p.sweepTx);
+            if (p.lostAnswer)
+              throw new SvcTransportError(
+                'claim_links.create',
+                true,
+                'simulated timeout after the service acted',
+              );
+          }
+          const d = p.token.decimals;
+          return {
+            claim_link_id: p.linkId,
+            reference_id: p.referenceId,
+            amount: formatDecimalAmount(p.A, d),
+            token_symbol: p.token.symbol,
+            chain_id: SIM_CHAIN_ID,
+            status: link.status,
+            token: first ? `tok_${p.linkId}` : null,
+            claim_url: first ? `https://claim.sim/${p.linkId}#tok_${p.linkId}` : null,
+            funding_tx_hash: first ? p.fundingTx : null,
+            funded_amount: first ? formatDecimalAmount(p.A, d) : null,
+            idempotent_hit: !first,
+          };
+        },
+        async cancelClaimLinkAutoPayout(id) {
+          const p = payoutsByLink.get(id);
+          const link = p && links.get(p.linkId);
+          if (!p || !link) throw notCancellable('unknown');
+          if (link.status === 'cancelled')
+            return { claim_link_id: id, status: 'cancelled', already_cancelled: true };
+          if (link.status !== 'link_sent') throw notCancellable(link.status);
+          refund(p, link, 'cancelled');
+          return {
+            claim_link_id: id,
+            reference_id: p.referenceId,
+            status: 'cancelled',
+            refund_status: 'refund_pending',
+            already_cancelled: false,
+          };
+        },
         getCheckoutIntent: async (id) => read('checkout_intents.get', id),
         getCheckoutIntentStatus: async (id) => read('checkout_intents.status', id).status,
       };

@@ -16,7 +16,11 @@ import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
  * - stray: a transfer no intent explains (a stranger's payment, the owner's withdrawal, a
  *   look-alike token).
  */
-export const SIM_CHAIN_ID = 777_001;
+/**
+ * Sepolia's id: claim-link create names the chain by the service's Chain enum, which has a value
+ * for it; the registry's entry is replaced by the world's tokens and a finality depth of 2.
+ */
+export const SIM_CHAIN_ID = 11_155_111;
 
 export interface SimToken {
   symbol: 'USDT' | 'USDC';
@@ -76,6 +80,42 @@ export interface SimStray {
   txHash: Hex;
 }
 
+/**
+ * A claim-link payout: created by stablebooks (its first answer maybe lost, then run again with
+ * the same reference id), funded from the store's custody wallet (A + F to the link's pool, F swept
+ * to the service), then claimed, cancelled (perhaps after its claim), expired after 14 days, or
+ * left open.
+ */
+export interface SimPayout {
+  referenceId: string;
+  storeId: string;
+  token: SimToken;
+  A: bigint;
+  F: bigint;
+  linkId: string;
+  pool: Hex;
+  recipient: Hex;
+  fundingTx: Hex;
+  sweepTx: Hex;
+  claimTx: Hex;
+  refundTx: Hex;
+  createdAt: number;
+  /** The first create reaches the service, which funds the link, but its answer is lost. */
+  lostAnswer: boolean;
+  rerunAt: number;
+  end: 'claimed' | 'cancelled' | 'expired' | 'cancel_after_claim' | 'open';
+  endAt: number;
+}
+
+/** The owner's deposit into a custody wallet, so payouts have money to fund them. */
+export interface SimDeposit {
+  storeId: string;
+  token: SimToken;
+  value: bigint;
+  txHash: Hex;
+  from: Hex;
+}
+
 export interface World {
   seed: string;
   tokens: SimToken[];
@@ -84,6 +124,10 @@ export interface World {
   stores: SimStore[];
   intents: SimIntent[];
   strays: SimStray[];
+  payouts: SimPayout[];
+  deposits: SimDeposit[];
+  /** The service's own wallet, where funding fees are swept. */
+  feeWallet: Hex;
   /** How long the world's activity lasts (ms); the scheduler's horizon before quiescence. */
   span: number;
 }
@@ -238,7 +282,62 @@ export function generateWorld(seed: string, options: WorldOptions): World {
         to: addr(`owner:${i}`),
       });
   }
-  return { seed, tokens, lookalike: addr('token:lookalike'), stores, intents, strays, span };
+  const payouts: SimPayout[] = [];
+  const deposits: SimDeposit[] = [];
+  const payoutCount = int(0, 3);
+  for (let i = 0; i < payoutCount; i++) {
+    const store = pick(stores);
+    const token = pick(tokens);
+    const A = amount(rnd, token.decimals) / 5n + 1n;
+    // At most 1% of the amount: within what a funding matched by amount may carry as its fee
+    // (src/settlement/claimLinkFunding.ts), as the service's fees are (docs/decisions.md).
+    const F = (A * BigInt(int(0, 100))) / 10_000n;
+    const createdAt = int(0, span / 2);
+    const end = pick<SimPayout['end']>(['claimed', 'cancelled', 'expired', 'cancel_after_claim', 'open']);
+    const lostAnswer = rnd() < 0.3;
+    payouts.push({
+      referenceId: `ref-${seed}-${i}`,
+      storeId: store.storeId,
+      token,
+      A,
+      F,
+      linkId: `cl_${hash(`${seed}:link:${i}`).slice(0, 24)}`,
+      pool: addr(`pool:${i}`),
+      recipient: addr(`recipient:${i}`),
+      fundingTx: txHash(`funding:${i}`),
+      sweepTx: txHash(`fee:${i}`),
+      claimTx: txHash(`claim:${i}`),
+      refundTx: txHash(`refund:${i}`),
+      createdAt,
+      lostAnswer,
+      rerunAt: createdAt + int(60_000, 3_600_000),
+      end,
+      endAt:
+        end === 'expired'
+          ? createdAt + 14 * 86_400_000 + int(60_000, 3_600_000)
+          : createdAt + int(3_600_000, 4 * 3_600_000),
+    });
+    if (!deposits.some((d) => d.storeId === store.storeId && d.token === token))
+      deposits.push({
+        storeId: store.storeId,
+        token,
+        value: 10n ** BigInt(token.decimals) * 10n ** 9n,
+        txHash: txHash(`deposit:${store.storeId}:${token.symbol}`),
+        from: addr(`owner:${store.storeId}`),
+      });
+  }
+  return {
+    seed,
+    tokens,
+    lookalike: addr('token:lookalike'),
+    stores,
+    intents,
+    strays,
+    payouts,
+    deposits,
+    feeWallet: addr('service:fees'),
+    span,
+  };
 }
 
 /**
