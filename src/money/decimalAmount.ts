@@ -3,6 +3,7 @@ import { StablebooksError } from '../errors/stablebooksError.ts';
  * Decimal amount: a stable-coin amount as the service writes it ("12.5"), converted to and from
  * the token's base units (bigint). This is the only place a decimal string becomes money, so the
  * conversion is exact: an amount finer than the token's decimals is an error, never rounded.
+ * Zeros beyond the decimals ("10.500000000" for 6) change no value, so they are read, not refused.
  */
 
 /** Digits, optionally a dot and more digits. No sign, exponent, whitespace or bare dot. */
@@ -50,14 +51,16 @@ export function parseDecimalAmount(text: string, decimals: number): bigint {
     );
   }
   const [whole = '', fraction = ''] = text.split('.');
-  if (fraction.length > decimals) {
+  // Digits beyond the token's decimals are refused unless every one is a zero: "10.500000000"
+  // is exactly 10.5 in a 6-decimal token, "10.5000001" cannot be held and is never rounded.
+  if (/[^0]/.test(fraction.slice(decimals))) {
     throw new AmountFormatError(
       `amount ${quote(text)} has more precision than the token's ${decimals} decimals`,
       text,
       decimals,
     );
   }
-  return BigInt(whole + fraction.padEnd(decimals, '0'));
+  return BigInt(whole + fraction.slice(0, decimals).padEnd(decimals, '0'));
 }
 
 /** Canonical form: no trailing fractional zeros, no dot for a whole amount, '-' when negative. */

@@ -176,7 +176,8 @@ async function resolveBookingFindings(tx: DbExecutor, facts: ConfirmedIntentFact
 /**
  * Whether a decimal amount, in base units of a token with `decimals`, has more digits than a
  * posting holds. Its whole part's significant digits plus the decimals are exactly the digits of
- * its base units (the fraction adds none beyond them; a longer fraction is an AmountFormatError).
+ * its base units (the fraction adds none beyond them: digits past the decimals are zeros, which
+ * are dropped, or an AmountFormatError).
  */
 function exceedsPostingDigits(amount: string | null, decimals: number): boolean {
   if (amount === null) return false;

@@ -618,6 +618,43 @@ describe('applyIntentSnapshot', () => {
     expect(await findingsOf(id)).toEqual(['amount_format_error']);
   });
 
+  it("behavior: amounts padded with zeros beyond the token's decimals are exact and book rule 1", async () => {
+    const id = 'aa0000000000000000000031';
+    // USDC on Base has 6 decimals; each amount carries zeros beyond them, and nothing else.
+    const padded = {
+      amount_coins: '25.000000000',
+      actual_paid_amount: '25.0000000',
+      service_fee_amount: '0.250000000',
+      net_income_amount: '24.750000000000',
+    };
+    const r = await poll(id, padded, 800);
+    // Before: AmountFormatError, so no income was booked (amount_format_error, polled for ever)
+    // and the payment's cash would have gone to suspense.
+    expect(r).toMatchObject({ status: 20, settled: true, posted: { created: true } });
+    expect(await entriesOf(id)).toEqual([
+      {
+        kind: 'checkout.confirmed',
+        lines: [
+          'assets:in_transit:st_a:8453:USDC 24750000',
+          'expense:service_fees:st_a:8453:USDC 250000',
+          'income:sales:st_a:8453:USDC -25000000',
+        ],
+      },
+    ]);
+    expect(await findingsOf(id)).toEqual([]);
+    // The same amounts written canonically are the same confirmation: nothing new, no finding.
+    expect(await poll(id, {}, 801)).toMatchObject({ settled: true, posted: null });
+    expect(await entriesOf(id)).toHaveLength(1);
+    expect(await findingsOf(id)).toEqual([]);
+    // Real precision beyond the token is still refused, never rounded.
+    const finer = 'aa0000000000000000000032';
+    expect(await poll(finer, { ...padded, actual_paid_amount: '25.0000001' }, 802)).toMatchObject({
+      settled: false,
+      posted: null,
+    });
+    expect(await findingsOf(finer)).toEqual(['amount_format_error']);
+  });
+
   it('error: an amount whose base units a posting cannot hold (numeric(78,0)) is a critical finding, not a failure for ever', async () => {
     const id = 'aa0000000000000000000020';
     // 75 whole digits pass the model (at most 78 digits), but in USDC's 6 decimals they are 81.

@@ -24,7 +24,8 @@ describe('parseDecimalAmount', () => {
 
   it('behavior: 0 decimals', () => {
     expect(parseDecimalAmount('42', 0)).toBe(42n);
-    expect(() => parseDecimalAmount('42.0', 0)).toThrow(AmountFormatError);
+    expect(parseDecimalAmount('42.0', 0)).toBe(42n);
+    expect(() => parseDecimalAmount('42.1', 0)).toThrow(AmountFormatError);
   });
 
   it('behavior: values beyond 2^53 stay exact', () => {
@@ -34,12 +35,26 @@ describe('parseDecimalAmount', () => {
     expect(parseDecimalAmount(formatDecimalAmount(uint256Max, 18), 18)).toBe(uint256Max);
   });
 
+  it("behavior: zeros beyond the token's decimals are exact, so they are read, not refused", () => {
+    // Before: "10.500000000" for a 6-decimal token was an AmountFormatError, though it is exactly 10.5.
+    expect(parseDecimalAmount('10.500000000', 6)).toBe(10_500_000n);
+    expect(parseDecimalAmount('1.0000000', 6)).toBe(1_000_000n);
+    expect(parseDecimalAmount('0.000001000', 6)).toBe(1n);
+    expect(parseDecimalAmount('25.000000000000000000000', 18)).toBe(25n * 10n ** 18n);
+    expect(parseDecimalAmount('42.000', 0)).toBe(42n);
+    expect(parseDecimalAmount('0.00000000', 6)).toBe(0n);
+  });
+
   it('error: more precision than the token has, never rounded', () => {
     expect(() => parseDecimalAmount('1.0000001', 6)).toThrow(
       'amount "1.0000001" has more precision than the token\'s 6 decimals',
     );
-    expect(() => parseDecimalAmount('1.0000000', 6)).toThrow(AmountFormatError);
+    expect(() => parseDecimalAmount('10.5000001', 6)).toThrow(AmountFormatError);
+    // A non-zero digit anywhere beyond the decimals is precision, however many zeros follow it.
+    expect(() => parseDecimalAmount('10.50000010', 6)).toThrow(AmountFormatError);
+    expect(() => parseDecimalAmount('1.00000000000000000010', 18)).toThrow(/18 decimals/);
     expect(() => parseDecimalAmount('0.0000000000000000001', 18)).toThrow(/18 decimals/);
+    expect(() => parseDecimalAmount('42.5', 0)).toThrow(AmountFormatError);
   });
 
   it.each([
