@@ -78,6 +78,7 @@ export async function applyIntentSnapshot(
 
   const findings = await checkWebhookMismatch(tx, obs.webhook, facts, row?.open_webhook_mismatch);
   findings.push(...contradictedFailure(id, change, obs.source));
+  findings.push(...changedConfirmedFacts(id, intent, row));
   const ledger = await applyLedgerRules(tx, deps, obs, change, written);
   findings.push(...ledger.findings);
   for (const finding of findings) await recordFinding(tx, finding, obs.storeId);
@@ -211,7 +212,10 @@ async function writeFacts(
   const { previousStatus, status, changed, confirmedAt, settledBy } = change;
   // A transaction once reported stays a fact: a later read without its hashes (a bare API answer)
   // does not blank them, since rule 2, the payment verifier and matching read them from the row;
-  // a different hash replaces them.
+  // a different hash replaces them. Once rule 1 has booked (any revision, reversed or not), the
+  // facts it booked from stay: the chain, the token (contract and symbol) and the recipient tx_to.
+  // Rule 2 proves the payment with them and a re-booking after a failure books in them; a read
+  // that names others is a disagreement (changedConfirmedFacts), not a new payment.
   // The facts and, when the status changed, its history row in one round trip; the row comes
   // back for rule 2 below, with the intent's reversed rule-1 entries so far (a confirmation after
   // a failure is booked as the next revision). Counted here, not in the lock statement: this
@@ -224,19 +228,27 @@ async function writeFacts(
     with u as (
       update checkout_intents set
         currency = ${intent.currency}, currency_symbol = ${intent.currency_symbol},
-        amount_cents = ${intent.amount_cents?.toString() ?? null}::bigint, chain_id = ${intent.chain_id},
-        amount_coins = ${intent.amount_coins}, coin_symbol = ${intent.coin_symbol}, coin_contract = ${intent.coin_contract},
+        amount_cents = ${intent.amount_cents?.toString() ?? null}::bigint,
+        chain_id = case when b.booked then checkout_intents.chain_id else ${intent.chain_id} end,
+        amount_coins = ${intent.amount_coins},
+        coin_symbol = case when b.booked then checkout_intents.coin_symbol else ${intent.coin_symbol} end,
+        coin_contract = case when b.booked then checkout_intents.coin_contract else ${intent.coin_contract} end,
         currency_rate = ${intent.currency_rate}, status = ${status}, order_id = ${intent.order_id},
         order_description = ${intent.order_description}, user_id = ${intent.user_id}, user_name = ${intent.user_name},
         error_message = ${intent.error_message},
         tx_hash = coalesce(${intent.tx_hash}, tx_hash), tx_hash_2 = coalesce(${intent.tx_hash_2}, tx_hash_2),
-        tx_from = coalesce(${intent.tx_from}, tx_from), tx_to = ${intent.tx_to}, actual_paid_amount = ${facts.actual_paid_amount},
+        tx_from = coalesce(${intent.tx_from}, tx_from),
+        tx_to = case when b.booked then checkout_intents.tx_to else ${intent.tx_to} end,
+        actual_paid_amount = ${facts.actual_paid_amount},
         service_fee_amount = ${facts.service_fee_amount}, net_income_amount = ${facts.net_income_amount},
         payment_method_type = ${intent.payment_method_type}, accepted_stable_coins = ${intent.accepted_stable_coins},
         raw_payload = ${toJsonb(intent)}::jsonb,
         status_changed_at = case when ${changed} then ${obs.observedAt.toISOString()}::timestamptz else status_changed_at end,
         confirmed_at = ${confirmedAt?.toISOString() ?? null}::timestamptz,
         settled_by = ${settledBy}, updated_at = now()
+      from (select exists (select 1 from ledger_entries e
+                           where e.ref_type = 'checkout_intent' and e.ref_id = ${id}
+                             and e.kind = 'checkout.confirmed') as booked) b
       where id = ${id}
       returning ${intentRowColumns}
     ), h as (
@@ -268,6 +280,42 @@ function contradictedFailure(id: string, change: StatusChange, source: IntentSou
       severity: 'critical',
       ref: { type: 'checkout_intent', id },
       details: { from: previousStatus, to: status, source },
+    },
+  ];
+}
+
+/**
+ * A read naming another chain, token contract or recipient (tx_to) than rule 1 booked from: the
+ * row kept the booked ones (writeFacts), so they differ from the read. A critical finding, for a
+ * person: the service contradicts a confirmation in the books. A field the read leaves out is no
+ * disagreement, nor an address written in another case.
+ */
+function changedConfirmedFacts(
+  id: string,
+  intent: CheckoutIntent,
+  row: WrittenRow | undefined,
+): FindingDraft[] {
+  if (!row) return [];
+  const differences: Record<string, { booked: unknown; observed: unknown }> = {};
+  const booked = row.chain_id === null ? null : Number(row.chain_id);
+  if (intent.chain_id !== null && intent.chain_id !== booked) {
+    differences.chain_id = { booked, observed: intent.chain_id };
+  }
+  const address = (field: 'coin_contract' | 'tx_to') => {
+    const observed = intent[field];
+    if (observed !== null && observed.toLowerCase() !== row[field]?.toLowerCase()) {
+      differences[field] = { booked: row[field], observed };
+    }
+  };
+  address('coin_contract');
+  address('tx_to');
+  if (Object.keys(differences).length === 0) return [];
+  return [
+    {
+      kind: 'confirmed_facts_changed',
+      severity: 'critical',
+      ref: { type: 'checkout_intent', id },
+      details: { differences },
     },
   ];
 }
@@ -317,12 +365,20 @@ async function bookConfirmedIntent(
   confirmedAt: Date,
   settledBy: string | null,
 ): Promise<Omit<LedgerOutcome, 'reversed'>> {
+  // The chain and token as the row holds them: once rule 1 booked, those it booked in.
+  const token = row
+    ? {
+        chainId: row.chain_id === null ? null : Number(row.chain_id),
+        contract: row.coin_contract,
+        symbol: row.coin_symbol,
+      }
+    : { chainId: intent.chain_id, contract: intent.coin_contract, symbol: intent.coin_symbol };
   const booked = await bookConfirmation(tx, deps, {
     intentId: id,
     storeId: obs.storeId,
-    chainId: intent.chain_id,
-    coinContract: intent.coin_contract,
-    coinSymbol: intent.coin_symbol,
+    chainId: token.chainId,
+    coinContract: token.contract,
+    coinSymbol: token.symbol,
     amountCoins: intent.amount_coins,
     actualPaidAmount: facts.actual_paid_amount,
     serviceFeeAmount: facts.service_fee_amount,

@@ -598,6 +598,94 @@ describe('applyIntentSnapshot', () => {
     expect(facts.rows[0]?.service_fee_amount).toBe('0.30');
   });
 
+  it('error: a read naming another chain, token or recipient after rule 1 booked keeps the booked facts, is a finding, and rule 2 still proves the payment', async () => {
+    const id = 'aa0000000000000000000033';
+    const sweep = `0x${'e3'.repeat(32)}`;
+    const first = await poll(id, { tx_hash_2: sweep }, 810);
+    expect(first).toMatchObject({ settled: true, posted: { created: true } });
+    const facts = async () =>
+      (
+        await db.execute<{
+          chain_id: number;
+          coin_contract: string;
+          coin_symbol: string;
+          tx_to: string;
+          settled_by: string | null;
+        }>(
+          sql`select chain_id::int, coin_contract, coin_symbol, tx_to, settled_by from checkout_intents where id = ${id}`,
+        )
+      ).rows[0];
+    const booked = {
+      chain_id: 8453,
+      coin_contract: USDC,
+      coin_symbol: 'USDC',
+      tx_to: MERCHANT,
+      settled_by: 'poll',
+    };
+    const elsewhere = `0x${'ef'.repeat(20)}`;
+    // Another chain, a contract the registry does not know, another recipient.
+    const other = {
+      tx_hash_2: sweep,
+      chain_id: 999,
+      coin_contract: `0x${'77'.repeat(20)}`,
+      tx_to: elsewhere,
+    };
+    const changed = await poll(id, other, 811);
+    // Before: the row took chain 999, the unknown contract and the other tx_to; rule 1 saw an
+    // unknown token, so the intent was unsettled (settled_by null) and polled again.
+    expect(changed).toMatchObject({
+      status: 20,
+      settled: true,
+      posted: { id: first.posted!.id, created: false },
+    });
+    expect(await facts()).toEqual(booked);
+    const finding = async () =>
+      (
+        await db.execute<{ severity: string; details: Record<string, unknown> }>(
+          sql`select severity, details from findings where ref_id = ${id} and kind = 'confirmed_facts_changed' and resolved_at is null`,
+        )
+      ).rows;
+    expect(await finding()).toEqual([
+      {
+        severity: 'critical',
+        details: {
+          differences: {
+            chain_id: { booked: 8453, observed: 999 },
+            coin_contract: { booked: USDC, observed: `0x${'77'.repeat(20)}` },
+            tx_to: { booked: MERCHANT, observed: elsewhere },
+          },
+        },
+      },
+    ]);
+    expect(await findingsOf(id)).toEqual(['confirmed_facts_changed']);
+
+    // The other registry token of the same chain is a disagreement too; the address's case is not.
+    const usdt = chains.tokenBySymbol(8453, 'USDT')!.address;
+    await poll(id, { tx_hash_2: sweep, coin_contract: usdt, coin_symbol: 'USDT' }, 812);
+    expect(await facts()).toEqual(booked);
+    expect((await finding())[0]?.details).toEqual({
+      differences: { coin_contract: { booked: USDC, observed: usdt } },
+    });
+    await poll(id, { tx_hash_2: sweep, tx_to: MERCHANT.toUpperCase().replace('0X', '0x') }, 813);
+    expect(await facts()).toEqual(booked);
+    expect(await findingsOf(id)).toEqual(['confirmed_facts_changed']);
+
+    // The real payment (24.75 USDC into the merchant wallet on Base) is final; a disagreeing read
+    // applied after it still proves it from the booked facts.
+    await db.execute(sql`
+      insert into chain_transfers (chain_id, tx_hash, log_index, block_number, block_hash, block_time, token,
+                                   from_address, to_address, value, state, source, final_at)
+      values (8453, ${sweep}, 0, 900, ${`0x${'b3'.repeat(32)}`}, now(), ${USDC}, ${`0x${'cd'.repeat(20)}`},
+              ${MERCHANT}, 24750000, 'final', 'logs', now())`);
+    expect(await poll(id, other, 814)).toMatchObject({ settled: true });
+    expect((await entriesOf(id)).map((e) => e.kind)).toEqual(['checkout.confirmed', 'chain.payment_proven']);
+    const inTransit = await db.execute<{ net: string }>(sql`
+      select coalesce(sum(p.amount), 0)::text as net from ledger_postings p
+      join ledger_entries e on e.id = p.entry_id join ledger_accounts a on a.id = p.account_id
+      where e.ref_id = ${id} and a.code like 'assets:in_transit:%'`);
+    expect(inTransit.rows[0]?.net).toBe('0');
+  });
+
   it('error: an amount finer than the token is a critical finding; the facts are recorded and polling goes on', async () => {
     const id = 'aa0000000000000000000013';
     // Before: AmountFormatError rolled back the whole observation, so the intent was never recorded.
