@@ -6,7 +6,7 @@ import { storableFields, toJsonb } from '../db/storableJson.ts';
 import type { FindingDraft } from '../findings/finding.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
-import { type PostedEntry, reverseEntry } from '../ledger/postEntry.ts';
+import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
 import {
   CHECKOUT_FAILURE_STATUSES,
   type CheckoutFailureStatus,
@@ -23,6 +23,7 @@ import {
   intentRowColumns,
   proveIntentPayment,
 } from './proveIntentPayment.ts';
+import { provenInWallet, returnProvenFromSuspense } from './provenPaymentSuspense.ts';
 import { checkWebhookMismatch, WEBHOOK_MISMATCH, type WebhookMismatchDetails } from './webhookMismatch.ts';
 
 /**
@@ -350,7 +351,7 @@ async function applyLedgerRules(
     return { ...booked, reversed: null };
   }
   if (isFailureStatus(change.status)) {
-    const failed = await reverseFailedConfirmation(tx, obs, written, change.status);
+    const failed = await reverseFailedConfirmation(tx, deps, obs, written, change.status);
     return { ...failed, posted: null, settledBy: change.settledBy };
   }
   return { posted: null, reversed: null, findings: [], settledBy: change.settledBy };
@@ -392,6 +393,8 @@ async function bookConfirmedIntent(
     revision,
     openBookingFindings: row?.open_booking_findings ?? [],
   });
+  // Confirmed again after a failure that moved the proven payment to suspense: back to the sale.
+  if (revision > 0) await returnProvenFromSuspense(tx, id, revision, confirmedAt);
   // Rare (no amounts, unknown token, an amount the token cannot hold; or a routed payment whose
   // sweep, tx_hash_2, the service has not reported yet): keep polling it.
   const pollOn = !booked.settled || (row !== undefined && awaitsSweepHash(row));
@@ -409,9 +412,13 @@ async function bookConfirmedIntent(
   };
 }
 
-/** Rule 4: a failure reverses the intent's live rule-1 entry, if rule 4 says so. */
+/**
+ * Rule 4: a failure reverses the intent's live rule-1 entry, if rule 4 says so; a payment rule 2
+ * had proven goes from in_transit to suspense in the same transaction.
+ */
 async function reverseFailedConfirmation(
   tx: DbExecutor,
+  deps: SnapshotDeps,
   obs: IntentObservation,
   { id, revision }: WrittenSnapshot,
   status: CheckoutStatus,
@@ -428,12 +435,17 @@ async function reverseFailedConfirmation(
     status: status as CheckoutFailureStatus,
     confirmedEntryPosted: entryId !== undefined,
     revision,
+    // Read only when there is a confirmation to reverse (rare): the proven money in the wallet.
+    ...(entryId !== undefined
+      ? { proven: { occurredAt: obs.observedAt, amounts: await provenInWallet(tx, id) } }
+      : {}),
   });
   let reversed: PostedEntry | null = null;
   if (decision.reverse && entryId) {
     reversed = await reverseEntry(tx, BigInt(entryId), `intent ${id} ended in status ${status}`, {
       occurredAt: obs.observedAt,
     });
+    if (decision.entry) await postEntry(tx, decision.entry, { accounts: deps.accounts });
   }
   return { reversed, findings: decision.findings };
 }

@@ -69,11 +69,25 @@ export interface CheckoutTerminalFailureFact {
   confirmedEntryPosted: boolean;
   /** That entry's revision (see CheckoutConfirmedFact.revision); 0 when absent. */
   revision?: number;
+  /**
+   * The intent's payment proven on chain (rule 2) and still in the merchant wallet: per token, what
+   * its live `chain.payment_proven` entries credited to in_transit, less what a live suspense
+   * entry of rule 4 holds already. Absent or empty when nothing was proven.
+   */
+  proven?: {
+    /** When the failure was observed: the date of the reversal and of the suspense entry. */
+    occurredAt: Date;
+    amounts: ReadonlyArray<{ token: Token; amount: bigint }>;
+  };
 }
 
-/** Rule 4 never writes an entry of its own; it may ask the poster to reverse the rule-1 entry. */
+/**
+ * Rule 4 may ask the poster to reverse the rule-1 entry. When its payment was proven already, it
+ * also writes an entry of its own: the proven money leaves in_transit for suspense.
+ */
 export interface CheckoutTerminalFailureDecision extends RuleOutcome {
-  entry: null;
+  /** `checkout.proven_reversed` (debit in_transit, credit suspense), or null. */
+  entry: EntryDraft | null;
   /** Idempotency key of the entry to reverse with the poster's reverseEntry, or null. */
   reverse: string | null;
 }
@@ -85,6 +99,16 @@ export interface CheckoutTerminalFailureDecision extends RuleOutcome {
  */
 export function checkoutConfirmedKey(intentId: string, revision = 0): string {
   const key = `checkout:confirmed:${intentId}`;
+  return revision > 0 ? `${key}:r${revision}` : key;
+}
+
+/**
+ * The key of the entry rule 4 writes when it reverses a rule-1 entry whose payment was proven:
+ * the revision is the reversed entry's, so each reversal has its own, and a later confirmation
+ * reverses it (`reversal:<key>`) to bring the money back to the sale.
+ */
+export function checkoutProvenReversedKey(intentId: string, revision = 0): string {
+  const key = `checkout:proven_reversed:${intentId}`;
   return revision > 0 ? `${key}:r${revision}` : key;
 }
 
@@ -210,7 +234,10 @@ function paidVersusRequested(
 /**
  * Rule 4. A failed intent books nothing. If the ledger already holds its rule-1 entry (the service
  * said CONFIRMED, a terminal state, and now says otherwise), that entry is to be reversed and the
- * contradiction is a critical finding `confirmed_then_failed`.
+ * contradiction is a critical finding `confirmed_then_failed`. If rule 2 had proven its payment
+ * (debit wallet, credit in_transit), the reversal alone would leave in_transit at minus the
+ * proven money and the wallet unexplained: the proven money goes to suspense (debit in_transit,
+ * credit suspense; kind `checkout.proven_reversed`), with a critical `proven_then_failed`.
  */
 export function checkoutTerminalFailure(fact: CheckoutTerminalFailureFact): CheckoutTerminalFailureDecision {
   if (!(CHECKOUT_FAILURE_STATUSES as readonly number[]).includes(fact.status)) {
@@ -220,16 +247,51 @@ export function checkoutTerminalFailure(fact: CheckoutTerminalFailureFact): Chec
   }
   if (!fact.confirmedEntryPosted) return { entry: null, reverse: null, findings: [] };
   const key = checkoutConfirmedKey(fact.intentId, fact.revision);
-  return {
-    entry: null,
-    reverse: key,
-    findings: [
-      {
-        kind: 'confirmed_then_failed',
-        severity: 'critical',
-        ref: intentRef(fact.intentId),
-        details: { status: fact.status, status_name: checkoutStatusName(fact.status), reversed_entry: key },
-      },
-    ],
-  };
+  const statusName = checkoutStatusName(fact.status);
+  const findings: FindingDraft[] = [
+    {
+      kind: 'confirmed_then_failed',
+      severity: 'critical',
+      ref: intentRef(fact.intentId),
+      details: { status: fact.status, status_name: statusName, reversed_entry: key },
+    },
+  ];
+  const proven = (fact.proven?.amounts ?? []).filter((p) => p.amount !== 0n);
+  if (!fact.proven || proven.length === 0) return { entry: null, reverse: key, findings };
+  if (proven.some((p) => p.amount < 0n)) {
+    throw new RangeError(`proven amount of intent ${fact.intentId} is negative`);
+  }
+  const suspenseKey = checkoutProvenReversedKey(fact.intentId, fact.revision);
+  const entry = draftEntry(
+    {
+      idempotencyKey: suspenseKey,
+      kind: 'checkout.proven_reversed',
+      occurredAt: fact.proven.occurredAt,
+      storeId: fact.storeId,
+      ref: intentRef(fact.intentId),
+      memo: `intent ended in ${statusName} after its payment was proven on chain`,
+      metadata: { status: fact.status, status_name: statusName, reversed_entry: key },
+    },
+    proven.flatMap(({ token, amount }) => [
+      debit(account('assets:in_transit', fact.storeId, token), amount),
+      credit(account('assets:suspense', fact.storeId, token), amount),
+    ]),
+  );
+  findings.push({
+    kind: 'proven_then_failed',
+    severity: 'critical',
+    ref: intentRef(fact.intentId),
+    details: {
+      status: fact.status,
+      status_name: statusName,
+      suspense_entry: suspenseKey,
+      proven: proven.map(({ token, amount }) => ({
+        amount: formatDecimalAmount(amount, token.decimals),
+        token: token.symbol,
+        chain_id: token.chainId,
+      })),
+      what: 'the payment reached the merchant wallet; it waits in suspense until the service confirms the intent again or a person decides',
+    },
+  });
+  return { entry, reverse: key, findings };
 }

@@ -6,6 +6,7 @@ import { trialBalance } from '../../../src/ledger/balances.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { paymentProven } from '../../../src/ledger/rules/chainTransferRules.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
+import { proveIntentPayment } from '../../../src/payments/proveIntentPayment.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { checkoutWebhookPayloadSchema } from '../../../src/svc/models/checkoutWebhook.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
@@ -339,6 +340,103 @@ describe('applyIntentSnapshot', () => {
       'checkout.confirmed',
       'checkout.confirmed.reversal',
     ]);
+  });
+
+  it('behavior: CANCELED after a proven payment moves the proven money to suspense; CONFIRMED again brings it back to the sale', async () => {
+    const id = 'aa0000000000000000000034';
+    const sweep = `0x${'e4'.repeat(32)}`;
+    const N = 24_750_000n;
+    const balance = async (kind: string) => {
+      const { rows } = await db.execute<{ net: string }>(sql`
+        select coalesce(sum(p.amount), 0)::text as net from ledger_postings p
+        join ledger_entries e on e.id = p.entry_id join ledger_accounts a on a.id = p.account_id
+        where e.ref_id = ${id} and a.code like ${`${kind}:%`}`);
+      return BigInt(rows[0]?.net ?? '0');
+    };
+    const books = async () => ({
+      in_transit: await balance('assets:in_transit'),
+      wallet: await balance('assets:wallet'),
+      suspense: await balance('assets:suspense'),
+      sales: await balance('income:sales'),
+      fees: await balance('expense:service_fees'),
+    });
+    const open = async () =>
+      (
+        await db.execute<{ kind: string }>(
+          sql`select kind from findings where ref_id = ${id} and resolved_at is null order by kind`,
+        )
+      ).rows.map((r) => r.kind);
+    const keys = async () =>
+      (
+        await db.execute<{ idempotency_key: string }>(
+          sql`select idempotency_key from ledger_entries where ref_id = ${id} order by id`,
+        )
+      ).rows.map((r) => r.idempotency_key);
+    const trialBalanceIsZero = async () => {
+      for (const line of await trialBalance(db)) expect(line.net, line.asset).toBe(0n);
+    };
+
+    // Confirmed, then proven: the final sweep of N into the merchant wallet.
+    await poll(id, { tx_hash_2: sweep }, 820);
+    await db.execute(sql`
+      insert into chain_transfers (chain_id, tx_hash, log_index, block_number, block_hash, block_time, token,
+                                   from_address, to_address, value, state, source, final_at)
+      values (8453, ${sweep}, 0, 901, ${`0x${'b4'.repeat(32)}`}, now(), ${USDC}, ${`0x${'cd'.repeat(20)}`},
+              ${MERCHANT}, ${N.toString()}, 'final', 'logs', now())`);
+    const proof = await db.transaction((tx) => proveIntentPayment(tx, deps, id));
+    expect(proof.proven?.created).toBe(true);
+    const sold = { in_transit: 0n, wallet: N, suspense: 0n, sales: -25_000_000n, fees: 250_000n };
+    expect(await books()).toEqual(sold);
+
+    // The service contradicts itself: CANCELED. Rule 1 is reversed; the proven money is in the
+    // wallet and goes to suspense for a person.
+    const canceled = await poll(id, { tx_hash_2: sweep, status: -4 }, 821);
+    expect(canceled.reversed?.created).toBe(true);
+    // Before: in_transit -N, suspense 0: the money in the wallet explained by nothing.
+    const inSuspense = { in_transit: 0n, wallet: N, suspense: -N, sales: 0n, fees: 0n };
+    expect(await books()).toEqual(inSuspense);
+    expect(await open()).toEqual(['confirmed_then_failed', 'proven_then_failed']);
+    await trialBalanceIsZero();
+    const afterCancel = await keys();
+    expect(afterCancel.slice(2)).toEqual([
+      `reversal:checkout:confirmed:${id}`,
+      `checkout:proven_reversed:${id}`,
+    ]);
+    // Replays of the failure, and of the proof, book nothing.
+    await poll(id, { tx_hash_2: sweep, status: -4 }, 822);
+    await db.transaction((tx) => proveIntentPayment(tx, deps, id));
+    expect(await keys()).toEqual(afterCancel);
+
+    // CONFIRMED again: rule 1 is booked anew (:r1) and the suspense entry is reversed, so the
+    // proven money is the sale's again, counted once.
+    const again = await poll(id, { tx_hash_2: sweep }, 823);
+    expect(again.posted?.created).toBe(true);
+    expect(await books()).toEqual(sold);
+    expect(await open()).toEqual(['confirmed_then_failed', 'terminal_status_changed']);
+    await trialBalanceIsZero();
+    const afterAgain = await keys();
+    expect(afterAgain.slice(afterCancel.length)).toEqual([
+      `checkout:confirmed:${id}:r1`,
+      `reversal:checkout:proven_reversed:${id}`,
+    ]);
+    // Replays: the same read, a webhook of it, the proof.
+    await poll(id, { tx_hash_2: sweep }, 824);
+    await db.transaction((tx) => proveIntentPayment(tx, deps, id));
+    expect(await keys()).toEqual(afterAgain);
+    expect(await books()).toEqual(sold);
+
+    // And once more: each revision has its own suspense entry, reversed by the next confirmation.
+    await poll(id, { tx_hash_2: sweep, status: -2 }, 825);
+    expect(await books()).toEqual(inSuspense);
+    await poll(id, { tx_hash_2: sweep }, 826);
+    expect(await books()).toEqual(sold);
+    expect((await keys()).slice(afterAgain.length)).toEqual([
+      `reversal:checkout:confirmed:${id}:r1`,
+      `checkout:proven_reversed:${id}:r1`,
+      `checkout:confirmed:${id}:r2`,
+      `reversal:checkout:proven_reversed:${id}:r1`,
+    ]);
+    await trialBalanceIsZero();
   });
 
   it('behavior: a CONFIRMED that waited on the row lock while a failure reversed rule 1 books the next revision (:r1)', async () => {

@@ -6,6 +6,7 @@ import {
   type CheckoutFailureStatus,
   checkoutConfirmed,
   checkoutConfirmedKey,
+  checkoutProvenReversedKey,
   checkoutTerminalFailure,
 } from '../../../src/ledger/rules/checkoutRules.ts';
 import { AmountFormatError } from '../../../src/money/decimalAmount.ts';
@@ -326,6 +327,68 @@ describe('checkoutTerminalFailure (rule 4)', () => {
       confirmedEntryPosted: true,
     });
     expect(decision.findings[0]?.details.status_name).toBe('TIMEOUT');
+  });
+
+  it('behavior: a proven payment goes from in_transit to suspense, under a key of the reversed revision', () => {
+    const proven = { occurredAt: T0, amounts: [{ token: USDC_BASE, amount: 9_900_000n }] };
+    const decision = checkoutTerminalFailure({
+      storeId: STORE,
+      intentId: 'i1',
+      status: CheckoutStatus.CANCELED,
+      confirmedEntryPosted: true,
+      revision: 2,
+      proven,
+    });
+    expect(decision.reverse).toBe('checkout:confirmed:i1:r2');
+    expect(decision.entry).toMatchObject({
+      idempotencyKey: 'checkout:proven_reversed:i1:r2',
+      kind: 'checkout.proven_reversed',
+      occurredAt: T0,
+      ref: { type: 'checkout_intent', id: 'i1' },
+    });
+    expect(linesByKind(decision.entry)).toEqual({
+      'assets:in_transit': 9_900_000n,
+      'assets:suspense': -9_900_000n,
+    });
+    expect(isBalanced(decision.entry!.lines)).toBe(true);
+    expect(decision.findings.map((f) => [f.kind, f.severity])).toEqual([
+      ['confirmed_then_failed', 'critical'],
+      ['proven_then_failed', 'critical'],
+    ]);
+    expect(decision.findings[1]?.details).toMatchObject({
+      suspense_entry: 'checkout:proven_reversed:i1:r2',
+      proven: [{ amount: '9.9', token: 'USDC', chain_id: 8453 }],
+    });
+    expect(checkoutProvenReversedKey('i1')).toBe('checkout:proven_reversed:i1');
+    // Same fact, same outcome.
+    expect(
+      checkoutTerminalFailure({
+        storeId: STORE,
+        intentId: 'i1',
+        status: CheckoutStatus.CANCELED,
+        confirmedEntryPosted: true,
+        revision: 2,
+        proven,
+      }),
+    ).toEqual(decision);
+  });
+
+  it('behavior: nothing proven, or no confirmation to reverse, writes no entry', () => {
+    const base = { storeId: STORE, intentId: 'i1', status: CheckoutStatus.FAILED } as const;
+    const none = { occurredAt: T0, amounts: [] };
+    expect(checkoutTerminalFailure({ ...base, confirmedEntryPosted: true, proven: none }).entry).toBeNull();
+    const zero = { occurredAt: T0, amounts: [{ token: USDC_BASE, amount: 0n }] };
+    expect(checkoutTerminalFailure({ ...base, confirmedEntryPosted: true, proven: zero }).entry).toBeNull();
+    const some = { occurredAt: T0, amounts: [{ token: USDC_BASE, amount: 1n }] };
+    expect(checkoutTerminalFailure({ ...base, confirmedEntryPosted: false, proven: some })).toEqual({
+      entry: null,
+      reverse: null,
+      findings: [],
+    });
+    const negative = { occurredAt: T0, amounts: [{ token: USDC_BASE, amount: -1n }] };
+    expect(() => checkoutTerminalFailure({ ...base, confirmedEntryPosted: true, proven: negative })).toThrow(
+      RangeError,
+    );
   });
 
   it.each([CheckoutStatus.CONFIRMED, CheckoutStatus.SEND_BACK, CheckoutStatus.ON_CHAIN])(
