@@ -130,9 +130,14 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     if (intent.trackedAtCreation) events.push({ k: 'track', t: intent.createdAt + 1, intent: intent.id });
     // The service notifies each state after the payment; deliveries fault independently.
     let n = 0;
-    for (const state of intent.timeline.filter((s) => s.status !== 1)) {
+    const notified = intent.timeline.filter((s) => s.status !== 1);
+    for (const state of notified) {
       const id = `wh_${intent.id}_${n++}`;
-      const deliveries = has('drop') && chance(0.2) ? 0 : has('dup') && chance(0.3) ? int(2, 3) : 1;
+      // A dropped webhook is lost for good, except the intent's last one: the service retries a
+      // delivery until it is acknowledged, and stablebooks stops polling at a terminal status, so
+      // only that last notification tells it the service changed its mind after one.
+      const last = state === notified[notified.length - 1];
+      const deliveries = has('drop') && !last && chance(0.2) ? 0 : has('dup') && chance(0.3) ? int(2, 3) : 1;
       for (let d = 0; d < deliveries; d++) {
         const delay = has('delay') && chance(0.15) ? int(1, 3) * 86_400_000 : int(100, 60_000);
         events.push({

@@ -82,3 +82,18 @@ export async function returnProvenFromSuspense(
   }
   await resolveFinding(tx, 'proven_then_failed', { type: 'checkout_intent', id: intentId });
 }
+
+/**
+ * A reorg orphaned a proof of the intent (rule 3 reversed it): the money a failure had moved from
+ * in_transit to suspense on the strength of that proof is no longer proven, so those moves are
+ * reversed too. If the transfer is included again, the settlement books it as what it then is
+ * (rule 9 for a failed intent), and a new failure after a new proof moves it again.
+ */
+export async function unwindProvenSuspense(tx: DbExecutor, intentId: string, reason: string): Promise<void> {
+  const { rows } = await tx.execute<{ id: string }>(sql`
+    select e.id::text from ledger_entries e
+    where e.ref_type = 'checkout_intent' and e.ref_id = ${intentId} and e.kind = 'checkout.proven_reversed'
+      and not exists (select 1 from ledger_entries r where r.reverses_entry_id = e.id)
+    order by e.id`);
+  for (const row of rows) await reverseEntry(tx, BigInt(row.id), reason);
+}

@@ -4,6 +4,7 @@ import type { DbExecutor } from '../db/database.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { reverseEntry } from '../ledger/postEntry.ts';
 import { type ChainEntryRole, reorgReversal } from '../ledger/rules/chainTransferRules.ts';
+import { unwindProvenSuspense } from '../payments/provenPaymentSuspense.ts';
 import { unmarkClaimed, unmarkRefunded } from '../payouts/chainSettlement.ts';
 import { reopenReturnedPayment } from './paymentReturns.ts';
 import type { SettlementDeps } from './settlementDeps.ts';
@@ -38,11 +39,14 @@ export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: s
     const decision = reorgReversal({ transfer: fact, posted: role });
     for (const f of decision.findings) await recordFinding(tx, f, row.store_id);
     if (!decision.reverse) continue;
-    const entry = await tx.execute<{ id: string }>(
-      sql`select id::text from ledger_entries where idempotency_key = ${decision.reverse}`,
+    const entry = await tx.execute<{ id: string; ref_id: string }>(
+      sql`select id::text, ref_id from ledger_entries where idempotency_key = ${decision.reverse}`,
     );
-    if (entry.rows[0]) {
-      await reverseEntry(tx, BigInt(entry.rows[0].id), `block ${row.block_hash} orphaned by a reorg`);
+    const reversed = entry.rows[0];
+    if (reversed) {
+      const reason = `block ${row.block_hash} orphaned by a reorg`;
+      await reverseEntry(tx, BigInt(reversed.id), reason);
+      if (role.kind === 'payment_proof') await unwindProvenSuspense(tx, reversed.ref_id, reason);
     }
     if (role.kind === 'payment_returned') await reopenReturnedPayment(tx, deps, row);
     if (role.kind === 'claim_link_claimed') {
