@@ -88,7 +88,7 @@ function chainJobDeps(rt: DaemonRuntime): ChainJobDeps {
     },
     apply: { db: database.db, config, accounts: rt.domain.accounts, clock, unmatchedGraceMs: graceMs },
     verify: { db: database.db, chains: config.chains, rpcs, clock, graceMs },
-    prove: { db: database.db, config, rpcs },
+    prove: { db: database.db, config, rpcs, clock },
     metrics,
   };
 }

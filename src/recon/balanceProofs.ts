@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { PublicClient } from 'viem';
-import type { Config } from '../config/loadConfig.ts';
+import { type Clock, systemClock } from '../clock.ts';
+import type { Config, ReconSettings } from '../config/loadConfig.ts';
 import type { Db, DbExecutor } from '../db/database.ts';
 import { type AccountKind, account, accountCode } from '../ledger/accounts.ts';
 import { accountBalance } from '../ledger/balances.ts';
@@ -46,9 +47,18 @@ const BALANCE_OF_ABI = [
  *
  * Payouts in flight (custody): rule 5 credits custody with the link amount when the service
  * answers, before its funding transfer is mined, let alone final. A created payout whose funding
- * transfer is not final and booked at or below the proof block is still in custody on chain at
- * that block: its amount is added back to the ledger side, and the proof says so (`inFlight`,
- * `note`, and `details.in_flight` of the stored row).
+ * is genuinely in flight is still in custody on chain at the proof block: its amount is added
+ * back to the ledger side, and the proof says so (`inFlight`, `note`, and `details.in_flight` of
+ * the stored row). In flight means: no log of its funding transaction out of this wallet is final
+ * at or below the proof block, and either one is stored above that block (on chain after it), or
+ * rule 5 booked the payout less than the in-flight window ago (RECON_IN_TRANSIT_MINUTES, on the
+ * injected clock: time enough for the funding to be final, indexed and booked). Not added back,
+ * so the proof fails, and the note says which payout and why (`details.not_added_back`):
+ * - its funding transaction is final at or below the proof block and booked as something else
+ *   than this link's funding (rule 9 `transfer_out_unmatched`, say): rule 5 and that booking both
+ *   credited custody for one outflow;
+ * - nothing of its funding is on chain at or below the proof block after the window: rule 5
+ *   credited custody for money the chain has not moved (or moved under a hash we do not know).
  */
 export interface BalanceProof {
   chainId: number;
@@ -67,15 +77,33 @@ export interface BalanceProof {
   error: string | null;
   /** Booked out of custody by rule 5 but not on chain at the proof block (added back); 0 for merchants. */
   inFlight: bigint;
-  /** Why the ledger side differs from the accounts' balance (payouts in flight), else null. */
+  /**
+   * Why the ledger side differs from the accounts' balance (payouts in flight), and which payouts
+   * booked out of custody were not added back and why; else null.
+   */
   note: string | null;
+  /** Payouts booked out of custody (rule 5) whose funding is not in flight, so not added back. */
+  notAddedBack: NotAddedBack[];
+}
+
+/** A payout rule 5 booked out of custody whose funding is not in flight: why it is not added back. */
+export interface NotAddedBack {
+  payoutId: string;
+  amount: bigint;
+  reason: string;
 }
 
 export interface ProofDeps {
   db: Db;
-  config: Pick<Config, 'stores' | 'chains'>;
+  /** `recon.inTransitWindowMs` bounds a funding in flight (default `DEFAULT_IN_FLIGHT_WINDOW_MS`). */
+  config: Pick<Config, 'stores' | 'chains'> & { recon?: Pick<ReconSettings, 'inTransitWindowMs'> };
   rpcs: Map<number, { client: PublicClient }>;
+  /** The injected clock the in-flight window is read on (default: the system's). */
+  clock?: Clock;
 }
+
+/** RECON_IN_TRANSIT_MINUTES' default: how long after rule 5 a funding not on chain yet is in flight. */
+export const DEFAULT_IN_FLIGHT_WINDOW_MS = 60 * 60_000;
 
 type Role = 'merchant' | 'custody';
 
@@ -163,6 +191,15 @@ function proofDetails(p: BalanceProof): Record<string, unknown> {
   return {
     store_ids: p.storeIds,
     ...(p.inFlight !== 0n || p.note ? { in_flight: p.inFlight.toString(), note: p.note } : {}),
+    ...(p.notAddedBack.length > 0
+      ? {
+          not_added_back: p.notAddedBack.map((n) => ({
+            payout_id: n.payoutId,
+            amount: n.amount.toString(),
+            reason: n.reason,
+          })),
+        }
+      : {}),
   };
 }
 
@@ -223,25 +260,38 @@ async function proveAddress(
         )})`);
       let ledger = 0n;
       for (const { id } of ids.rows) ledger += await accountBalance(tx, BigInt(id));
-      if (block === null) return { block, waiting: null, ledger, inFlight: [] as InFlightPayout[] };
+      if (block === null) return { block, waiting: null, ledger, payouts: [] as CustodyPayout[] };
       const waiting = await waitingTransfers(tx, target, token, block);
-      const inFlight =
-        custodyStores.length > 0 ? await payoutsInFlight(tx, target, custodyStores, token, block) : [];
-      return { block, waiting, ledger, inFlight };
+      const payouts =
+        custodyStores.length > 0 ? await payoutsNotBooked(tx, target, custodyStores, token, block) : [];
+      return { block, waiting, ledger, payouts };
     },
     { isolationLevel: 'repeatable read', accessMode: 'read only' },
   );
-  const inFlight = snapshot.inFlight.reduce(
-    (sum, p) => sum + parseDecimalAmount(p.amount, token.decimals),
-    0n,
+  const windowMs = deps.config.recon?.inTransitWindowMs ?? DEFAULT_IN_FLIGHT_WINDOW_MS;
+  const { inFlightPayouts, notAddedBack } = judgeInFlight(
+    snapshot.payouts,
+    token.decimals,
+    snapshot.block,
+    (deps.clock ?? systemClock).now(),
+    windowMs,
   );
-  const note =
-    snapshot.inFlight.length === 0
-      ? null
-      : `${snapshot.inFlight.length} payout(s) booked out of custody whose funding is not final and booked at or below block ${snapshot.block} (added back): ${snapshot.inFlight
+  const inFlight = inFlightPayouts.reduce((sum, p) => sum + p.amount, 0n);
+  const notes = [
+    inFlightPayouts.length === 0
+      ? ''
+      : `${inFlightPayouts.length} payout(s) booked out of custody whose funding is in flight, not on chain at or below block ${snapshot.block} (added back): ${inFlightPayouts
           .slice(0, 5)
           .map((p) => p.id)
-          .join(', ')}${snapshot.inFlight.length > 5 ? ', ...' : ''}`;
+          .join(', ')}${inFlightPayouts.length > 5 ? ', ...' : ''}`,
+    notAddedBack.length === 0
+      ? ''
+      : `${notAddedBack.length} payout(s) booked out of custody whose funding is not in flight (not added back): ${notAddedBack
+          .slice(0, 5)
+          .map((n) => `${n.payoutId}: ${n.reason}`)
+          .join('; ')}${notAddedBack.length > 5 ? '; ...' : ''}`,
+  ].filter((n) => n !== '');
+  const note = notes.length === 0 ? null : notes.join('. ');
   const proofs = (result: {
     ledgerBalance: bigint;
     chainBalance: bigint | null;
@@ -249,6 +299,7 @@ async function proveAddress(
     error: string | null;
     inFlight: bigint;
     note: string | null;
+    notAddedBack: NotAddedBack[];
   }): BalanceProof[] =>
     [...target.roles].map(([role, storeIds]) => ({
       chainId: target.chainId,
@@ -262,7 +313,15 @@ async function proveAddress(
       ...result,
     }));
   const failed = (error: string, chainBalance: bigint | null = null): BalanceProof[] =>
-    proofs({ ledgerBalance: snapshot.ledger, chainBalance, ok: null, error, inFlight: 0n, note: null });
+    proofs({
+      ledgerBalance: snapshot.ledger,
+      chainBalance,
+      ok: null,
+      error,
+      inFlight: 0n,
+      note: null,
+      notAddedBack: [],
+    });
   if (snapshot.block === null)
     return failed('the chain has not been indexed yet: no finalized block to prove at');
   const w = snapshot.waiting;
@@ -298,6 +357,7 @@ async function proveAddress(
     error: null,
     inFlight,
     note,
+    notAddedBack,
   });
 }
 
@@ -337,39 +397,103 @@ async function waitingTransfers(
   return { total: unbooked + ahead + orphaned, unbooked, ahead, orphaned };
 }
 
-type InFlightPayout = {
+/** A created payout of the custody's stores whose funding is not booked as its funding at or below the block. */
+type CustodyPayout = {
   id: string;
   amount: string;
+  funding_tx_hash: string | null;
+  /** When rule 5 credited custody (funded_at; created_at when unset). */
+  since: Date | string;
+  /** A log of its funding transaction out of this wallet is final at or below the block. */
+  final_at_block: boolean;
+  /** What those final logs were booked as (null: not booked yet, the proof waits anyway). */
+  booked_as: string | null;
+  /** A log of its funding transaction out of this wallet is stored (pending or final) above the block. */
+  above_block: boolean;
 };
 
 /**
  * Created payouts of the custody's stores in this token (rule 5 booked their amount out of
- * custody) whose funding transfer out of this wallet is not final and booked at or below `block`.
- * A booked funding row carries the payout's funding_tx_hash (the matcher sets it) and the link.
+ * custody) whose funding is not final and booked as this link's funding at or below `block`
+ * (a booked funding row carries the payout's funding_tx_hash, set by the matcher, and the link),
+ * with what the chain shows of their funding transaction out of this wallet.
  */
-async function payoutsInFlight(
+async function payoutsNotBooked(
   tx: DbExecutor,
   target: AddressToProve,
   storeIds: string[],
   token: { address: string },
   block: bigint,
-): Promise<InFlightPayout[]> {
-  const { rows } = await tx.execute<InFlightPayout>(sql`
-    select p.id, p.amount from payouts p
+): Promise<CustodyPayout[]> {
+  const b = block.toString();
+  const { rows } = await tx.execute<CustodyPayout>(sql`
+    select p.id, p.amount, p.funding_tx_hash, coalesce(p.funded_at, p.created_at) as since,
+           coalesce(f.final_at_block, false) as final_at_block, f.booked_as,
+           coalesce(f.above_block, false) as above_block
+    from payouts p
+    left join lateral (
+      select
+        bool_or(t.state = 'final' and t.applied_at is not null and t.block_number <= ${b}::bigint
+                and t.matched_ref = p.claim_link_id and t.matched_as like '%claim_link_funding%') as booked_as_funding,
+        bool_or(t.state = 'final' and t.block_number <= ${b}::bigint) as final_at_block,
+        string_agg(distinct t.matched_as, ',') filter (where t.state = 'final' and t.block_number <= ${b}::bigint) as booked_as,
+        bool_or(t.state in ('pending', 'final') and t.block_number > ${b}::bigint) as above_block
+      from chain_transfers t
+      where p.funding_tx_hash is not null and t.chain_id = p.chain_id and t.tx_hash = lower(p.funding_tx_hash)
+        and t.from_address = ${target.wallet} and t.token = ${token.address.toLowerCase()}
+    ) f on true
     where p.chain_id = ${target.chainId} and lower(p.token_address) = ${token.address.toLowerCase()}
       and p.store_id in (${sql.join(
         storeIds.map((s) => sql`${s}`),
         sql`, `,
       )})
       and p.create_outcome = 'created' and p.claim_link_id is not null
-      and (p.funding_tx_hash is null or not exists (
-        select 1 from chain_transfers t
-        where t.chain_id = p.chain_id and t.tx_hash = lower(p.funding_tx_hash)
-          and t.from_address = ${target.wallet} and t.matched_ref = p.claim_link_id
-          and t.matched_as like '%claim_link_funding%'
-          and t.state = 'final' and t.applied_at is not null and t.block_number <= ${block.toString()}::bigint))
+      and not coalesce(f.booked_as_funding, false)
     order by p.created_at, p.id`);
   return rows;
+}
+
+/**
+ * Which of those payouts are in flight at `block` (added back) and which are not, and why (see
+ * the proof's comment above): a funding final at or below the block and booked otherwise is
+ * never in flight; one stored above the block always is; one not on chain is for `windowMs`
+ * after rule 5.
+ */
+function judgeInFlight(
+  payouts: CustodyPayout[],
+  decimals: number,
+  block: bigint | null,
+  now: Date,
+  windowMs: number,
+): { inFlightPayouts: Array<{ id: string; amount: bigint }>; notAddedBack: NotAddedBack[] } {
+  const inFlightPayouts: Array<{ id: string; amount: bigint }> = [];
+  const notAddedBack: NotAddedBack[] = [];
+  const minutes = Math.round(windowMs / 60_000);
+  for (const p of payouts) {
+    const amount = parseDecimalAmount(p.amount, decimals);
+    const since = new Date(p.since);
+    if (p.final_at_block) {
+      // Not booked yet: the proof waits for the matcher anyway; counted as in flight meanwhile.
+      if (p.booked_as === null) {
+        inFlightPayouts.push({ id: p.id, amount });
+        continue;
+      }
+      notAddedBack.push({
+        payoutId: p.id,
+        amount,
+        reason: `its funding transaction ${p.funding_tx_hash} is final at or below block ${block} and booked as ${p.booked_as}, not as its link's funding: custody is credited twice (rule 5 and that booking)`,
+      });
+    } else if (p.above_block || now.getTime() - since.getTime() <= windowMs) {
+      inFlightPayouts.push({ id: p.id, amount });
+    } else {
+      notAddedBack.push({
+        payoutId: p.id,
+        amount,
+        reason: `rule 5 booked it out of custody at ${since.toISOString()}, but its funding (${p.funding_tx_hash ? `transaction ${p.funding_tx_hash}` : 'no funding hash known'}) is not on chain at or below block ${block} after ${minutes} minutes`,
+      });
+    }
+  }
+  return { inFlightPayouts, notAddedBack };
 }
 
 /**

@@ -171,7 +171,7 @@ async function lockedRun(
   try {
     const now = clock.now();
     const proofs: BalanceProof[] = await phase('proofs', () =>
-      proveBalances({ db: deps.db, config: deps.config, rpcs: deps.rpcs }, { storeId }),
+      proveBalances({ db: deps.db, config: deps.config, rpcs: deps.rpcs, clock }, { storeId }),
     );
     if (deps.metrics && storeId === null) recordProofMetrics(deps.metrics, proofs);
     await phase('refunds', () =>

@@ -146,19 +146,37 @@ function registerProve(ledger: Command): void {
       if (chainId !== undefined && (!Number.isInteger(chainId) || chainId <= 0))
         throw new CliError(`--chain: ${opts.chain} is not an EIP-155 chain id`);
       // Loaded on demand: viem and the metrics registry are not needed by the other ledger commands.
-      const [{ loadConfig }, { createChainRpcs }, { createMetrics }, { proveBalances }] = await Promise.all([
+      const [
+        { loadConfig },
+        { createChainRpcs },
+        { createMetrics },
+        { proveBalances },
+        { createFollowedClock },
+        { systemClock },
+      ] = await Promise.all([
         import('../../config/loadConfig.ts'),
         import('../../chain/rpcClients.ts'),
         import('../../metrics/metrics.ts'),
         import('../../recon/balanceProofs.ts'),
+        import('../../followedClock.ts'),
+        import('../../clock.ts'),
       ]);
       const config = loadConfig(process.env);
+      // The daemon's clock (the sandbox's with CLOCK_URL): a payout's funding is in flight for a
+      // window after rule 5, dated on that clock.
+      let clock = systemClock;
+      if (config.clockUrl) {
+        const followed = createFollowedClock(config.clockUrl);
+        await followed.start();
+        followed.stop();
+        clock = followed;
+      }
       if (chainId !== undefined && !config.rpcUrls.has(chainId))
         throw new CliError(`--chain: no RPC_URL_${chainId} is configured`);
       const database = createDatabase(config.databaseUrl, { max: 2 });
       try {
         const rpcs = createChainRpcs(config, createMetrics());
-        const proofs = await proveBalances({ db: database.db, config, rpcs }, { chainId });
+        const proofs = await proveBalances({ db: database.db, config, rpcs, clock }, { chainId });
         const result = (p: (typeof proofs)[number]) =>
           p.ok === true ? 'ok' : p.ok === false ? 'MISMATCH' : `FAILED: ${p.error}`;
         printResult(

@@ -24,8 +24,16 @@ const rpc = kit.deps().rpc;
 const USDT = kit.registry.chain(CHAIN_ID)!.tokens.find((t) => t.symbol === 'USDT')!;
 let seq = 0;
 
+/** The in-flight window of these proofs (RECON_IN_TRANSIT_MINUTES), on the test's clock. */
+const WINDOW_MS = 30 * 60_000;
+
 function proofDeps(stores: StoreConfig[] = kit.stores): ProofDeps {
-  return { db: kit.db.db, config: { stores, chains: kit.registry }, rpcs: new Map([[CHAIN_ID, rpc]]) };
+  return {
+    db: kit.db.db,
+    config: { stores, chains: kit.registry, recon: { inTransitWindowMs: WINDOW_MS } },
+    rpcs: new Map([[CHAIN_ID, rpc]]),
+    clock,
+  };
 }
 
 /** Lets the matcher book what is final, past its grace (rule 9 for nobody's transfers). */
@@ -240,4 +248,107 @@ describe('balance proofs', () => {
       order by role, wallet`);
     expect(stored.rows.map((r) => `${r.role} ${r.wallet}`)).toEqual(proven);
   });
+
+  it('error: a funding booked as rule 9 (transfer_out_unmatched) and credited again by rule 5 from the API fails the custody proof, saying why', async () => {
+    const { stores, custody } = await ownCustody('dbl');
+    await chain.mint('USDT', custody, 20_000_000n);
+    await settle(stores);
+    // The service funds a link from custody, but no payout explains the outflow when it is final
+    // (its create was believed failed): the settlement books it as an owner withdrawal (rule 9).
+    const pool = await chain.wallet(`pool-${seq++}`);
+    const funding = await chain.transfer('USDT', 'custody:dbl', pool, 5_500_000n);
+    await settle(stores);
+    const booked = await kit.db.db.execute<{ matched_as: string }>(sql`
+      select matched_as from chain_transfers where tx_hash = ${funding.txHash}`);
+    expect(booked.rows.map((r) => r.matched_as)).toEqual(['transfer_out_unmatched']);
+    expect(only(await proveBalances(proofDeps(stores)), 'custody', custody).ok).toBe(true);
+
+    // Re-running the create learns the link: rule 5 credits custody again for the same outflow.
+    const payoutId = await payoutBookedByApi('st_dbl', 'cl_double_credit', '5', funding.txHash);
+    const proof = only(await proveBalances(proofDeps(stores)), 'custody', custody);
+    // Before: the payout was added back as "in flight", for ever, and the proof passed.
+    expect(proof).toMatchObject({ ok: false, error: null, inFlight: 0n });
+    expect(proof.chainBalance! - proof.ledgerBalance).toBe(5_000_000n);
+    expect(proof.notAddedBack).toEqual([
+      { payoutId, amount: 5_000_000n, reason: expect.stringMatching(/booked as transfer_out_unmatched/) },
+    ]);
+    expect(proof.note).toContain(payoutId);
+    expect(proof.note).toMatch(/credited twice/);
+    const stored = await kit.db.db.execute<{
+      ok: boolean;
+      details: { not_added_back?: { payout_id: string }[] };
+    }>(sql`
+      select ok, details from balance_proofs
+      where role = 'custody' and wallet = ${custody.toLowerCase()} and token = ${USDT.address.toLowerCase()}
+      order by id desc limit 1`);
+    expect(stored.rows[0]).toMatchObject({
+      ok: false,
+      details: { not_added_back: [{ payout_id: payoutId }] },
+    });
+  });
+
+  it('behavior: a funding not on chain yet is in flight for the window after rule 5; past it, it is not added back and the proof says why', async () => {
+    const { stores, custody } = await ownCustody('late');
+    await chain.mint('USDT', custody, 20_000_000n);
+    await settle(stores);
+    // The create answer was lost (no funding hash); rule 5 is booked by the replay, now.
+    const payoutId = await payoutBookedByApi('st_late', 'cl_not_yet', '4', null);
+    const during = only(await proveBalances(proofDeps(stores)), 'custody', custody);
+    expect(during).toMatchObject({ ok: true, inFlight: 4_000_000n });
+    expect(during.note).toContain(payoutId);
+
+    // Nothing on chain within the window: rule 5 credited custody for money that did not move.
+    clock.advance(WINDOW_MS + 60_000);
+    const late = only(await proveBalances(proofDeps(stores)), 'custody', custody);
+    expect(late).toMatchObject({ ok: false, inFlight: 0n });
+    expect(late.chainBalance! - late.ledgerBalance).toBe(4_000_000n);
+    expect(late.notAddedBack.map((n) => n.payoutId)).toEqual([payoutId]);
+    expect(late.note).toMatch(
+      /no funding hash known\) is not on chain at or below block \d+ after 30 minutes/,
+    );
+  });
 });
+
+/** A store of its own (business `biz_<label>`) whose custody wallet is `custody:<label>`, beside the kit's. */
+async function ownCustody(label: string): Promise<{ stores: StoreConfig[]; custody: `0x${string}` }> {
+  const custody = await chain.wallet(`custody:${label}`);
+  const stores: StoreConfig[] = [
+    ...kit.stores,
+    {
+      storeId: `st_${label}`,
+      businessId: `biz_${label}`,
+      apiKey: `key_${label}`,
+      apiSecret: `secret-${label}-0123456789`,
+      signedResponse: false,
+      wallets: new Map([[CHAIN_ID, { merchant: await chain.wallet(`merchant:${label}`), custody }]]),
+    },
+  ];
+  return { stores, custody };
+}
+
+/** A payout created through the API (`payouts create`): its row and rule 5, funded at the clock's now. */
+async function payoutBookedByApi(
+  storeId: string,
+  linkId: string,
+  amount: string,
+  fundingTxHash: string | null,
+): Promise<string> {
+  const payoutId = `po_${linkId}`;
+  await kit.db.db.transaction(async (tx) => {
+    await tx.execute(sql`
+      insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address, create_outcome,
+                           claim_link_id, link_status, funding_tx_hash, funded_at)
+      values (${payoutId}, ${storeId}, ${`ref_${linkId}`}, ${amount}, 1, ${CHAIN_ID}, ${USDT.address}, 'created',
+              ${linkId}, 'link_sent', ${fundingTxHash}, ${clock.now().toISOString()}::timestamptz)`);
+    const outcome = claimLinkFunded({
+      storeId,
+      claimLinkId: linkId,
+      token: USDT,
+      amount,
+      occurredAt: clock.now(),
+      fundingTxHash,
+    });
+    await postEntry(tx, outcome.entry!, { accounts: kit.accounts });
+  });
+  return payoutId;
+}

@@ -18,6 +18,7 @@ function proof(patch: Partial<BalanceProof>): BalanceProof {
     error: null,
     inFlight: 0n,
     note: null,
+    notAddedBack: [],
     ...patch,
   };
 }
