@@ -78,7 +78,51 @@ export async function applyCustodyOutflow(
 
   const byAmount = await fundedByAmount(tx, row, custody, token, funding.value);
   if (!byAmount) return 'unmatched';
-  return bookFunding(tx, deps, row, byAmount.payout, token, funding, byAmount);
+  if (byAmount.payout.claim_link_id)
+    return bookFunding(tx, deps, row, byAmount.payout, token, funding, byAmount);
+  return passOverWaiting(tx, deps, row, byAmount, token, funding);
+}
+
+/**
+ * The best candidate by amount has no link yet (its create outcome is not known): the outflow
+ * waits for it, as booking it to rule 9 and then rule 5 on the replay would credit custody
+ * twice. Once the outflow has been final for the grace (a create call answers within about 90 s,
+ * so an answer carrying this transaction's hash would have come), a candidate behind it that has
+ * a link takes the funding instead of waiting behind a payout that may never be settled; each
+ * waiting payout passed over gets `funding_awaits_create_outcome` (resolved when a funding is
+ * booked to it). With no such candidate, the outflow waits (with that finding after the grace).
+ */
+async function passOverWaiting(
+  tx: DbExecutor,
+  deps: ClaimLinkSettlementDeps,
+  row: TransferRow,
+  byAmount: ByAmount,
+  token: Token,
+  funding: FundingPool,
+): Promise<MatchDecision | 'unmatched'> {
+  const waiting = byAmount.payout;
+  const linked = finalForGrace(deps, row) ? byAmount.others.find((p) => p.claim_link_id) : undefined;
+  if (!linked) return awaitCreateOutcome(tx, deps, row, waiting);
+  const candidates = [waiting, ...byAmount.others];
+  const passedOver = candidates.slice(0, candidates.indexOf(linked));
+  for (const payout of passedOver) {
+    await recordAwaitsOutcome(
+      tx,
+      row,
+      payout,
+      `a custody outflow that may be this payout's funding was booked by amount to payout ${linked.id} (claim link ${linked.claim_link_id}), next in line, rather than wait for this payout's create outcome`,
+    );
+  }
+  return bookFunding(tx, deps, row, linked, token, funding, {
+    payout: linked,
+    others: candidates.filter((p) => p !== linked),
+  });
+}
+
+/** The outflow has been final for the settlement's grace (on the indexer's clock). */
+function finalForGrace(deps: ClaimLinkSettlementDeps, row: TransferRow): boolean {
+  const waited = row.final_at ? deps.clock.now().getTime() - new Date(row.final_at).getTime() : 0;
+  return waited >= deps.unmatchedGraceMs;
 }
 
 /**
@@ -97,6 +141,17 @@ export const BY_AMOUNT_MAX_FEE_BPS = 100n;
  * may be: block times are whole seconds, and the chain's clock is not ours.
  */
 export const BY_AMOUNT_CLOCK_SLACK_MS = 5 * 60_000;
+
+/**
+ * How much later than the payout's last create attempt a funding's block time may be. The create
+ * call blocks while its funding settles (about 90 s in the service's terms; our call times out
+ * after 120 s): 15 minutes leaves room for a slow service and for the chain's clock. The last
+ * attempt is bounded by the row's updated_at, which every attempt writes (countAttempt), so a
+ * payout created days before a re-run is still matched to the re-run's funding; a write that is
+ * not an attempt only widens the window. A payout stuck with an unknown outcome thus no longer
+ * captures a custody outflow of a similar amount mined long after its last attempt.
+ */
+export const BY_AMOUNT_FUNDING_WINDOW_MS = 15 * 60_000;
 
 export function maxFundingFeeByAmount(amount: bigint, decimals: number): bigint {
   return (
@@ -181,9 +236,10 @@ interface ByAmount {
 /**
  * A custody outflow to an address that is nobody's wallet yet, when no payout names its
  * transaction: the funding of a payout whose create answer was lost (no funding hash, no pool),
- * of that store and token, created before the outflow (with `BY_AMOUNT_CLOCK_SLACK_MS`), whose
- * amount the outflow covers with at most `maxFundingFeeByAmount` over. Of several, the one it
- * exceeds by the least (the smallest fee), then the oldest.
+ * of that store and token, created before the outflow (with `BY_AMOUNT_CLOCK_SLACK_MS`) and last
+ * attempted at most `BY_AMOUNT_FUNDING_WINDOW_MS` before it, whose amount the outflow covers with
+ * at most `maxFundingFeeByAmount` over. Of several, the one it exceeds by the least (the smallest
+ * fee), then the oldest; the others follow in that order.
  */
 async function fundedByAmount(
   tx: DbExecutor,
@@ -192,7 +248,9 @@ async function fundedByAmount(
   token: Token,
   value: bigint,
 ): Promise<ByAmount | undefined> {
-  const latest = new Date(new Date(row.block_time).getTime() + BY_AMOUNT_CLOCK_SLACK_MS).toISOString();
+  const blockTime = new Date(row.block_time).getTime();
+  const latest = new Date(blockTime + BY_AMOUNT_CLOCK_SLACK_MS).toISOString();
+  const earliestAttempt = new Date(blockTime - BY_AMOUNT_FUNDING_WINDOW_MS).toISOString();
   const { rows } = await tx.execute<PayoutRow>(sql`
     select ${payoutColumns} from payouts
     where chain_id = ${Number(row.chain_id)} and token_address = ${token.address}
@@ -201,7 +259,7 @@ async function fundedByAmount(
         sql`, `,
       )})
       and pool_address is null and funding_tx_hash is null and create_outcome <> 'failed'
-      and created_at <= ${latest}::timestamptz
+      and created_at <= ${latest}::timestamptz and updated_at >= ${earliestAttempt}::timestamptz
     order by created_at, id for update`);
   const fits = rows
     .map((payout, order) => ({
@@ -279,27 +337,41 @@ async function awaitCreateOutcome(
   row: TransferRow,
   payout: PayoutRow,
 ): Promise<MatchDecision> {
-  const waited = row.final_at ? deps.clock.now().getTime() - new Date(row.final_at).getTime() : 0;
-  if (waited >= deps.unmatchedGraceMs) {
-    await recordFinding(
+  if (finalForGrace(deps, row)) {
+    await recordAwaitsOutcome(
       tx,
-      {
-        kind: FUNDING_AWAITS_OUTCOME,
-        severity: 'warning',
-        ref: { type: 'payout', id: payout.id },
-        details: {
-          reference_id: payout.reference_id,
-          create_outcome: payout.create_outcome,
-          amount: payout.amount,
-          tx_hash: row.tx_hash,
-          what: "a custody outflow that may be this payout's funding waits for its create outcome",
-          action: `run the same payouts create again (reference_id ${payout.reference_id}, same amount) to learn it`,
-        },
-      },
-      payout.store_id,
+      row,
+      payout,
+      "a custody outflow that may be this payout's funding waits for its create outcome",
     );
   }
   return { kind: 'deferred' };
+}
+
+/** `funding_awaits_create_outcome` on a payout whose create outcome is not known. */
+async function recordAwaitsOutcome(
+  tx: DbExecutor,
+  row: TransferRow,
+  payout: PayoutRow,
+  what: string,
+): Promise<void> {
+  await recordFinding(
+    tx,
+    {
+      kind: FUNDING_AWAITS_OUTCOME,
+      severity: 'warning',
+      ref: { type: 'payout', id: payout.id },
+      details: {
+        reference_id: payout.reference_id,
+        create_outcome: payout.create_outcome,
+        amount: payout.amount,
+        tx_hash: row.tx_hash,
+        what,
+        action: `run the same payouts create again (reference_id ${payout.reference_id}, same amount) to learn it`,
+      },
+    },
+    payout.store_id,
+  );
 }
 
 /**

@@ -52,10 +52,20 @@ async function settle(): Promise<void> {
 }
 
 /**
+ * The chain's time: its latest block's. This chain's clock runs ahead of ours (evm_increaseTime,
+ * and blocks mined faster than one a second), so payouts are dated on it, as in production,
+ * where a create attempt and the funding it pays are dated by the same wall clock.
+ */
+async function chainNow(): Promise<Date> {
+  const block = (await kit.raw('eth_getBlockByNumber', ['latest', false])) as { timestamp: string };
+  return new Date(Number(BigInt(block.timestamp)) * 1000);
+}
+
+/**
  * A payout of `amount` (base units) as createPayout leaves it: row created, rule 5 posted, funded
  * at the clock's now. `fundingTxHash` null: the answer that carried it was lost (an idempotent
  * retry answered), so the chain side matches its funding by amount. `createdAt`: the row's
- * creation (default: the database's now).
+ * creation and last write, its create attempts (default: the chain's now).
  */
 async function createdPayout(
   linkId: string,
@@ -64,12 +74,13 @@ async function createdPayout(
   createdAt?: Date,
 ): Promise<void> {
   const decimal = formatDecimalAmount(amount, USDT.decimals);
+  const created = (createdAt ?? (await chainNow())).toISOString();
   await kit.db.db.execute(sql`
     insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address, create_outcome,
-                         claim_link_id, link_status, funded_at, funding_tx_hash, created_at)
+                         claim_link_id, link_status, funded_at, funding_tx_hash, created_at, updated_at)
     values (${`po_${linkId}`}, 'st_a', ${`ref-${linkId}`}, ${decimal}, 1, ${CHAIN_ID}, ${USDT.address}, 'created',
             ${linkId}, 'link_sent', ${clock.now().toISOString()}::timestamptz, ${fundingTxHash},
-            coalesce(${createdAt?.toISOString() ?? null}::timestamptz, now()))`);
+            ${created}::timestamptz, ${created}::timestamptz)`);
   const funded = claimLinkFunded({
     storeId: 'st_a',
     claimLinkId: linkId,
@@ -687,10 +698,6 @@ describe('claim-link refunds: cancellation or expiry', () => {
     // Funded on chain now; the create answer was lost, and the idempotent replay that settles it
     // three days later carries no funding hash and stamps funded_at then.
     const funding = await fund(linkId, 3_000_000n + FEE);
-    const chainNow = async () => {
-      const block = (await kit.raw('eth_getBlockByNumber', ['latest', false])) as { timestamp: string };
-      return new Date(Number(BigInt(block.timestamp)) * 1000);
-    };
     clock.set(new Date((await chainNow()).getTime() + 3 * DAY_MS));
     await createdPayout(linkId, 3_000_000n, null);
     await settle();
@@ -724,14 +731,8 @@ describe('claim-link fundings waiting for their payout', () => {
     const linkId = 'cl_waits_for_outcome';
     const payoutId = `po_${linkId}`;
     // A create whose answer never came: no link yet, outcome unknown, nothing posted.
-    await kit.db.db.execute(sql`
-      insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address, create_outcome)
-      values (${payoutId}, 'st_a', ${`ref-${linkId}`}, '4', 1, ${CHAIN_ID}, ${USDT.address}, 'unknown')`);
-    const payoutFindings = async () =>
-      (
-        await kit.db.db.execute<{ kind: string }>(sql`
-          select kind from findings where ref_type = 'payout' and ref_id = ${payoutId} and resolved_at is null`)
-      ).rows.map((r) => r.kind);
+    await unknownPayout(payoutId, '4', await chainNow());
+    const payoutFindings = () => openPayoutFindings(payoutId);
     const funded = await fund(linkId, 4_000_000n + FEE);
     clock.set(new Date());
     await settle();
@@ -764,4 +765,75 @@ describe('claim-link fundings waiting for their payout', () => {
     expect(await payoutFindings()).toEqual([]);
     await expectBalanced();
   });
+
+  it('error: a payout stuck with an unknown create outcome does not capture a custody outflow mined long after its last attempt', async () => {
+    const payoutId = 'po_cl_stuck_unknown';
+    // Its last create attempt was two hours ago (by the chain's clock); its outcome is still unknown.
+    await unknownPayout(payoutId, '6', new Date((await chainNow()).getTime() - 2 * 3_600_000));
+    // The owner withdraws 6.5 now, to an address nobody knows.
+    const later = await kit.chain.transfer(
+      'USDT',
+      'custody:biz_1',
+      await kit.chain.wallet('exchange:later'),
+      6_000_000n + FEE,
+    );
+    clock.set(new Date());
+    await settle();
+    clock.advance(120_000);
+    await settle();
+    // Before: it waited for the stuck payout (funding_awaits_create_outcome on it) until someone
+    // ran its create again, then would have been booked as its funding.
+    expect(await matchedAs(later.txHash)).toEqual(['transfer_out_unmatched']);
+    expect(await openPayoutFindings(payoutId)).toEqual([]);
+    await expectBalanced();
+  });
+
+  it('behavior: a funding whose best match waits for its create outcome goes, after the grace, to the next candidate that has a link; the waiting payout gets the finding', async () => {
+    const waitingId = 'po_cl_best_waits';
+    const linkId = 'cl_next_in_line';
+    const now = await chainNow();
+    // Both fit an outflow of 7.5: the waiting one (7, fee 0.5) better than the one with a link
+    // (6.9, a lost answer: link, no funding hash; fee 0.6).
+    await unknownPayout(waitingId, '7', now);
+    await createdPayout(linkId, 6_900_000n, null, now);
+    const funded = await fund(linkId, 7_000_000n + FEE);
+    clock.set(new Date());
+    await settle();
+    expect(await matchedAs(funded.txHash)).toEqual([null]); // the waiting payout's answer may still come
+    clock.advance(120_000); // past the grace since it became final
+    await settle();
+    // Before: it kept waiting behind the payout with no link, and the link's funding was never booked.
+    expect(await matchedAs(funded.txHash)).toEqual(['claim_link_funding_fee']);
+    expect(await funding(linkId)).toEqual({
+      pool_address: await poolAddress(linkId),
+      funding_tx_hash: funded.txHash,
+      fee: 7_000_000n + FEE - 6_900_000n,
+    });
+    expect(await openFindings(linkId)).toEqual(['funding_matched_by_amount']);
+    const matched = await kit.db.db.execute<{ severity: string; others: { payout_id: string }[] }>(sql`
+      select severity, details->'other_candidates' as others from findings
+      where kind = 'funding_matched_by_amount' and ref_id = ${linkId} and resolved_at is null`);
+    expect(matched.rows[0]).toMatchObject({ severity: 'warning', others: [{ payout_id: waitingId }] });
+    expect(await openPayoutFindings(waitingId)).toEqual(['funding_awaits_create_outcome']);
+    const what = await kit.db.db.execute<{ what: string }>(sql`
+      select details->>'what' as what from findings where ref_id = ${waitingId} and resolved_at is null`);
+    expect(what.rows[0]?.what).toContain(`po_${linkId}`);
+    await expectBalanced();
+  });
 });
+
+/** A payout whose create outcome is unknown (no link, nothing posted), last attempted at `at`. */
+async function unknownPayout(payoutId: string, amount: string, at: Date): Promise<void> {
+  await kit.db.db.execute(sql`
+    insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address, create_outcome,
+                         attempts, created_at, updated_at)
+    values (${payoutId}, 'st_a', ${`ref-${payoutId.replace(/^po_/, '')}`}, ${amount}, 1, ${CHAIN_ID}, ${USDT.address}, 'unknown',
+            1, ${at.toISOString()}::timestamptz, ${at.toISOString()}::timestamptz)`);
+}
+
+/** The open findings of a payout (ref type payout). */
+async function openPayoutFindings(payoutId: string): Promise<string[]> {
+  const { rows } = await kit.db.db.execute<{ kind: string }>(sql`
+    select kind from findings where ref_type = 'payout' and ref_id = ${payoutId} and resolved_at is null`);
+  return rows.map((r) => r.kind);
+}
