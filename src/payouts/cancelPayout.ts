@@ -19,6 +19,11 @@ const KEPT_STATUSES = new Set(['claimed', 'expired']);
  * details.status "cancelled" (cancel is not retry-idempotent: a repeat says so), marks it
  * cancelled and posts rule 7 in one transaction, once. Any other 50108 is an error naming the
  * link's status, with nothing posted; claimed or expired is remembered in link_status.
+ *
+ * "claimed" is the service's word, not the chain's: it is recorded as claimed_reported_at (first
+ * report kept) and claimed_at stays for the chain side, which books rule 6 when the claim's
+ * transfer out of the pool is final. Until then the amount stays in assets:claim_pool, and
+ * reconciliation reports claim_unproven, dated from the report, after RECON_IN_TRANSIT_MINUTES.
  */
 export async function cancelPayout(
   deps: DomainContext,
@@ -44,8 +49,12 @@ export async function cancelPayout(
     if (err instanceof SvcApiError && err.code === 50108) {
       const status = notCancellableDetailsSchema.safeParse(err.details).data?.status ?? null;
       if (status && KEPT_STATUSES.has(status)) {
+        const reportedAt = status === 'claimed' ? deps.clock.now().toISOString() : null;
         await deps.db.execute(sql`
-          update payouts set link_status = ${status}, updated_at = now() where id = ${payout.id}`);
+          update payouts set link_status = ${status},
+                 claimed_reported_at = coalesce(claimed_reported_at, ${reportedAt}::timestamptz),
+                 updated_at = now()
+          where id = ${payout.id}`);
       }
       throw new PayoutStateError(
         `claim link ${claimLinkId} (payout ${payout.id}) cannot be cancelled: the service says it is ${status ?? 'in an unknown state'}` +

@@ -473,6 +473,9 @@ async function settleCreated(
       update payouts set
         claim_link_id = ${result.claim_link_id},
         link_status = ${result.status},
+        claimed_reported_at = case when ${result.status}::text = 'claimed'
+                                   then coalesce(claimed_reported_at, ${fundedAt.toISOString()}::timestamptz)
+                                   else claimed_reported_at end,
         funding_tx_hash = coalesce(${result.funding_tx_hash}, funding_tx_hash),
         funded_amount = coalesce(${result.funded_amount}, funded_amount),
         funded_at = ${fundedAt.toISOString()}::timestamptz,

@@ -32,7 +32,10 @@ export interface PayoutView {
   fundedAmount: string | null;
   poolAddress: string | null;
   fundedAt: Date | null;
+  /** The chain's claim (rule 6 booked); only the chain side sets it. */
   claimedAt: Date | null;
+  /** When the service first said the link is claimed (50108 to a cancel, a create replay). */
+  claimedReportedAt: Date | null;
   cancelledAt: Date | null;
   expiredAt: Date | null;
   refundTxHash: string | null;
@@ -72,6 +75,7 @@ type Row = {
   pool_address: string | null;
   funded_at: Date | string | null;
   claimed_at: Date | string | null;
+  claimed_reported_at: Date | string | null;
   cancelled_at: Date | string | null;
   expired_at: Date | string | null;
   refund_tx_hash: string | null;
@@ -109,6 +113,7 @@ function toRecord(r: Row): PayoutRecord {
     poolAddress: r.pool_address,
     fundedAt: date(r.funded_at),
     claimedAt: date(r.claimed_at),
+    claimedReportedAt: date(r.claimed_reported_at),
     cancelledAt: date(r.cancelled_at),
     expiredAt: date(r.expired_at),
     refundTxHash: r.refund_tx_hash,

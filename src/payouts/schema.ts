@@ -21,7 +21,8 @@ import {
  *   no: nothing was paid), unknown (the call may have reached the service: retry with the same
  *   reference_id to learn the outcome);
  * - link_status: the service's claim-link status as we last learnt it (pending_deposit,
- *   link_sent, claiming, claimed, expired, cancelled);
+ *   link_sent, claiming, claimed, expired, cancelled); claimed_at is the chain's claim (rule 6),
+ *   claimed_reported_at the service's word that it was claimed;
  * - amounts are decimal strings as sent to and returned by the service.
  */
 export const payouts = pgTable(
@@ -51,7 +52,13 @@ export const payouts = pgTable(
     fundedAmount: text('funded_amount'),
     poolAddress: text('pool_address'),
     fundedAt: timestamp('funded_at', { withTimezone: true }),
+    /** Set by the chain side only (rule 6 booked): the claim as the chain proves it. */
     claimedAt: timestamp('claimed_at', { withTimezone: true }),
+    /**
+     * When the service first told us the link is claimed (a cancel answered 50108 "claimed", or a
+     * create replay): what it said, kept apart from claimed_at, which only the chain sets.
+     */
+    claimedReportedAt: timestamp('claimed_reported_at', { withTimezone: true }),
     cancelledAt: timestamp('cancelled_at', { withTimezone: true }),
     expiredAt: timestamp('expired_at', { withTimezone: true }),
     refundTxHash: text('refund_tx_hash'),

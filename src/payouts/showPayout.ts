@@ -34,6 +34,8 @@ export interface ShownPayout {
     funded_at: string | null;
     expires_at: string | null;
     claimed_at: string | null;
+    /** The service said it was claimed (claimed_at waits for the chain's claim). */
+    claimed_reported_at: string | null;
     cancelled_at: string | null;
     expired_at: string | null;
     refund_tx_hash: string | null;
@@ -107,6 +109,7 @@ export async function showPayout(
       funded_at: iso(p.fundedAt),
       expires_at: p.fundedAt ? claimLinkExpiresAt(p.fundedAt).toISOString() : null,
       claimed_at: iso(p.claimedAt),
+      claimed_reported_at: iso(p.claimedReportedAt),
       cancelled_at: iso(p.cancelledAt),
       expired_at: iso(p.expiredAt),
       refund_tx_hash: p.refundTxHash,

@@ -113,6 +113,41 @@ describe('claim links on chain', () => {
     await expectCustodyProven();
   });
 
+  it('behavior: a cancel answered 50108 "claimed" records the report apart from claimed_at; the chain\'s claim then books rule 6 as usual', async () => {
+    const id = await create(reference('reported'), '2.75');
+    await kindsOnce(id, 'claim_link.funding_fee');
+    await waitLinkSent(id);
+    const claimed = await pipeline.sandbox.control(`/_sandbox/claim_links/${id}/claim`, {});
+    expect(claimed.status, JSON.stringify(claimed.body)).toBe(200);
+    await expect(cancelPayout(deps, id)).rejects.toThrow(/the service says it is claimed/);
+    const state = async () =>
+      (
+        await pipeline.db.execute<{
+          link_status: string;
+          claimed_at: Date | null;
+          claimed_reported_at: Date | null;
+        }>(sql`select link_status, claimed_at, claimed_reported_at from payouts where claim_link_id = ${id}`)
+      ).rows[0]!;
+    // The claim's transfer is not final (nothing mined on top of it): only the service has spoken.
+    const reported = await state();
+    expect(reported).toMatchObject({ link_status: 'claimed', claimed_at: null });
+    expect(reported.claimed_reported_at).not.toBeNull();
+    expect(await kindsOnce(id, 'claim_link.claimed')).toEqual([
+      'claim_link.funded',
+      'claim_link.funding_fee',
+      'claim_link.claimed',
+    ]);
+    expect(await linesOf(id, 'claim_link.claimed')).toEqual([
+      'assets:claim_pool -2750000',
+      'expense:payouts 2750000',
+    ]);
+    const proven = await state();
+    expect(proven.link_status).toBe('claimed');
+    expect(proven.claimed_at).not.toBeNull();
+    expect(proven.claimed_reported_at).toEqual(reported.claimed_reported_at);
+    await expectCustodyProven();
+  });
+
   it('behavior: create, cancel, cancelled webhook, refund proven on chain (rule 8)', async () => {
     const id = await create(reference('cancel'), '3');
     await waitLinkSent(id);

@@ -198,19 +198,31 @@ export async function matchClaimLinks(ctx: CheckContext): Promise<CheckOutcome> 
         select 1 from webhook_inbox w
         where w.endpoint = 'claim-links' and w.status = 'processed' and w.ref_id = p.claim_link_id)`,
   );
-  // The service says the link was claimed (a 50108 to a cancel, a webhook) but the chain side has
-  // not booked the claim leaving its pool: rule 6 is missing, the link's money still sits in
-  // assets:claim_pool, and a claimed link is never expired, so nothing else would tell.
+  // The service says the link was claimed (a 50108 to a cancel, a create replay:
+  // claimed_reported_at; or claiming) but the chain side has not booked the claim leaving its
+  // pool: rule 6 is missing, the link's money still sits in assets:claim_pool, and a claimed link
+  // is never expired, so nothing else would tell. Dated from the service's report (a later write
+  // to the row does not restart the wait); a link without one (claiming, or a row from before the
+  // column) from its last update. Without a known pool the chain side cannot see the claim at all.
   const inTransitCutoff = new Date(ctx.now.getTime() - ctx.settings.inTransitWindowMs).toISOString();
   const unproven = await insertFound(
     ctx.tx,
     sql`
     select 'claim_unproven', 'warning', p.store_id, 'claim_link', p.claim_link_id,
            jsonb_build_object('payout_id', p.id, 'reference_id', p.reference_id, 'link_status', p.link_status,
-                              'since', p.updated_at, 'pool_address', p.pool_address)
+                              'claimed_reported_at', p.claimed_reported_at,
+                              'since', coalesce(p.claimed_reported_at, p.updated_at), 'pool_address', p.pool_address,
+                              'what', case when p.claimed_reported_at is not null
+                                             then 'the service reported the link claimed; no claim out of its pool is booked on chain (rule 6): its amount stays in claim_pool'
+                                           else 'the service reports the link ' || p.link_status || '; no claim out of its pool is booked on chain (rule 6): its amount stays in claim_pool' end
+                                      || case when p.pool_address is null
+                                             then '; its pool is not known (its funding is not booked), so the chain side cannot see the claim'
+                                           else '' end)
     from payouts p
-    where p.claim_link_id is not null and p.link_status in ('claiming', 'claimed') and p.claimed_at is null
-      and p.updated_at < ${inTransitCutoff}::timestamptz and ${storeFilter(sql`p.store_id`, ctx.storeId)}`,
+    where p.claim_link_id is not null and p.claimed_at is null
+      and (p.claimed_reported_at is not null or p.link_status in ('claiming', 'claimed'))
+      and coalesce(p.claimed_reported_at, p.updated_at) < ${inTransitCutoff}::timestamptz
+      and ${storeFilter(sql`p.store_id`, ctx.storeId)}`,
   );
   return check(
     'matching.claim_links',

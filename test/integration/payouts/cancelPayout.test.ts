@@ -123,16 +123,25 @@ describe('cancelPayout', () => {
     const link = await createLink('1');
     await untilLinkSent(world, link.claimLinkId);
     expect((await world.sb.control(`/_sandbox/claim_links/${link.claimLinkId}/claim`, {})).status).toBe(200);
+    const asked = world.sb.world.clock.now();
     const err = await cancelPayout(deps, link.payoutId).catch((e: unknown) => e);
+    const answered = world.sb.world.clock.now();
     expect(err).toBeInstanceOf(PayoutStateError);
     expect((err as Error).message).toBe(
       `claim link ${link.claimLinkId} (payout ${link.payoutId}) cannot be cancelled: the service says it is claimed; its recipient has claimed it`,
     );
-    expect(await findPayout(db, { id: link.payoutId })).toMatchObject({
-      linkStatus: 'claimed',
-      cancelledAt: null,
-    });
+    // What the service said is recorded (on the injected clock) apart from claimed_at, which only
+    // the chain's claim sets.
+    const payout = await findPayout(db, { id: link.payoutId });
+    expect(payout).toMatchObject({ linkStatus: 'claimed', cancelledAt: null, claimedAt: null });
+    const reportedAt = payout?.claimedReportedAt ?? null;
+    expect(reportedAt?.getTime()).toBeGreaterThanOrEqual(asked.getTime());
+    expect(reportedAt?.getTime()).toBeLessThanOrEqual(answered.getTime());
     expect(await closeEntries(link.claimLinkId)).toEqual([]);
+    // Asked again later: the first report is kept.
+    await world.advance(60);
+    await expect(cancelPayout(deps, link.payoutId)).rejects.toBeInstanceOf(PayoutStateError);
+    expect((await findPayout(db, { id: link.payoutId }))?.claimedReportedAt).toEqual(reportedAt);
   });
 
   it('error: a link not yet confirmed by the scanner, and an unknown id', async () => {

@@ -596,7 +596,7 @@ describe('createPayout', () => {
     }
   });
 
-  it('behavior: a late idempotent hit that says claimed is a finding for a person', async () => {
+  it('behavior: a late idempotent hit that says claimed is a finding for a person, and recorded as what the service said, not as the claim', async () => {
     const reference = ref('replay-claimed');
     const inner = world.plainClient();
     let claimLinkId = '';
@@ -620,7 +620,10 @@ describe('createPayout', () => {
         claimLinkId,
         linkStatus: 'claimed',
         cancelledAt: null,
+        claimedAt: null,
       });
+      // The service's word is recorded (when we learnt it: funded_at); the claim waits for the chain.
+      expect(row.claimedReportedAt).toEqual(row.fundedAt);
       expect(await openFindingsOf(claimLinkId)).toEqual(['claim_link_closed_on_replay']);
     } finally {
       world.useClient(null);

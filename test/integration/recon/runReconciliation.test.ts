@@ -415,6 +415,36 @@ describe('runReconciliation', () => {
     expect(await findingsOf(link)).toEqual([]);
   });
 
+  it('behavior: a link the service reported claimed (50108) is claim_unproven from that report, whatever wrote the row since; the finding carries the report', async () => {
+    const link = `cl-reported-${seq++}`;
+    const reportedAt = new Date(clock.now().getTime() - 2 * HOUR);
+    // A cancel was answered 50108 "claimed" two hours ago; the row was written again just now.
+    await kit.db.db.execute(sql`
+      insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address, create_outcome,
+                           claim_link_id, link_status, funded_at, claimed_reported_at, updated_at)
+      values (${`po-${link}`}, 'st_a', ${`ref-${link}`}, '5', 1, ${CHAIN_ID}, ${kit.chain.tokens.USDT.address.toLowerCase()},
+              'created', ${link}, 'claimed', ${reportedAt.toISOString()}::timestamptz,
+              ${reportedAt.toISOString()}::timestamptz, ${clock.now().toISOString()}::timestamptz)`);
+    await runReconciliation(deps, { period: period() });
+    // Before: dated from updated_at, so any write to the row restarted the wait, and the finding
+    // did not say what the service had reported, or when.
+    expect(await findingsOf(link)).toEqual(['claim_unproven']);
+    const { rows } = await kit.db.db.execute<{ details: Record<string, string | null> }>(sql`
+      select details from findings where kind = 'claim_unproven' and ref_id = ${link} and resolved_at is null`);
+    const details = rows[0]!.details;
+    expect(new Date(details.claimed_reported_at!)).toEqual(reportedAt);
+    expect(new Date(details.since!)).toEqual(reportedAt);
+    expect(details.what).toMatch(
+      /service reported the link claimed; no claim out of its pool is booked on chain \(rule 6\)/,
+    );
+    expect(details.what).toMatch(/its pool is not known/);
+    // The chain side books the claim (rule 6 sets claimed_at): the finding resolves.
+    await kit.db.db.execute(sql`
+      update payouts set claimed_at = ${clock.now().toISOString()}::timestamptz where claim_link_id = ${link}`);
+    await runReconciliation(deps, { period: period() });
+    expect(await findingsOf(link)).toEqual([]);
+  });
+
   it('behavior: the report counts every finding and samples 100 per kind; findings.csv lists them all', async () => {
     await kit.db.db.execute(sql`
       insert into findings (kind, severity, store_id, ref_type, ref_id, details)
