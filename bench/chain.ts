@@ -400,7 +400,7 @@ async function steadyState(
       await db.transaction((tx) =>
         applyIntentSnapshot(
           tx,
-          { chains, accounts },
+          { chains, stores: apply.config.stores, accounts },
           {
             storeId: STORE_ID,
             intent: intentFor(s, id, buyer, hash!),

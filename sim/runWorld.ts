@@ -96,6 +96,7 @@ export async function runWorld(
   const domainOn = (db: Db): DomainContext => ({
     db,
     chains,
+    stores,
     accounts,
     clock,
     logger,

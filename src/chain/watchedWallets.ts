@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Config } from '../config/loadConfig.ts';
+import type { StoreWallets } from '../config/stores.ts';
 import type { DbExecutor } from '../db/database.ts';
 
 /**
@@ -72,6 +73,20 @@ export async function watchedWallets(
     if (!configured.has(row.address.toLowerCase())) add(row.address, 'pool', row.store_id, row.claim_link_id);
   }
   return [...byKey.values()];
+}
+
+/**
+ * The merchant wallet (lowercase) of one store on one chain, as STORES_FILE lists it; undefined
+ * when the store lists none there or is not configured. Rule 2 proves an intent's payment only
+ * into this wallet: a payment into another store's wallet is no proof of this store's sale.
+ */
+export function merchantWalletOf(
+  stores: readonly StoreWallets[],
+  storeId: string,
+  chainId: number,
+): `0x${string}` | undefined {
+  const merchant = stores.find((s) => s.storeId === storeId)?.wallets.get(chainId)?.merchant;
+  return merchant ? (merchant.toLowerCase() as `0x${string}`) : undefined;
 }
 
 /** What an address already is on a chain: a wallet of STORES_FILE, or a pool the matcher learnt. */

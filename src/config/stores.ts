@@ -38,6 +38,9 @@ export interface StoreConfig {
   wallets: Map<number, { merchant: `0x${string}`; custody: `0x${string}` }>;
 }
 
+/** A store's wallets as STORES_FILE lists them, without its credentials. */
+export type StoreWallets = Pick<StoreConfig, 'storeId' | 'wallets'>;
+
 /** Reads and validates STORES_FILE, resolving each secret from the env var it names. */
 export function loadStores(
   path: string,

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { Config } from '../config/loadConfig.ts';
+import type { StoreWallets } from '../config/stores.ts';
 import type { Db } from '../db/database.ts';
 import { StablebooksError } from '../errors/stablebooksError.ts';
 import { type AccountCache, createAccountCache } from '../ledger/ensureAccounts.ts';
@@ -9,13 +10,16 @@ import { createSvcClient, type SvcClient, type SvcClientOptions } from '../svc/c
 
 /**
  * What every domain function (payments, payouts, the inbox) is handed: the database, the chain
- * registry, the account cache, the signed service client of each store, the clock, the logger and
- * the key that seals claim URLs. Built once per process by createDomainContext, from the
- * configuration, by the daemon, the CLI and the demo alike; never a global.
+ * registry, the stores' wallets, the account cache, the signed service client of each store, the
+ * clock, the logger and the key that seals claim URLs. Built once per process by
+ * createDomainContext, from the configuration, by the daemon, the CLI and the demo alike; never a
+ * global.
  */
 export interface DomainContext {
   db: Db;
   chains: ChainRegistry;
+  /** Each store's wallets from STORES_FILE (rule 2 proves a payment only into its store's merchant wallet). */
+  stores: readonly StoreWallets[];
   /** Account ids of this process's ledger writes (accounts are immutable, so this never goes stale). */
   accounts: AccountCache;
   /** The signed client of a store; throws UnknownStoreError for a store that is not configured. */
@@ -55,6 +59,7 @@ export function createDomainContext(
   return {
     db: options.db,
     chains: config.chains,
+    stores: config.stores.map((s) => ({ storeId: s.storeId, wallets: s.wallets })),
     accounts: createAccountCache(),
     clock: options.clock,
     logger: options.logger,

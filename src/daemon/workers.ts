@@ -87,7 +87,7 @@ function chainJobDeps(rt: DaemonRuntime): ChainJobDeps {
       return rpc && { db: database.db, pool: database.pool, config, rpc, metrics, logger, clock };
     },
     apply: { db: database.db, config, accounts: rt.domain.accounts, clock, unmatchedGraceMs: graceMs },
-    verify: { db: database.db, chains: config.chains, rpcs, clock, graceMs },
+    verify: { db: database.db, chains: config.chains, stores: config.stores, rpcs, clock, graceMs },
     prove: { db: database.db, config, rpcs, clock },
     metrics,
   };

@@ -265,7 +265,11 @@ async function applyBatch(
       const observe = (on: typeof tx) =>
         applyIntentSnapshot(
           on,
-          { chains: deps.chains, accounts: isolated ? new Map(deps.accounts) : deps.accounts },
+          {
+            chains: deps.chains,
+            stores: deps.stores,
+            accounts: isolated ? new Map(deps.accounts) : deps.accounts,
+          },
           {
             storeId: r.storeId,
             intent: r.intent,

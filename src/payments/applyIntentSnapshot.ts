@@ -1,5 +1,4 @@
 import { sql } from 'drizzle-orm';
-import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { storableFields, toJsonb } from '../db/storableJson.ts';
@@ -21,6 +20,7 @@ import {
   awaitsSweepHash,
   type IntentRow,
   intentRowColumns,
+  type PaymentProofDeps,
   proveIntentPayment,
 } from './proveIntentPayment.ts';
 import { provenInWallet, returnProvenFromSuspense } from './provenPaymentSuspense.ts';
@@ -59,7 +59,8 @@ export interface ApplyResult {
   findings: FindingDraft[];
 }
 
-type SnapshotDeps = { chains: ChainRegistry; accounts?: AccountCache };
+/** What rules 1, 2 and 4 need: the registry, the stores' wallets (rule 2), the account cache. */
+type SnapshotDeps = PaymentProofDeps;
 
 export async function applyIntentSnapshot(
   tx: DbExecutor,
@@ -75,14 +76,17 @@ export async function applyIntentSnapshot(
   const change = statusChange(before, intent.status, obs);
   const facts = await factsToStore(tx, intent);
   const row = await writeFacts(tx, obs, intent, facts, change);
-  const written = { id, intent, facts, row, revision: row?.confirmed_revision ?? 0 };
+  // The intent's store is its row's (set when it was first tracked), whichever store's key read
+  // it now: rules 1, 2 and 4 and the findings all book to that one store.
+  const storeId = row?.store_id ?? obs.storeId;
+  const written = { id, storeId, intent, facts, row, revision: row?.confirmed_revision ?? 0 };
 
   const findings = await checkWebhookMismatch(tx, obs.webhook, facts, row?.open_webhook_mismatch);
   findings.push(...contradictedFailure(id, change, obs.source));
   findings.push(...changedConfirmedFacts(id, intent, row));
   const ledger = await applyLedgerRules(tx, deps, obs, change, written);
   findings.push(...ledger.findings);
-  for (const finding of findings) await recordFinding(tx, finding, obs.storeId);
+  for (const finding of findings) await recordFinding(tx, finding, storeId);
   const { previousStatus, status, terminal } = change;
   const { posted, reversed, settledBy } = ledger;
   return { previousStatus, status, terminal, settled: settledBy !== null, posted, reversed, findings };
@@ -324,6 +328,8 @@ function changedConfirmedFacts(
 /** The observation as written under the lock: what the ledger rules book from. */
 interface WrittenSnapshot {
   id: string;
+  /** The intent row's store: what every rule books to. */
+  storeId: string;
   intent: CheckoutIntent;
   facts: CheckoutIntent;
   row: WrittenRow | undefined;
@@ -347,7 +353,7 @@ async function applyLedgerRules(
   written: WrittenSnapshot,
 ): Promise<LedgerOutcome> {
   if (change.status === CheckoutStatus.CONFIRMED && change.confirmedAt) {
-    const booked = await bookConfirmedIntent(tx, deps, obs, written, change.confirmedAt, change.settledBy);
+    const booked = await bookConfirmedIntent(tx, deps, written, change.confirmedAt, change.settledBy);
     return { ...booked, reversed: null };
   }
   if (isFailureStatus(change.status)) {
@@ -361,8 +367,7 @@ async function applyLedgerRules(
 async function bookConfirmedIntent(
   tx: DbExecutor,
   deps: SnapshotDeps,
-  obs: IntentObservation,
-  { id, intent, facts, row, revision }: WrittenSnapshot,
+  { id, storeId, intent, facts, row, revision }: WrittenSnapshot,
   confirmedAt: Date,
   settledBy: string | null,
 ): Promise<Omit<LedgerOutcome, 'reversed'>> {
@@ -376,7 +381,7 @@ async function bookConfirmedIntent(
     : { chainId: intent.chain_id, contract: intent.coin_contract, symbol: intent.coin_symbol };
   const booked = await bookConfirmation(tx, deps, {
     intentId: id,
-    storeId: obs.storeId,
+    storeId,
     chainId: token.chainId,
     coinContract: token.contract,
     coinSymbol: token.symbol,
@@ -420,7 +425,7 @@ async function reverseFailedConfirmation(
   tx: DbExecutor,
   deps: SnapshotDeps,
   obs: IntentObservation,
-  { id, revision }: WrittenSnapshot,
+  { id, storeId, revision }: WrittenSnapshot,
   status: CheckoutStatus,
 ): Promise<Pick<LedgerOutcome, 'reversed' | 'findings'>> {
   // The live rule-1 entry, if any: the earlier revisions are reversed already.
@@ -430,7 +435,7 @@ async function reverseFailedConfirmation(
   );
   const entryId = existing.rows[0]?.id;
   const decision = checkoutTerminalFailure({
-    storeId: obs.storeId,
+    storeId,
     intentId: id,
     status: status as CheckoutFailureStatus,
     confirmedEntryPosted: entryId !== undefined,

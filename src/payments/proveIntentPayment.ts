@@ -1,6 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { markApplied, type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
+import { merchantWalletOf } from '../chain/watchedWallets.ts';
 import type { ChainRegistry } from '../config/chainRegistry.ts';
+import type { StoreWallets } from '../config/stores.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import type { FindingDraft } from '../findings/finding.ts';
@@ -28,6 +30,16 @@ export interface ProofResult {
   matchedRowId: string | null;
   /** Every row this call matched to the intent: one, or several when the payment was split. */
   matchedRowIds: string[];
+}
+
+/**
+ * What rule 2 needs: the chain registry, the stores' wallets from STORES_FILE (a payment proves an
+ * intent only into its own store's merchant wallet) and the account cache.
+ */
+export interface PaymentProofDeps {
+  chains: ChainRegistry;
+  stores: readonly StoreWallets[];
+  accounts?: AccountCache;
 }
 
 /** The intent's columns rule 2 reads; applyIntentSnapshot passes the row its update returned. */
@@ -83,7 +95,7 @@ export const intentRowColumns = sql.raw(
  */
 export async function proveIntentPayment(
   tx: DbExecutor,
-  deps: { chains: ChainRegistry; accounts?: AccountCache },
+  deps: PaymentProofDeps,
   intentId: string,
   /** The intent as this transaction last wrote it (saves reading it again). */
   known?: IntentRow,
@@ -91,7 +103,10 @@ export async function proveIntentPayment(
   const claim = claimedPayment(intentId, known ?? (await readIntent(tx, intentId)));
   if (!claim) return noProof();
   const logs = await finalLogs(tx, claim);
-  if (logs.length === 0 || alreadyDecided(logs, intentId)) return noProof();
+  if (alreadyDecided(logs, intentId)) return noProof();
+  const foreign = notStoreWalletFinding(deps.stores, claim.intent);
+  if (foreign) return noProof([foreign]);
+  if (logs.length === 0) return noProof();
   const expected = await expectedPayment(tx, deps.chains, claim);
   const wallet = walletLogs(logs, intentId, claim.txTo, expected.token, expected.amounts);
   if (wallet.free.length === 0) {
@@ -114,6 +129,41 @@ export async function proveIntentPayment(
     findings: [...rule1.findings, ...proof.findings],
     matchedRowId: matchedRowIds[0] ?? null,
     matchedRowIds,
+  };
+}
+
+/**
+ * The finding of an intent whose tx_to is not the merchant wallet STORES_FILE lists for the intent
+ * row's store on its chain (another store's wallet, or none): a payment there proves nothing of
+ * this intent's sale, so rule 2 never books it; null when tx_to is that wallet (or the intent names
+ * no recipient or chain yet). Also read by the receipt verifier (verifyPayments).
+ */
+export function notStoreWalletFinding(
+  stores: readonly StoreWallets[],
+  intent: Pick<IntentRow, 'id' | 'store_id' | 'chain_id' | 'tx_to' | 'tx_hash' | 'tx_hash_2'>,
+): FindingDraft | null {
+  if (!intent.tx_to || intent.chain_id === null) return null;
+  const txTo = intent.tx_to.toLowerCase();
+  const storeWallet = merchantWalletOf(stores, intent.store_id, Number(intent.chain_id));
+  if (storeWallet === txTo) return null;
+  const others = stores
+    .filter((s) => s.storeId !== intent.store_id)
+    .filter((s) => merchantWalletOf(stores, s.storeId, Number(intent.chain_id)) === txTo)
+    .map((s) => s.storeId);
+  return {
+    kind: 'recipient_not_store_wallet',
+    severity: 'warning',
+    ref: { type: 'checkout_intent', id: intent.id },
+    details: {
+      chain_id: Number(intent.chain_id),
+      tx_hash: (intent.tx_hash_2 ?? intent.tx_hash)?.toLowerCase() ?? null,
+      tx_to: txTo,
+      store_wallet: storeWallet ?? null,
+      tx_to_stores: others,
+      what:
+        "tx_to is not the merchant wallet STORES_FILE lists for the intent's store on this chain: " +
+        'a payment there proves nothing of this intent (rule 2 books nothing, rule 9 books the transfer)',
+    },
   };
 }
 
@@ -250,7 +300,7 @@ function checkTransfer(
  */
 async function settleWaitingRule1(
   tx: DbExecutor,
-  deps: { chains: ChainRegistry; accounts?: AccountCache },
+  deps: PaymentProofDeps,
   claim: ClaimedPayment,
   inTransit: bigint | null,
   paid: bigint,
@@ -299,7 +349,7 @@ interface ProofTerms {
 /** Rule 2 for each paying log; the first entry it posted, and its findings. */
 async function bookProof(
   tx: DbExecutor,
-  deps: { chains: ChainRegistry; accounts?: AccountCache },
+  deps: PaymentProofDeps,
   claim: ClaimedPayment,
   paying: TransferRow[],
   terms: ProofTerms,
@@ -326,7 +376,7 @@ async function bookProof(
 /** Rule 2 for one paying log: posts its entry (null when there is none) and marks the row. */
 async function proveWithLog(
   tx: DbExecutor,
-  deps: { chains: ChainRegistry; accounts?: AccountCache },
+  deps: PaymentProofDeps,
   claim: ClaimedPayment,
   row: TransferRow,
   terms: ProofTerms,

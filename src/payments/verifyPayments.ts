@@ -3,12 +3,13 @@ import { receiptTransfers, storeReceiptTransfers } from '../chain/receiptTransfe
 import type { ChainRpc } from '../chain/rpcClients.ts';
 import type { Clock } from '../clock.ts';
 import type { ChainRegistry } from '../config/chainRegistry.ts';
+import type { StoreWallets } from '../config/stores.ts';
 import type { Db } from '../db/database.ts';
 import type { FindingDraft } from '../findings/finding.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import { paymentProven } from '../ledger/rules/chainTransferRules.ts';
-import { inTransitOf } from './proveIntentPayment.ts';
+import { inTransitOf, notStoreWalletFinding } from './proveIntentPayment.ts';
 
 /**
  * Single-transaction verification (docs/accounting.md, "Payments, payouts and the chain") for confirmed intents whose paying hash
@@ -23,6 +24,8 @@ import { inTransitOf } from './proveIntentPayment.ts';
 export interface VerifyDeps {
   db: Db;
   chains: ChainRegistry;
+  /** Each store's wallets from STORES_FILE: a payment proves an intent only into its store's merchant wallet. */
+  stores: readonly StoreWallets[];
   rpcs: Map<number, ChainRpc>;
   clock: Clock;
   /** How long after confirmation the indexer has to prove a payment before its receipt is read. */
@@ -74,6 +77,17 @@ async function verifyOne(deps: VerifyDeps, intent: Candidate): Promise<void> {
   const ref = { type: 'checkout_intent', id: intent.id };
   const receipt = await receiptTransfers(rpc, deps.chains, chainId, intent.hash as `0x${string}`);
   const findings: FindingDraft[] = [];
+  // tx_to is not the merchant wallet of the intent's store: whatever the receipt shows, it proves
+  // nothing of this intent (proveIntentPayment never books it).
+  const foreign = notStoreWalletFinding(deps.stores, {
+    id: intent.id,
+    store_id: intent.store_id,
+    chain_id: intent.chain_id,
+    tx_to: intent.tx_to,
+    tx_hash: intent.hash,
+    tx_hash_2: null,
+  });
+  if (foreign) findings.push(foreign);
   // A cause that cleared since an earlier verification (a node that lagged, a receipt read
   // again) resolves its finding; proveIntentPayment resolves them all once the payment is proven.
   const cleared: string[] = [];

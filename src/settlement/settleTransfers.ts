@@ -160,10 +160,11 @@ async function applyOne(
     for (const intent of confirmed) {
       const proof = await proveIntentPayment(
         tx,
-        { chains: deps.config.chains, accounts: deps.accounts },
+        { chains: deps.config.chains, stores: deps.config.stores, accounts: deps.accounts },
         intent.id,
       );
-      for (const f of proof.findings) await recordFinding(tx, f, to.storeIds[0] ?? null);
+      // Rule 2's findings are about the intent: its own store's (not necessarily the wallet's).
+      for (const f of proof.findings) await recordFinding(tx, f, intent.store_id);
       // A payment split over several logs matches them all at once, this row among them.
       if (proof.matchedRowIds.includes(row.id)) matched = true;
     }

@@ -105,6 +105,7 @@ export async function startPipeline(
     payments: {
       db: paymentsDb.db,
       chains: config.chains,
+      stores: config.stores,
       accounts: createAccountCache(),
       client: () => client,
       clock: sandbox.world.clock,

@@ -44,11 +44,23 @@ export interface IndexerKit {
    * Records a CONFIRMED direct payment of store st_a (no fee) paid by `txHash` to the merchant
    * wallet, as a poll would: `coins` of `token` (default 25 USDT); `net` is the reported net when
    * it should disagree with P - F (rule 1 then waits for the chain); `fee` the service fee (default
-   * 0; above 0 the payment was routed through a temporary wallet). Returns the intent id.
+   * 0; above 0 the payment was routed through a temporary wallet). `txTo` names another wallet as
+   * the payment's recipient (default: st_a's merchant wallet); `storeId` the store whose key read
+   * it (default st_a); `id` the intent's id (default a new one: pass an earlier one to observe that
+   * intent again). Returns the intent id.
    */
   confirmedIntent(
     txHash: string,
-    options?: { coins?: string; token?: 'USDT' | 'USDC'; net?: string; fee?: string; observedAt?: Date },
+    options?: {
+      coins?: string;
+      token?: 'USDT' | 'USDC';
+      net?: string;
+      fee?: string;
+      observedAt?: Date;
+      txTo?: Address;
+      storeId?: string;
+      id?: string;
+    },
   ): Promise<string>;
   rows(): Promise<TransferRowView[]>;
   /** The head, read fresh (the sandbox chain's headBlock() is cached by viem for a few seconds). */
@@ -136,7 +148,7 @@ export async function createIndexerKit(
       unmatchedGraceMs,
     }),
     async confirmedIntent(txHash, opts = {}) {
-      const id = `intent-${label}-${intents++}`;
+      const id = opts.id ?? `intent-${label}-${intents++}`;
       const coins = opts.coins ?? '25';
       const symbol = opts.token ?? 'USDT';
       const intent = {
@@ -158,7 +170,7 @@ export async function createIndexerKit(
         tx_hash: txHash,
         tx_hash_2: null,
         tx_from: null,
-        tx_to: merchant,
+        tx_to: opts.txTo ?? merchant,
         actual_paid_amount: coins,
         service_fee_amount: opts.fee ?? '0',
         net_income_amount: opts.net ?? coins,
@@ -168,8 +180,13 @@ export async function createIndexerKit(
       await db.db.transaction((tx) =>
         applyIntentSnapshot(
           tx,
-          { chains: registry, accounts },
-          { storeId: 'st_a', intent, source: 'poll', observedAt: opts.observedAt ?? new Date() },
+          { chains: registry, accounts, stores },
+          {
+            storeId: opts.storeId ?? 'st_a',
+            intent,
+            source: 'poll',
+            observedAt: opts.observedAt ?? new Date(),
+          },
         ),
       );
       return id;

@@ -21,6 +21,7 @@ const GRACE = 60_000;
 const verifyDeps = {
   db: kit.db.db,
   chains: kit.registry,
+  stores: kit.stores,
   rpcs: new Map([[CHAIN_ID, deps.rpc]]),
   clock,
   graceMs: GRACE,
@@ -70,6 +71,23 @@ describe('verifyPayments', () => {
       sql`select 1 from ledger_entries where ref_id = ${id} and kind = 'chain.payment_proven'`,
     );
     expect(proofs.rows).toEqual([]);
+  });
+
+  it("error: an intent of st_a whose tx_to and receipt are st_b's merchant wallet is a finding, never a proof", async () => {
+    const walletB = kit.stores[1]!.wallets.get(CHAIN_ID)!.merchant;
+    const hash = await pay(walletB, 25_000_000n);
+    const id = await kit.confirmedIntent(hash, { txTo: walletB, observedAt: clock.now() });
+    // Already at the confirmation: tx_to is not st_a's wallet.
+    expect((await findingsOf(id)).map((f) => f.kind)).toEqual(['recipient_not_store_wallet']);
+    clock.advance(GRACE + 1);
+    await verifyPayments(verifyDeps);
+    const findings = await findingsOf(id);
+    expect(findings.map((f) => f.kind)).toEqual(['recipient_not_store_wallet']);
+    expect(findings[0]!.details).toMatchObject({
+      tx_to: walletB.toLowerCase(),
+      store_wallet: kit.merchant.toLowerCase(),
+      tx_to_stores: ['st_b'],
+    });
   });
 
   it('behavior: a routed payment confirmed before its sweep hash is not verified against the buyer deposit', async () => {

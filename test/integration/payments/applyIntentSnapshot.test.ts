@@ -14,8 +14,19 @@ import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 const { db } = await createMigratedDatabase('apply_intent');
 const USDC = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
 const chains = createChainRegistry();
-const deps = { chains, accounts: createAccountCache() };
-const MERCHANT = `0x${'ab'.repeat(20)}`;
+const MERCHANT = `0x${'ab'.repeat(20)}` as const;
+/** st_a's wallets on Base (and chain 999, below): tx_to of the intents below is its merchant wallet. */
+const wallets = { merchant: MERCHANT, custody: `0x${'cc'.repeat(20)}` as const };
+const stores = [
+  {
+    storeId: 'st_a',
+    wallets: new Map([
+      [8453, wallets],
+      [999, wallets],
+    ]),
+  },
+];
+const deps = { chains, stores, accounts: createAccountCache() };
 
 function intent(id: string, patch: Partial<CheckoutIntent> = {}): CheckoutIntent {
   return {
@@ -991,6 +1002,7 @@ describe('applyIntentSnapshot', () => {
     expect(await open(unknownToken)).toEqual(['unknown_token']);
     const fixed = {
       chains: createChainRegistry([{ chain_id: 999, tokens: { USDC: { address: token, decimals: 6 } } }]),
+      stores,
       accounts: createAccountCache(),
     };
     const booked = await db.transaction((tx) =>

@@ -30,6 +30,7 @@ const client: SvcClient = {
 const deps: DomainContext = {
   db,
   chains: createChainRegistry(),
+  stores: [],
   accounts: createAccountCache(),
   encryptionKey: Buffer.alloc(32),
   client: () => client,

@@ -47,6 +47,7 @@ const client: SvcClient = {
 const payments: DomainContext = {
   db,
   chains: createChainRegistry(),
+  stores: [],
   accounts: createAccountCache(),
   encryptionKey: Buffer.alloc(32),
   client: () => client,

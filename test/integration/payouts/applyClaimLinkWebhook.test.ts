@@ -36,6 +36,7 @@ const feeWallet = await kit.chain.wallet('fees:31337');
 const payments: DomainContext = {
   db,
   chains: kit.registry,
+  stores: kit.stores,
   accounts: kit.accounts,
   client: () => {
     throw new Error('claim-link webhooks need no service call');

@@ -83,6 +83,7 @@ export async function startPayoutsWorld(label: string): Promise<PayoutsWorld> {
         },
       },
     ]),
+    stores: [],
     accounts: createAccountCache(),
     client: (storeId) => {
       if (storeId !== 'st_a') throw new Error(`store ${storeId} is not in STORES_FILE`);

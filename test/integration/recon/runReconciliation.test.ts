@@ -86,7 +86,7 @@ async function observe(i: CheckoutIntent): Promise<void> {
   await kit.db.db.transaction((tx) =>
     applyIntentSnapshot(
       tx,
-      { chains: kit.registry, accounts },
+      { chains: kit.registry, stores: kit.stores, accounts },
       { storeId: 'st_a', intent: i, source: 'poll', observedAt: clock.now() },
     ),
   );

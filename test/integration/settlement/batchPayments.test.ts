@@ -233,7 +233,7 @@ async function observe(id: string, status: number, changes: Partial<CheckoutInte
   await kit.db.db.transaction((tx) =>
     applyIntentSnapshot(
       tx,
-      { chains: kit.registry, accounts: kit.accounts },
+      { chains: kit.registry, stores: kit.stores, accounts: kit.accounts },
       { storeId: 'st_a', intent, source: 'poll', observedAt: clock.now() },
     ),
   );
