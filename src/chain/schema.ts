@@ -53,7 +53,9 @@ export const chainCursors = pgTable('chain_cursors', {
  *   it does not collide with the reversed entries of before (storeTransfers.ts).
  * Also indexed, outside this declaration (drizzle cannot express INCLUDE): chain_transfers_payment_ref_idx
  * on matched_ref, including value, over final payment proofs, for reconciliation's matching
- * (migration 0007).
+ * (migration 0007); chain_transfers_unmatched_out_idx on (chain_id, from_address, to_address) over
+ * final owner transfers out (rule 9), where a late-known payment return is looked for (migration
+ * 0013, rematchPaymentReturns).
  */
 export const chainTransfers = pgTable(
   'chain_transfers',

@@ -53,6 +53,8 @@ export const checkoutIntents = pgTable(
     // The chain side finds the intent a transfer pays by its hash.
     index('checkout_intents_tx_hash_idx').on(sql`lower(${t.txHash})`),
     index('checkout_intents_tx_hash_2_idx').on(sql`lower(${t.txHash2})`),
+    // Also, in custom SQL (migration 0013): checkout_intents_sent_back_paid_idx on chain_id over
+    // the intents sent back or failed that name a payment (rematchPaymentReturns).
   ],
 );
 

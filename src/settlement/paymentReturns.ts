@@ -10,10 +10,15 @@ import type { Config } from '../config/loadConfig.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
-import { postEntry } from '../ledger/postEntry.ts';
+import { postEntry, reverseEntry } from '../ledger/postEntry.ts';
 import { chainTransferId } from '../ledger/rules/chainTransferFact.ts';
-import { paymentReturned, unmatchedTransfer } from '../ledger/rules/chainTransferRules.ts';
+import {
+  paymentReturned,
+  unmatchedTransfer,
+  unmatchedTransferKey,
+} from '../ledger/rules/chainTransferRules.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
+import type { SettlementDeps } from './settlementDeps.ts';
 
 /**
  * A final transfer out of a merchant wallet that sends an intent's payment back to its payer: the
@@ -118,6 +123,192 @@ export async function applyPaymentReturn(
   // The arrival now belongs to that intent: no other intent's proof may take it (proveIntentPayment).
   await tx.execute(sql`update chain_transfers set matched_ref = ${intentId} where id = ${paid.id}::bigint`);
   return { kind: 'applied' };
+}
+
+/**
+ * The pairs that became recognisable too late: a direct payment and its return, both booked to
+ * rule 9 (the payment to suspense, the return as an owner withdrawal: `transfer_out_unmatched`)
+ * because the intent that names the payment was not known as sent back when they were settled (a
+ * webhook delayed, a poll late, past the grace). Once the intent is known as sent back (SEND_BACK)
+ * or failed, each such pair is re-matched as applyPaymentReturn would have matched it: the
+ * return's rule-9 entry is reversed (dated as it was), the return is booked as
+ * `chain.payment_returned` (clearing the arrival's suspense, in the arrival's store), both
+ * unmatched findings resolve, and the rows say so (the return `payment_returned`, the arrival
+ * owned by the intent). Returns how many pairs it re-matched.
+ *
+ * Set-based: one statement finds the candidates, from the intents sent back or failed that name a
+ * payment (a partial index) whose arrival is in suspense and no proof or return took it (a return
+ * gives the arrival its intent as matched_ref), with an owner transfer out of the wallet it
+ * reached back to its payer, same token and amount, later (another partial index; both in
+ * migration 0013). Then one transaction per intent, which locks the intent first (FOR UPDATE: the
+ * intent side's order) and the two transfer rows with SKIP LOCKED (never waiting on a transfer
+ * while holding the intent, so no cycle with a matcher that holds a transfer and waits for the
+ * intent), and checks everything again under those locks: any number of settlement workers may
+ * run it at once, and a pair is re-matched once (one return per intent, as applyPaymentReturn).
+ */
+export async function rematchPaymentReturns(
+  deps: Pick<SettlementDeps, 'db' | 'config' | 'accounts'>,
+  chainId: number,
+  merchants: readonly string[],
+  options: { limit?: number } = {},
+): Promise<number> {
+  if (merchants.length === 0) return 0;
+  const wallets = sql.join(
+    merchants.map((m) => sql`${m.toLowerCase()}`),
+    sql`, `,
+  );
+  // The intents first (materialized), then each one's transfers by hash (OFFSET 0 keeps that a
+  // lookup per intent): the planner cannot know how few failed intents name a payment, and left to
+  // itself would read chain_transfers whole. Its estimate is still far above the truth, so JIT,
+  // which would cost more than the query, is off for it.
+  const rows = await deps.db.transaction(async (tx) => {
+    await tx.execute(sql`set local jit = off`);
+    const found = await tx.execute<{ intent_id: string }>(sql`
+      with sent_back as materialized (
+        select i.id, i.chain_id, array_remove(array[lower(i.tx_hash), lower(i.tx_hash_2)], null) as hashes
+        from checkout_intents i
+        -- SEND_BACK (5) or a failure, with a payment: checkout_intents_sent_back_paid_idx's predicate.
+        where i.chain_id = ${chainId} and (i.status = 5 or i.status < 0)
+          and (i.tx_hash is not null or i.tx_hash_2 is not null))
+      select s.id as intent_id from sent_back s
+      where exists (
+        select 1 from (
+          select * from chain_transfers t
+          where t.chain_id = s.chain_id and t.tx_hash = any(s.hashes)
+          offset 0) p
+        where ${inSuspenseUnclaimed(sql`p`)} and p.to_address in (${wallets})
+          and exists (${laterOwnerTransferOut(sql`p`)}))
+      order by s.id
+      limit ${options.limit ?? 100}`);
+    return found.rows;
+  });
+  let rematched = 0;
+  for (const { intent_id } of rows) {
+    if (await deps.db.transaction((tx) => rematchIntent(tx, deps, intent_id, wallets))) rematched++;
+  }
+  return rematched;
+}
+
+/** `p` is final, booked to suspense by rule 9, and no proof or return has taken it. */
+function inSuspenseUnclaimed(p: SQL) {
+  return sql`${p}.state = 'final' and ${p}.matched_ref is null
+    and ${p}.matched_as like '%transfer_in_unmatched%' and ${p}.matched_as not like '%payment%'`;
+}
+
+/**
+ * The transfers booked as owner withdrawals (rule 9 out, nothing else) that mirror payment `p`:
+ * from the wallet it reached back to its sender, same token and amount, after it on chain; the
+ * earliest first. Served by chain_transfers_unmatched_out_idx.
+ */
+function laterOwnerTransferOut(p: SQL) {
+  return sql`select r.id from chain_transfers r
+    where r.chain_id = ${p}.chain_id and r.from_address = ${p}.to_address and r.to_address = ${p}.from_address
+      and r.state = 'final' and r.matched_as = 'transfer_out_unmatched'
+      and r.token = ${p}.token and r.value = ${p}.value
+      and (r.block_number, r.log_index) > (${p}.block_number, ${p}.log_index)
+    order by r.block_number, r.log_index`;
+}
+
+/** One intent's re-match, in its own transaction; whether it re-matched a pair. */
+async function rematchIntent(
+  tx: DbExecutor,
+  deps: Pick<SettlementDeps, 'config' | 'accounts'>,
+  intentId: string,
+  wallets: SQL,
+): Promise<boolean> {
+  // The intent first, waiting for it (the intent side's order); its status and hashes as committed.
+  const intent = (
+    await tx.execute<{ status: number | null; chain_id: string; hashes: string[] }>(sql`
+      select status, chain_id::text,
+             array_remove(array[lower(tx_hash), lower(tx_hash_2)], null) as hashes
+      from checkout_intents where id = ${intentId} for update`)
+  ).rows[0];
+  if (!intent || !isSentBack(intent.status) || intent.hashes.length === 0) return false;
+  // Its arrivals in suspense, then each one's earliest owner transfer back: rows another worker
+  // holds are skipped (it is matching them now; a later pass looks again).
+  const arrivals = (
+    await tx.execute<TransferRow>(sql`
+      select ${transferColumns} from chain_transfers p
+      where p.chain_id = ${intent.chain_id}::bigint and p.tx_hash = any(${sql.param(intent.hashes)}::text[])
+        and ${inSuspenseUnclaimed(sql`p`)} and p.to_address in (${wallets})
+      order by p.block_number, p.log_index
+      for update skip locked`)
+  ).rows;
+  for (const paid of arrivals) {
+    const returned = (
+      await tx.execute<TransferRow>(sql`
+        select ${transferColumns} from chain_transfers r
+        where r.chain_id = ${paid.chain_id}::bigint and r.from_address = ${paid.to_address}
+          and r.to_address = ${paid.from_address} and r.state = 'final' and r.matched_as = 'transfer_out_unmatched'
+          and r.token = ${paid.token} and r.value = ${paid.value}::numeric
+          and (r.block_number, r.log_index) > (${paid.block_number}::bigint, ${paid.log_index}::int)
+        order by r.block_number, r.log_index
+        limit 1
+        for update skip locked`)
+    ).rows[0];
+    if (!returned) continue;
+    // One return per intent: another of its payments may have been returned already.
+    if ((await tx.execute(sql`${returnOf(sql`${intentId}`)}`)).rows.length > 0) return false;
+    if (await rebookReturn(tx, deps, intentId, paid, returned)) return true;
+  }
+  return false;
+}
+
+/**
+ * The re-match itself, under the locks: the return's owner transfer (rule 9 out) is reversed, the
+ * return is booked as chain.payment_returned in the arrival's store (as applyPaymentReturn books
+ * it), the two unmatched findings resolve, and the rows name the intent. False (nothing written)
+ * for rows rule 9 could not have booked: a token outside the registry, no store.
+ */
+async function rebookReturn(
+  tx: DbExecutor,
+  deps: Pick<SettlementDeps, 'config' | 'accounts'>,
+  intentId: string,
+  paid: TransferRow,
+  returned: TransferRow,
+): Promise<boolean> {
+  const token = deps.config.chains.token(Number(returned.chain_id), returned.token);
+  // The return clears the suspense the arrival was booked to, in that store (a merchant wallet may
+  // be shared by stores; the arrival went to the store of its intent, or the wallet's first).
+  const arrivalStore = paid.store_id ?? returned.store_id;
+  if (!token || !arrivalStore) return false;
+  const paidFact = transferFact(paid);
+  const returnedFact = transferFact(returned);
+  const ownerTransfer = (
+    await tx.execute<{ id: string }>(sql`
+      select id::text from ledger_entries where idempotency_key = ${unmatchedTransferKey(returnedFact, 'out')}`)
+  ).rows[0];
+  if (ownerTransfer) {
+    await reverseEntry(
+      tx,
+      BigInt(ownerTransfer.id),
+      `the payment of intent ${intentId}, sent back: not an owner transfer`,
+    );
+  }
+  const outcome = paymentReturned({
+    storeId: arrivalStore,
+    intentId,
+    returned: returnedFact,
+    paid: paidFact,
+    token,
+  });
+  if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+  await resolveFinding(tx, 'unmatched_transfer_in', {
+    type: 'chain_transfer',
+    id: chainTransferId(paidFact),
+  });
+  await resolveFinding(tx, 'unmatched_transfer_out', {
+    type: 'chain_transfer',
+    id: chainTransferId(returnedFact),
+  });
+  await markApplied(tx, returned.id, ['payment_returned'], intentId, arrivalStore);
+  await tx.execute(sql`update chain_transfers set matched_ref = ${intentId} where id = ${paid.id}::bigint`);
+  return true;
+}
+
+/** A status that says the service sends the payment back, or kept it for a failed intent. */
+function isSentBack(status: number | null): boolean {
+  return status === CheckoutStatus.SEND_BACK || (status !== null && status < 0);
 }
 
 /** The transfer already booked as the return of this intent's payment (not orphaned), if any. */

@@ -14,7 +14,7 @@ import { unmatchedTransfer, type WatchedWalletRole } from '../ledger/rules/chain
 import { proveIntentPayment } from '../payments/proveIntentPayment.ts';
 import { applyCustodyOutflow } from './claimLinkFunding.ts';
 import { applyClaimLinkTransfer } from './claimLinkPoolOutflow.ts';
-import { applyPaymentReturn } from './paymentReturns.ts';
+import { applyPaymentReturn, rematchPaymentReturns } from './paymentReturns.ts';
 import type { SettlementDeps } from './settlementDeps.ts';
 import { unwindOrphaned } from './unwindOrphaned.ts';
 
@@ -29,12 +29,17 @@ import { unwindOrphaned } from './unwindOrphaned.ts';
  * `unmatchedGraceMs` (the webhook or poll may still be on its way) before it goes to suspense; a
  * later confirmation moves it from suspense to the intent (proveIntentPayment).
  *
+ * A payment sent back and its return that both went to rule 9 before the intent was known as sent
+ * back are re-matched once it is (rematchPaymentReturns): the owner transfer is reversed and the
+ * return clears the suspense.
+ *
  * Rows are matched in block and log order, and a funding that teaches a new pool wallet adds it
  * to this batch's watched set before the next row: a pool funded and refunded (or claimed) within
  * one batch, as after downtime, is matched as if each transfer had come in a batch of its own.
  */
 
 export interface ApplyOutcome {
+  /** Rows booked (or decided to book nothing), and payment returns re-matched after rule 9. */
   applied: number;
   deferred: number;
   unwound: number;
@@ -90,6 +95,10 @@ export async function settleTransfers(
       if (pool) byAddress.set(pool.address, pool);
     }
   }
+  // A payment sent back whose intent we learnt as sent back only after both it and its return went
+  // to rule 9 (suspense, owner transfer): the pair is re-matched now, each re-match counted applied.
+  const merchantAddresses = wallets.filter((w) => w.role === 'merchant').map((w) => w.address);
+  outcome.applied += await rematchPaymentReturns(deps, chainId, merchantAddresses, { limit });
   return outcome;
 }
 

@@ -49,12 +49,43 @@ async function openFindings(txHash: string): Promise<string[]> {
   return rows.map((r) => r.kind);
 }
 
-async function suspense(): Promise<bigint> {
+async function usdc(kind: string): Promise<bigint> {
   let sum = 0n;
   for (const b of await balances(kit.db.db, { storeId: 'st_a' })) {
-    if (b.symbol === 'USDC' && b.code.startsWith('assets:suspense')) sum += b.balance;
+    if (b.symbol === 'USDC' && b.code.startsWith(`${kind}:`)) sum += b.balance;
   }
   return sum;
+}
+
+const suspense = () => usdc('assets:suspense');
+
+/** The matcher once every grace is over: whatever nothing explains goes to rule 9. */
+function applyLate() {
+  clock.set(new Date(Date.now() + 2 * GRACE));
+  return settleTransfers(applyDeps, CHAIN_ID);
+}
+
+async function matchedRows(...hashes: string[]) {
+  const { rows } = await kit.db.db.execute<{
+    tx_hash: string;
+    matched_as: string | null;
+    matched_ref: string | null;
+  }>(sql`select tx_hash, matched_as, matched_ref from chain_transfers
+         where tx_hash in (${sql.join(
+           hashes.map((h) => sql`${h}`),
+           sql`, `,
+         )}) and state = 'final' order by block_number, log_index`);
+  return rows;
+}
+
+async function entryKinds(...hashes: string[]): Promise<string[]> {
+  const { rows } = await kit.db.db.execute<{ kind: string }>(sql`
+    select kind from ledger_entries
+    where ref_type = 'chain_transfer' and split_part(ref_id, ':', 2) in (${sql.join(
+      hashes.map((h) => sql`${h}`),
+      sql`, `,
+    )}) order by id`);
+  return rows.map((r) => r.kind);
 }
 
 describe('a payment sent back out of the merchant wallet', () => {
@@ -95,6 +126,86 @@ describe('a payment sent back out of the merchant wallet', () => {
     expect(await suspense()).toBe(suspenseBefore - X);
     expect(await openFindings(underpaid.txHash)).toEqual(['unmatched_transfer_in']);
     expect(await openFindings(returned.txHash)).toEqual(['reorged_transfer']);
+    for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
+  });
+});
+
+describe('a payment sent back whose intent is learnt only after both transfers went to rule 9', () => {
+  it('behavior: the pair is re-matched once the intent is known as sent back: the owner transfer is reversed and the suspense cleared, once', async () => {
+    await applyLate(); // what the test above left waiting goes to rule 9 first
+    const payer = await kit.chain.wallet('payer:late');
+    await kit.chain.mint('USDC', payer, 100_000_000n);
+    const paid = await kit.chain.transfer('USDC', 'payer:late', kit.merchant, X);
+    const returned = await kit.chain.transfer('USDC', 'merchant:st_a', payer, X);
+    await indexUntilFinal();
+    const before = { suspense: await suspense(), owner: await usdc('equity:owner_transfers') };
+
+    // No intent names the payment yet (a webhook delayed, a poll late): after the grace, the
+    // payment goes to suspense and its return is an owner withdrawal, as rule 9 says.
+    expect(await applyLate()).toEqual({ applied: 2, deferred: 0, unwound: 0 });
+    expect(await matchedRows(paid.txHash, returned.txHash)).toEqual([
+      { tx_hash: paid.txHash, matched_as: 'transfer_in_unmatched', matched_ref: null },
+      { tx_hash: returned.txHash, matched_as: 'transfer_out_unmatched', matched_ref: null },
+    ]);
+    expect(await suspense()).toBe(before.suspense - X);
+    expect(await usdc('equity:owner_transfers')).toBe(before.owner + X);
+
+    // The intent is learnt now, sent back: the pair is recognisable, and the next pass re-matches it.
+    await intent('ci_late_send_back', CheckoutStatus.SEND_BACK, paid.txHash);
+    expect(await applyNow()).toEqual({ applied: 1, deferred: 0, unwound: 0 });
+    expect(await matchedRows(paid.txHash, returned.txHash)).toEqual([
+      { tx_hash: paid.txHash, matched_as: 'transfer_in_unmatched', matched_ref: 'ci_late_send_back' },
+      { tx_hash: returned.txHash, matched_as: 'payment_returned', matched_ref: 'ci_late_send_back' },
+    ]);
+    expect(await entryKinds(paid.txHash, returned.txHash)).toEqual([
+      'chain.transfer_in_unmatched',
+      'chain.transfer_out_unmatched',
+      'chain.transfer_out_unmatched.reversal',
+      'chain.payment_returned',
+    ]);
+    expect(await suspense()).toBe(before.suspense);
+    expect(await usdc('equity:owner_transfers')).toBe(before.owner);
+    expect(await openFindings(paid.txHash)).toEqual([]);
+    expect(await openFindings(returned.txHash)).toEqual([]);
+
+    // Once: the next passes, and the intent's failure after SEND_BACK, change nothing.
+    expect(await applyNow()).toEqual({ applied: 0, deferred: 0, unwound: 0 });
+    await kit.db.db.execute(
+      sql`update checkout_intents set status = ${CheckoutStatus.UNDERPAID} where id = 'ci_late_send_back'`,
+    );
+    expect(await applyLate()).toEqual({ applied: 0, deferred: 0, unwound: 0 });
+    expect(await entryKinds(paid.txHash, returned.txHash)).toHaveLength(4);
+
+    // The return's block leaves the chain: rule 3 reverses the return, the owner transfer stays
+    // reversed, and the payment is in suspense again with its finding open.
+    await kit.db.db.execute(sql`update chain_transfers set state = 'orphaned', orphaned_at = now()
+      where tx_hash = ${returned.txHash}`);
+    expect(await applyNow()).toMatchObject({ unwound: 1 });
+    expect(await suspense()).toBe(before.suspense - X);
+    expect(await usdc('equity:owner_transfers')).toBe(before.owner);
+    expect(await openFindings(paid.txHash)).toEqual(['unmatched_transfer_in']);
+    for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
+  });
+
+  it('behavior: two matchers at once re-match a pair once', async () => {
+    const payer = await kit.chain.wallet('payer:twice');
+    await kit.chain.mint('USDC', payer, 100_000_000n);
+    const paid = await kit.chain.transfer('USDC', 'payer:twice', kit.merchant, X);
+    const returned = await kit.chain.transfer('USDC', 'merchant:st_a', payer, X);
+    await indexUntilFinal();
+    expect(await applyLate()).toMatchObject({ applied: 2, deferred: 0 });
+    const before = { suspense: await suspense(), owner: await usdc('equity:owner_transfers') };
+    await intent('ci_late_failed', CheckoutStatus.REJECTED, paid.txHash);
+    const outcomes = await Promise.all([applyNow(), applyNow(), applyNow()]);
+    expect(outcomes.reduce((n, o) => n + o.applied, 0)).toBe(1);
+    expect(await entryKinds(paid.txHash, returned.txHash)).toEqual([
+      'chain.transfer_in_unmatched',
+      'chain.transfer_out_unmatched',
+      'chain.transfer_out_unmatched.reversal',
+      'chain.payment_returned',
+    ]);
+    expect(await suspense()).toBe(before.suspense + X);
+    expect(await usdc('equity:owner_transfers')).toBe(before.owner - X);
     for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
   });
 });
