@@ -36,7 +36,7 @@ export interface ChainDouble {
   send(transfer: SimTransfer): void;
   /** Mines one block at `time` (seconds) with every pending transfer. */
   mine(time: bigint): void;
-  /** Drops the last `depth` blocks; their transfers go back to pending, to be mined again. */
+  /** Replaces the last `depth` blocks by others; the first of them includes their transfers again. */
   reorg(depth: number): void;
   head(): bigint;
   /** What balanceOf(wallet) answers at the head, or at `block`. */
@@ -137,10 +137,21 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
       pending = [];
     },
     reorg(depth) {
+      // As a real reorg: the last blocks are replaced at once by as many others (new hashes, the
+      // same times), the first of which includes again what the dropped ones held.
       const keep = Math.max(1, blocks.length - depth);
       const dropped = blocks.splice(keep);
       fork++;
-      pending = [...dropped.flatMap((b) => b.transfers), ...pending];
+      let again = dropped.flatMap((b) => b.transfers);
+      for (const old of dropped) {
+        blocks.push({
+          number: old.number,
+          hash: blockHash(old.number, fork),
+          timestamp: old.timestamp,
+          transfers: again,
+        });
+        again = [];
+      }
     },
     head: () => headBlock().number,
     balanceOf(token, wallet, block) {

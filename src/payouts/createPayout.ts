@@ -271,12 +271,15 @@ export function resolveChain(chains: ChainRegistry, chain: number | string): num
  */
 async function recordPayout(deps: DomainContext, request: ValidPayoutRequest): Promise<PayoutRecord> {
   const id = `po_${randomBytes(12).toString('hex')}`;
+  // Dated by the injected clock, not the database's: funding matched by amount compares these
+  // with block times (src/settlement/claimLinkFunding.ts), and every time rule reads one clock.
+  const now = deps.clock.now().toISOString();
   await deps.db.execute(sql`
     insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address,
-                         receiver_email, sender_name, sender_message, create_outcome)
+                         receiver_email, sender_name, sender_message, create_outcome, created_at, updated_at)
     values (${id}, ${request.storeId}, ${request.referenceId}, ${request.amount}, ${StableCoin[request.coin]},
             ${request.chainId}, ${request.token.address}, ${request.receiverEmail}, ${request.senderName},
-            ${request.senderMessage}, 'pending')
+            ${request.senderMessage}, 'pending', ${now}::timestamptz, ${now}::timestamptz)
     on conflict (store_id, reference_id) do nothing`);
   const payout = await findPayout(deps.db, { storeId: request.storeId, referenceId: request.referenceId });
   if (!payout)
@@ -303,7 +306,7 @@ async function recordPayout(deps: DomainContext, request: ValidPayoutRequest): P
  */
 async function countAttempt(deps: DomainContext, payoutId: string): Promise<number> {
   const { rows } = await deps.db.execute<{ attempts: number }>(sql`
-    update payouts set attempts = attempts + 1, updated_at = now(),
+    update payouts set attempts = attempts + 1, updated_at = ${deps.clock.now().toISOString()}::timestamptz,
       create_outcome = case when create_outcome = 'failed' then 'pending' else create_outcome end
     where id = ${payoutId} returning attempts`);
   return rows[0]?.attempts ?? 0;
@@ -325,7 +328,7 @@ async function recordError(
 ): Promise<PayoutView['createOutcome'] | undefined> {
   try {
     const { rows } = await deps.db.execute<{ create_outcome: PayoutView['createOutcome'] }>(sql`
-      update payouts set last_error = ${reason}, updated_at = now(),
+      update payouts set last_error = ${reason}, updated_at = ${deps.clock.now().toISOString()}::timestamptz,
              create_outcome = case when create_outcome = 'created' then create_outcome
                                    when ${outcome}::text = 'failed' and attempts <> ${expectedAttempts} then 'unknown'
                                    else coalesce(${outcome}::text, create_outcome) end
@@ -356,7 +359,7 @@ async function recordUnsettled(
   try {
     const sealed = sealResult(deps, result);
     await deps.db.execute(sql`
-      update payouts set last_error = ${reason}, create_outcome = 'unknown', updated_at = now(),
+      update payouts set last_error = ${reason}, create_outcome = 'unknown', updated_at = ${deps.clock.now().toISOString()}::timestamptz,
              funding_tx_hash = coalesce(funding_tx_hash, ${result.funding_tx_hash}),
              funded_amount = coalesce(funded_amount, ${result.funded_amount}),
              claim_token_enc = coalesce(claim_token_enc, ${sealed.tokenEnc}),
@@ -461,7 +464,7 @@ async function settleCreated(
           funded_amount = coalesce(funded_amount, ${result.funded_amount}),
           claim_token_enc = coalesce(claim_token_enc, ${sealed.tokenEnc}),
           claim_url_enc = coalesce(claim_url_enc, ${sealed.urlEnc}),
-          updated_at = now()
+          updated_at = ${deps.clock.now().toISOString()}::timestamptz
         where id = ${payoutId}`);
       const merged = await findPayout(tx, { id: payoutId });
       if (!merged) throw new Error(`payout ${payoutId} vanished`);
@@ -484,7 +487,7 @@ async function settleCreated(
         idempotent_hit = ${result.idempotent_hit},
         create_outcome = 'created',
         last_error = null,
-        updated_at = now()
+        updated_at = ${deps.clock.now().toISOString()}::timestamptz
       where id = ${payoutId}`);
     const created = await findPayout(tx, { id: payoutId });
     if (!created) throw new Error(`payout ${payoutId} vanished`);
