@@ -36,7 +36,7 @@ export interface ChainDouble {
   send(transfer: SimTransfer): void;
   /** Mines one block at `time` (seconds) with every pending transfer. */
   mine(time: bigint): void;
-  /** Replaces the last `depth` blocks by others; the first of them includes their transfers again. */
+  /** Replaces the last `depth` blocks by others (new hashes) holding the same transfers. */
   reorg(depth: number): void;
   head(): bigint;
   /** What balanceOf(wallet) answers at the head, or at `block`. */
@@ -138,20 +138,12 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
     },
     reorg(depth) {
       // As a real reorg: the last blocks are replaced at once by as many others (new hashes, the
-      // same times), the first of which includes again what the dropped ones held.
+      // same times), each including again what the block it replaces held: a transfer is never
+      // in a block older than the one it was first sent into.
       const keep = Math.max(1, blocks.length - depth);
       const dropped = blocks.splice(keep);
       fork++;
-      let again = dropped.flatMap((b) => b.transfers);
-      for (const old of dropped) {
-        blocks.push({
-          number: old.number,
-          hash: blockHash(old.number, fork),
-          timestamp: old.timestamp,
-          transfers: again,
-        });
-        again = [];
-      }
+      for (const old of dropped) blocks.push({ ...old, hash: blockHash(old.number, fork) });
     },
     head: () => headBlock().number,
     balanceOf(token, wallet, block) {

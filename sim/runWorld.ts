@@ -111,10 +111,14 @@ export async function runWorld(
   const chain = createChainDouble(SIM_CHAIN_ID, FINALITY_DEPTH);
   /** The transfers the service made itself (claim links), as they were sent. */
   const serviceSent: SimTransfer[] = [];
-  const service = createServiceDouble(world, (t) => {
-    serviceSent.push(t);
-    chain.send(t);
-  });
+  const service = createServiceDouble(
+    world,
+    (t) => {
+      serviceSent.push(t);
+      chain.send(t);
+    },
+    () => chain.mine(BigInt(Math.floor((EPOCH_MS + now) / 1000))),
+  );
   const rpc = chain.rpc();
   const metrics = createMetrics();
   const transfers = worldTransfers(world);

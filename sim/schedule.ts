@@ -19,7 +19,17 @@ export type SimEvent =
   /** One indexer pass and the settlement of what became final (the chain job). */
   | { k: 'index'; t: number; crash?: number }
   /** The service delivers a webhook it sent at `sentAt`, and a worker processes what is waiting. */
-  | { k: 'webhook'; t: number; sentAt: number; intent: string; id: string; crash?: number; batch: number }
+  | {
+      k: 'webhook';
+      t: number;
+      sentAt: number;
+      intent: string;
+      id: string;
+      crash?: number;
+      batch: number;
+      /** The intent's last notification, which the service delivers in the end: never shrunk away. */
+      last?: true;
+    }
   /** One poll of an intent; its reads lag `lag` ms behind, or fail. */
   | { k: 'poll'; t: number; intent: string; lag: number; fail: false | '5xx' | '429'; crash?: number }
   /** stablebooks creates a payout (`payouts create`), or runs the same create again. */
@@ -148,6 +158,7 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
           id,
           crash: crash(),
           batch: int(1, 8),
+          ...(last ? { last: true as const } : {}),
         });
       }
     }

@@ -40,12 +40,17 @@ interface LinkState {
 
 /**
  * `send` puts the service's own transfers on the chain: a link's funding and fee sweep when it is
- * created, its claim, its refund on cancel or expiry.
+ * created, its claim, its refund on cancel or expiry; `settle` mines a block (a funding is mined
+ * before the create call answers).
  */
 /** Claim links expire 14 days after their funding. */
 const EXPIRY_MS = 14 * 86_400_000;
 
-export function createServiceDouble(world: World, send: (t: SimTransfer) => void): ServiceDouble {
+export function createServiceDouble(
+  world: World,
+  send: (t: SimTransfer) => void,
+  settle: () => void,
+): ServiceDouble {
   const byId = new Map(world.intents.map((i) => [i.id, i]));
   const merchantOf = new Map(world.stores.map((s) => [s.storeId, s.merchant]));
 
@@ -194,6 +199,8 @@ export function createServiceDouble(world: World, send: (t: SimTransfer) => void
             links.set(p.linkId, link);
             transfer(p, custodyOf.get(storeId) as `0x${string}`, p.pool, p.A + p.F, p.fundingTx);
             if (p.F > 0n) transfer(p, p.pool, world.feeWallet, p.F, p.sweepTx);
+            // The create call blocks while the funding settles: it is in a block before any answer.
+            settle();
             if (p.lostAnswer)
               throw new SvcTransportError(
                 'claim_links.create',

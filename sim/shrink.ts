@@ -3,7 +3,8 @@ import type { SimEvent } from './schedule.ts';
 /**
  * Delta debugging over a failing event list: removes ever smaller chunks of events while the run
  * still fails, and returns a list from which no single event can be removed (within the budget).
- * Sends are the world's ground truth (a return needs its payment on chain) and are never removed.
+ * Sends are the world's ground truth (a return needs its payment on chain), and an intent's last
+ * webhook is one the service delivers in the end: neither is removed.
  */
 export async function shrinkEvents(
   events: readonly SimEvent[],
@@ -11,7 +12,7 @@ export async function shrinkEvents(
   budget = { runs: 150 },
 ): Promise<SimEvent[]> {
   let current = [...events];
-  const removable = () => current.filter((e) => e.k !== 'send');
+  const removable = () => current.filter((e) => e.k !== 'send' && !(e.k === 'webhook' && e.last));
   let chunks = 2;
   while (budget.runs > 0) {
     const candidates = removable();
