@@ -197,7 +197,8 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     for (let i = 0; i + 1 < events.length; i++) {
       const a = events[i] as SimEvent;
       const b = events[i + 1] as SimEvent;
-      if (a.k === 'webhook' && b.k === 'webhook' && chance(0.3)) {
+      // Never delivered before it was sent: b takes a's time only when it was sent by then.
+      if (a.k === 'webhook' && b.k === 'webhook' && b.sentAt <= a.t && chance(0.3)) {
         events[i] = { ...b, t: a.t };
         events[i + 1] = { ...a, t: b.t };
       }

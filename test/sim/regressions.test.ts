@@ -16,6 +16,9 @@ const FAILED_ONCE: Array<{ seed: string; faults?: string }> = [
   // a shared merchant wallet booked a failed intent's kept payment to the other store
   { seed: '12' },
   { seed: '36' },
+  // a send-back learnt after the grace left suspense and an owner withdrawal
+  { seed: '28' },
+  { seed: '70' },
   // a reorg of a proof after a failure had moved the proven money to suspense: suspense twice
   { seed: '7', faults: 'reorg,contradict' },
   { seed: '37', faults: 'reorg,contradict' },
