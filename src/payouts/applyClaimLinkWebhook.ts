@@ -146,7 +146,7 @@ export async function applyClaimLinkWebhook(
     );
   }
   await tx.execute(sql`
-    update payouts set refund_tx_hash = coalesce(refund_tx_hash, ${refundTxHash}), updated_at = now()
+    update payouts set refund_tx_hash = coalesce(refund_tx_hash, ${refundTxHash}), updated_at = greatest(updated_at, now())
     where id = ${payout.id}`);
   const closed = await markCancelled(tx, deps, payout.id, 'webhook');
   // An earlier webhook for this link, read before the link was known, raised this finding.

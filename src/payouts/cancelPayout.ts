@@ -53,7 +53,7 @@ export async function cancelPayout(
         await deps.db.execute(sql`
           update payouts set link_status = ${status},
                  claimed_reported_at = coalesce(claimed_reported_at, ${reportedAt}::timestamptz),
-                 updated_at = now()
+                 updated_at = greatest(updated_at, now())
           where id = ${payout.id}`);
       }
       throw new PayoutStateError(

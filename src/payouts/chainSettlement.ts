@@ -5,7 +5,9 @@ import type { DbExecutor } from '../db/database.ts';
  * What the chain side of a claim link (src/settlement) changes in its payout row: the funding it
  * saw, the claim, the refund, and the undoing of the last two when a reorg orphans them. The
  * payouts table is written only through functions of src/payouts; these run in the settlement's
- * transaction, beside the entry they go with.
+ * transaction, beside the entry they go with. updated_at never moves back: createPayout dates a
+ * row's attempts by the injected clock, which funding matched by amount compares with block times,
+ * and a later write by the database's clock must not pull that date back.
  */
 
 /**
@@ -26,7 +28,7 @@ export async function recordFunding(
       funded_at = case when funding_tx_hash is null
                        then least(funded_at, ${funding.blockTime.toISOString()}::timestamptz)
                        else funded_at end,
-      updated_at = now()
+      updated_at = greatest(updated_at, now())
     where id = ${payoutId}`);
 }
 
@@ -37,13 +39,13 @@ export async function recordFunding(
 export async function markClaimed(tx: DbExecutor, payoutId: string, claimedAt: Date): Promise<void> {
   await tx.execute(sql`
     update payouts set claimed_at = ${claimedAt.toISOString()}::timestamptz, link_status = 'claimed',
-      expired_at = null, updated_at = now()
+      expired_at = null, updated_at = greatest(updated_at, now())
     where id = ${payoutId}`);
 }
 
 /** The claim's transfer was orphaned by a reorg: the link is open again. */
 export async function unmarkClaimed(tx: DbExecutor, claimLinkId: string): Promise<void> {
-  await tx.execute(sql`update payouts set claimed_at = null, link_status = 'link_sent', updated_at = now()
+  await tx.execute(sql`update payouts set claimed_at = null, link_status = 'link_sent', updated_at = greatest(updated_at, now())
     where claim_link_id = ${claimLinkId}`);
 }
 
@@ -56,12 +58,12 @@ export async function markRefunded(
 ): Promise<void> {
   await tx.execute(sql`
     update payouts set refunded_at = ${refundedAt.toISOString()}::timestamptz,
-      refund_tx_hash = coalesce(refund_tx_hash, ${txHash}), updated_at = now()
+      refund_tx_hash = coalesce(refund_tx_hash, ${txHash}), updated_at = greatest(updated_at, now())
     where id = ${payoutId}`);
 }
 
 /** The refund's transfer was orphaned by a reorg: the refund is awaited again. */
 export async function unmarkRefunded(tx: DbExecutor, claimLinkId: string): Promise<void> {
-  await tx.execute(sql`update payouts set refunded_at = null, updated_at = now()
+  await tx.execute(sql`update payouts set refunded_at = null, updated_at = greatest(updated_at, now())
     where claim_link_id = ${claimLinkId}`);
 }

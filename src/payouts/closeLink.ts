@@ -65,7 +65,7 @@ export async function markCancelled(
   }
   await tx.execute(sql`
     update payouts set link_status = 'cancelled', cancelled_at = ${cancelledAt.toISOString()}::timestamptz,
-           updated_at = now()
+           updated_at = greatest(updated_at, now())
     where id = ${payoutId}`);
   const updated = await findPayout(tx, { id: payoutId });
   if (!updated) throw new Error(`payout ${payoutId} vanished`);

@@ -73,7 +73,7 @@ export async function markExpired(
   if (!outcome.entry) return false;
   await tx.execute(sql`
       update payouts set expired_at = ${outcome.entry.occurredAt.toISOString()}::timestamptz,
-             link_status = 'expired', updated_at = now()
+             link_status = 'expired', updated_at = greatest(updated_at, now())
       where id = ${id}`);
   try {
     await postEntry(tx, outcome.entry, { accounts: deps.accounts });

@@ -22,6 +22,9 @@ const FAILED_ONCE: Array<{ seed: string; faults?: string }> = [
   // a reorg of a proof after a failure had moved the proven money to suspense: suspense twice
   { seed: '7', faults: 'reorg,contradict' },
   { seed: '37', faults: 'reorg,contradict' },
+  // a payout's updated_at pulled back by a later write dated by the database, so funding matched
+  // by amount no longer fitted its window: the funding booked as an owner withdrawal
+  { seed: '1874' },
   // the simulator's own early mistakes, kept: a deep reorg, a dropped log, a shared wallet
   { seed: '2' },
   { seed: '13' },
