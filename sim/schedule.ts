@@ -1,6 +1,6 @@
 import { seededRandom } from '../src/seededRandom.ts';
 import type { SimTransfer } from './chainDouble.ts';
-import { SIM_CHAIN_ID, type World } from './world.ts';
+import type { World } from './world.ts';
 
 /**
  * The events the scheduler delivers to the product, in order, each at its time `t` (ms after the
@@ -209,5 +209,3 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
   let room = Math.max(0, options.maxEvents - sends);
   return events.filter((e) => e.k === 'send' || room-- > 0);
 }
-
-export { SIM_CHAIN_ID };

@@ -4,7 +4,6 @@ import { executePrepared } from '../db/executePrepared.ts';
 import { storableFields, toJsonb } from '../db/storableJson.ts';
 import type { FindingDraft } from '../findings/finding.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
-import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
 import {
   CHECKOUT_FAILURE_STATUSES,
