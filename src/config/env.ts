@@ -24,8 +24,23 @@ export const envFields = {
   REDIS_URL: redisUrl,
   /** Base address of the Merchant Payments Service (or the sandbox). */
   SVC_BASE_URL: httpUrl,
-  /** The one HTTP port: webhooks, metrics, health, admin. */
+  /** The public HTTP port: the webhook routes (and /healthz) only. */
   PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+  /** The operations port: /metrics, /healthz, /readyz, /admin/queues. Never expose it publicly. */
+  OPS_PORT: z.coerce.number().int().min(1).max(65535).default(8081),
+  /** Address the operations port binds to; 127.0.0.1 keeps it on this machine (0.0.0.0 in a container). */
+  OPS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Let /admin/queues change jobs (retry, remove, clean): off by default, the dashboard is read-only. */
+  ADMIN_WRITE: z
+    .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
+    .default('false')
+    .transform((v) => v === 'true' || v === '1'),
+  /** Milliseconds a new PostgreSQL connection may take before the attempt fails. */
+  PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  /** Milliseconds any one SQL statement may run before PostgreSQL cancels it. */
+  PG_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  /** Webhooks the intake may hold while it waits for PostgreSQL; beyond that it answers 503. */
+  INTAKE_QUEUE_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(5_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** JSON file listing the merchant's stores (see src/config/stores.ts). */
   STORES_FILE: z.string().min(1),

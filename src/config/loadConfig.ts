@@ -9,7 +9,17 @@ export interface Config {
   databaseUrl: string;
   redisUrl: string;
   svcBaseUrl: string;
+  /** Public port: webhooks. */
   port: number;
+  /** Operations port and bind address: metrics, health, admin. */
+  opsPort: number;
+  opsHost: string;
+  /** Whether /admin/queues may change jobs; read-only otherwise. */
+  adminWrite: boolean;
+  pgConnectTimeoutMs: number;
+  pgStatementTimeoutMs: number;
+  /** Webhooks the intake may hold waiting for storage before it answers 503. */
+  intakeQueueLimit: number;
   logLevel: Env['LOG_LEVEL'];
   stores: StoreConfig[];
   /** EIP-155 chain id -> RPC URLs, in fallback order. */
@@ -99,6 +109,12 @@ export function loadConfig(env: RawEnv): Config {
     redisUrl: e.REDIS_URL,
     svcBaseUrl: e.SVC_BASE_URL,
     port: e.PORT,
+    opsPort: e.OPS_PORT,
+    opsHost: e.OPS_HOST,
+    adminWrite: e.ADMIN_WRITE,
+    pgConnectTimeoutMs: e.PG_CONNECT_TIMEOUT_MS,
+    pgStatementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS,
+    intakeQueueLimit: e.INTAKE_QUEUE_LIMIT,
     logLevel: e.LOG_LEVEL,
     stores: stores.stores,
     rpcUrls: rpc.urls,

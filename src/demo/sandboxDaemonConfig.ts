@@ -19,6 +19,8 @@ export interface SandboxDaemonConfigInput {
   /** Factor on every poll and sweep interval: the service's pace scaled down so runs take seconds. */
   pollIntervalScale: number;
   adminToken?: string;
+  /** Let the queue dashboard change jobs (ADMIN_WRITE). */
+  adminWrite?: boolean;
   encryptionKey?: Buffer;
 }
 
@@ -33,6 +35,13 @@ export async function sandboxDaemonConfig(input: SandboxDaemonConfigInput): Prom
     redisUrl: input.redisUrl,
     svcBaseUrl: input.sandboxUrl,
     port: input.port,
+    // 0: a free port of its own (the demo and tests read the daemon's opsUrl).
+    opsPort: 0,
+    opsHost: '127.0.0.1',
+    adminWrite: input.adminWrite ?? false,
+    pgConnectTimeoutMs: 5_000,
+    pgStatementTimeoutMs: 30_000,
+    intakeQueueLimit: 5_000,
     logLevel: 'info',
     stores: [
       {
