@@ -32,6 +32,12 @@ export function createMetrics() {
       labelNames: ['endpoint', 'reason'] as const,
       registers: [registry],
     }),
+    webhookIntakeErrors: new Counter({
+      name: 'stablebooks_webhook_intake_errors_total',
+      help: 'Webhooks answered 5xx (the sender retries), by endpoint and reason (store_unavailable: PostgreSQL did not take them; queue_full: too many webhooks already waiting for storage; internal: anything else)',
+      labelNames: ['endpoint', 'reason'] as const,
+      registers: [registry],
+    }),
     webhookIntakeSeconds: new Histogram({
       name: 'stablebooks_webhook_intake_seconds',
       help: 'Time from a webhook request to its answer',
