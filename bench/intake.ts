@@ -918,7 +918,7 @@ function diffBatches(after: BatchCounters, before: BatchCounters) {
 
 /** The daemon's histogram of intake time, as p50/p99 bucket bounds. */
 async function intakeLatency(proc: DaemonProcess): Promise<string> {
-  const text = await (await fetch(`${proc.url}/metrics`)).text();
+  const text = await (await fetch(`${proc.opsUrl}/metrics`)).text();
   const buckets: Array<[number, number]> = [];
   for (const m of text.matchAll(
     /^stablebooks_webhook_intake_seconds_bucket\{le="([^"]+)",endpoint="checkout"\} (\d+)/gm,

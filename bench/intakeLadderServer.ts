@@ -11,7 +11,7 @@
  */
 import pino from 'pino';
 import { systemClock } from '../src/clock.ts';
-import { createHttpServer } from '../src/daemon/httpServer.ts';
+import { createPublicServer } from '../src/daemon/httpServer.ts';
 import { createDatabase } from '../src/db/database.ts';
 import { createInboxWriter, type InboxWriter } from '../src/intake/inboxWriter.ts';
 import { registerIntakeRoutes } from '../src/intake/intakeRoutes.ts';
@@ -26,7 +26,7 @@ const need = (name: string): string => {
 };
 
 const metrics = createMetrics();
-const app = createHttpServer({ metrics, ready: async () => ({}) });
+const app = createPublicServer({ metrics });
 let inbox: Pick<InboxWriter, 'store'> = { store: async () => 'stored' };
 if (step === 'store') {
   const database = createDatabase(need('DATABASE_URL'));

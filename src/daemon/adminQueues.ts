@@ -7,28 +7,43 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const ADMIN_QUEUES_PATH = '/admin/queues';
 const COOKIE = 'stablebooks_admin';
+/** A dashboard session lasts one working day; then `?token=` (or the bearer header) again. */
+export const ADMIN_SESSION_SECONDS = 8 * 3600;
 
 /**
- * The queue dashboard (bull-board) at /admin/queues, on the daemon's HTTP port, behind
+ * The queue dashboard (bull-board) at /admin/queues, on the daemon's operations port, behind
  * ADMIN_TOKEN. Without a token nothing is registered (the paths are 404). A request is let in by
  * `Authorization: Bearer <token>` or by the session cookie; `?token=<token>` on a GET sets that
- * cookie (HttpOnly, SameSite=Strict, scoped to the dashboard's path) and redirects to the same URL
- * without the token, so the UI's own asset and API requests carry it and the token does not stay
- * in the address bar. The cookie holds an HMAC of the token, not the token. Anything else is 401;
+ * cookie (HttpOnly, SameSite=Strict, scoped to the dashboard's path, ADMIN_SESSION_SECONDS long)
+ * and redirects to the same URL without the token, so the UI's own asset and API requests carry
+ * it and the token does not stay in the address bar. The cookie holds its expiry and an HMAC of
+ * it keyed by the token, not the token; an expired or forged one is 401. Anything else is 401;
  * comparisons are constant time and nothing here logs a request.
+ *
+ * Read-only unless `write` (ADMIN_WRITE): retrying, removing or promoting a job by hand can post
+ * or skip money, so the dashboard only looks unless the operator chose otherwise; any request
+ * that is not a GET is 403 then, whatever the UI offers.
  */
 export async function registerAdminQueues(
   app: FastifyInstance,
-  deps: { token: string | undefined; queues: Queue[] },
+  deps: { token: string | undefined; write: boolean; queues: Queue[]; now?: () => number },
 ): Promise<void> {
   const { token } = deps;
   if (!token) return;
-  const session = createHmac('sha256', token).update('stablebooks admin session').digest('base64url');
+  const now = deps.now ?? Date.now;
+  const sign = (expires: number) =>
+    createHmac('sha256', token).update(`stablebooks admin session ${expires}`).digest('base64url');
+  const validSession = (value: string | undefined): boolean => {
+    const dot = value?.indexOf('.') ?? -1;
+    if (!value || dot < 1) return false;
+    const expires = Number(value.slice(0, dot));
+    return Number.isSafeInteger(expires) && expires > now() && matches(value.slice(dot + 1), sign(expires));
+  };
 
   const board = new FastifyAdapter();
   board.setBasePath(ADMIN_QUEUES_PATH);
   createBullBoard({
-    queues: deps.queues.map((q) => new BullMQAdapter(q)),
+    queues: deps.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: !deps.write })),
     serverAdapter: board,
     options: { uiConfig: { boardTitle: 'stablebooks queues' } },
   });
@@ -36,16 +51,23 @@ export async function registerAdminQueues(
   await app.register(
     async (admin) => {
       admin.addHook('onRequest', async (req, reply) => {
-        if (matches(bearer(req), token) || matches(cookie(req, COOKIE), session)) return;
+        if (matches(bearer(req), token) || validSession(cookie(req, COOKIE))) {
+          if (deps.write || req.method === 'GET' || req.method === 'HEAD') return;
+          return reply.code(403).send({
+            ok: false,
+            reason: 'the queue dashboard is read-only; set ADMIN_WRITE=true to change jobs from it',
+          });
+        }
         const url = new URL(req.url, 'http://admin.invalid');
         const query = url.searchParams.get('token');
         if (req.method === 'GET' && matches(query, token)) {
           url.searchParams.delete('token');
           const secure = req.protocol === 'https' ? '; Secure' : '';
+          const expires = now() + ADMIN_SESSION_SECONDS * 1000;
           return reply
             .header(
               'set-cookie',
-              `${COOKIE}=${session}; Path=${ADMIN_QUEUES_PATH}; HttpOnly; SameSite=Strict${secure}`,
+              `${COOKIE}=${expires}.${sign(expires)}; Path=${ADMIN_QUEUES_PATH}; Max-Age=${ADMIN_SESSION_SECONDS}; HttpOnly; SameSite=Strict${secure}`,
             )
             .header('cache-control', 'no-store')
             .redirect(`${url.pathname}${url.search}`, 303);

@@ -1,18 +1,18 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Metrics } from '../metrics/metrics.ts';
 
 /**
- * The daemon's one HTTP port: /healthz (the process is alive), /readyz (PostgreSQL and Redis
- * answer), /metrics, and, in the intake role, the webhook routes. Bodies are kept as raw bytes;
- * a body over 1 MiB is 413 and nothing else about it is read.
+ * The daemon's two HTTP servers:
+ * - the public one (PORT) serves the webhook routes of the intake role and /healthz, nothing else:
+ *   it is the one the payments service must reach;
+ * - the operations one (OPS_PORT on OPS_HOST) serves /healthz (the process is alive), /readyz
+ *   (PostgreSQL and Redis answer), /metrics (which shows revenue balances) and /admin/queues:
+ *   it stays on the operator's network.
+ * Bodies are kept as raw bytes (the webhook signature is over them); a body over 1 MiB is 413 and
+ * nothing else about it is read.
  */
-export function createHttpServer(deps: {
-  metrics: Metrics;
-  ready: () => Promise<Record<string, boolean>>;
-}): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 });
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+export function createPublicServer(deps: { metrics: Metrics }): FastifyInstance {
+  const app = createServer();
   app.setErrorHandler((err, req, reply) => {
     const code = (err as { code?: string }).code;
     if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
@@ -20,11 +20,21 @@ export function createHttpServer(deps: {
       deps.metrics.webhooksRejected.inc({ endpoint, reason: 'too_large' });
       return reply.code(413).send({ ok: false, reason: 'body larger than 1 MiB' });
     }
-    const status = (err as { statusCode?: number }).statusCode;
-    if (status && status >= 400 && status < 500)
-      return reply.code(status).send({ ok: false, reason: (err as Error).message });
-    return reply.code(500).send({ ok: false, reason: 'internal error; the request can be retried' });
+    return answerError(err, reply, () => {
+      const endpoint = req.url.includes('claim-links') ? 'claim-links' : 'checkout';
+      deps.metrics.webhookIntakeErrors.inc({ endpoint, reason: 'internal' });
+    });
   });
+  app.get('/healthz', async () => ({ ok: true }));
+  return app;
+}
+
+export function createOpsServer(deps: {
+  metrics: Metrics;
+  ready: () => Promise<Record<string, boolean>>;
+}): FastifyInstance {
+  const app = createServer();
+  app.setErrorHandler((err, _req, reply) => answerError(err, reply, () => {}));
   app.get('/healthz', async () => ({ ok: true }));
   app.get('/readyz', async (_req, reply) => {
     const checks = await deps.ready();
@@ -35,4 +45,19 @@ export function createHttpServer(deps: {
     reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
   );
   return app;
+}
+
+function createServer(): FastifyInstance {
+  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  return app;
+}
+
+function answerError(err: unknown, reply: FastifyReply, onServerError: () => void): FastifyReply {
+  const status = (err as { statusCode?: number }).statusCode;
+  if (status && status >= 400 && status < 500)
+    return reply.code(status).send({ ok: false, reason: (err as Error).message });
+  onServerError();
+  return reply.code(500).send({ ok: false, reason: 'internal error; the request can be retried' });
 }

@@ -14,7 +14,7 @@ import { createMetrics, type Metrics } from '../metrics/metrics.ts';
 import { registerAdminQueues } from './adminQueues.ts';
 import { createDaemonQueues } from './daemonQueues.ts';
 import type { DaemonRuntime } from './daemonRuntime.ts';
-import { createHttpServer } from './httpServer.ts';
+import { createOpsServer, createPublicServer } from './httpServer.ts';
 import { startIntake } from './intake.ts';
 import type { Role } from './roles.ts';
 import { startSchedulers } from './schedulers.ts';
@@ -26,7 +26,8 @@ import { startWorkers } from './workers.ts';
  * - intake: the webhook routes (verify, store, enqueue, answer);
  * - worker: the BullMQ workers (webhook processing, polls, maintenance);
  * - scheduler: the job schedulers of the sweepers (BullMQ keeps exactly one per id).
- * Every process serves /healthz, /readyz and /metrics. Any number of processes of any role may
+ * Every process serves webhooks (intake role) and /healthz on PORT, and /healthz, /readyz, /metrics
+ * and /admin/queues on OPS_PORT. Any number of processes of any role may
  * share one PostgreSQL and one Redis: job ids, the ledger's idempotency keys and row locks keep
  * every effect single.
  */
@@ -35,16 +36,22 @@ export interface DaemonOptions {
   config: Config;
   roles: Role[];
   logger: Logger;
-  /** HTTP port; defaults to config.port (0 picks a free one). */
+  /** Public (webhook) port and address; default config.port on 0.0.0.0 (0 picks a free port). */
   port?: number;
   host?: string;
+  /** Operations port and address; default config.opsPort on config.opsHost (0 picks a free port). */
+  opsPort?: number;
+  opsHost?: string;
   clock?: Clock;
   /** How long SIGTERM waits for in-flight jobs. */
   drainTimeoutMs?: number;
 }
 
 export interface RunningDaemon {
+  /** The public server: webhooks and /healthz. */
   url: string;
+  /** The operations server: /healthz, /readyz, /metrics, /admin/queues. */
+  opsUrl: string;
   metrics: Metrics;
   stop(): Promise<void>;
 }
@@ -52,8 +59,9 @@ export interface RunningDaemon {
 export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon> {
   const { config, logger } = options;
   const roles = new Set(options.roles);
-  // Parts stop in the reverse order of their start: HTTP first (no new work), then the intake's
-  // inbox, the workers' drain, the queues, Redis, the pool and the clock.
+  // Parts stop in the reverse order of their start: the public HTTP server first (no new work),
+  // then the intake's inbox, the workers' drain, the operations server, the queues, Redis, the
+  // pool and the clock.
   const shutdown = createShutdown();
   const rt = await createRuntime(options, shutdown);
   const ctx: JobContext = {
@@ -63,18 +71,32 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     metrics: rt.metrics,
     logger,
   };
+  // The operations server starts first and stops last: /readyz and /metrics answer while the
+  // workers drain.
+  const ops = createOpsServer({ metrics: rt.metrics, ready: () => readiness(rt) });
+  await registerAdminQueues(ops, {
+    token: config.adminToken,
+    write: config.adminWrite,
+    queues: rt.queues.all(),
+  });
+  const opsUrl = await ops.listen({
+    host: options.opsHost ?? config.opsHost,
+    port: options.opsPort ?? config.opsPort,
+  });
+  shutdown.add('ops http', () => ops.close());
+
   if (roles.has('worker')) shutdown.add('workers', startWorkers(rt, ctx).stop);
   if (roles.has('scheduler')) shutdown.add('schedulers', (await startSchedulers(rt)).stop);
 
-  const app = createHttpServer({ metrics: rt.metrics, ready: () => readiness(rt) });
-  await registerAdminQueues(app, { token: config.adminToken, queues: rt.queues.all() });
+  const app = createPublicServer({ metrics: rt.metrics });
   if (roles.has('intake')) shutdown.add('intake inbox', startIntake(app, rt).stop);
   const url = await app.listen({ host: options.host ?? '0.0.0.0', port: options.port ?? config.port });
   shutdown.add('http', () => app.close());
-  logger.info({ url, roles: [...roles] }, 'stablebooks started');
+  logger.info({ url, opsUrl, roles: [...roles] }, 'stablebooks started');
 
   return {
     url,
+    opsUrl,
     metrics: rt.metrics,
     stop: async () => {
       const results = await shutdown.run(options.drainTimeoutMs ?? 30_000);

@@ -142,7 +142,7 @@ export async function startDemoServices(options: {
     let prometheusProblem: string | null = null;
     try {
       prometheus = await startEphemeralPrometheus({
-        targets: [`127.0.0.1:${port}`],
+        targets: [new URL(daemon.opsUrl).host],
         ruleFiles: [fileURLToPath(new URL('../../grafana/alerts.rules.yml', import.meta.url))],
       });
       const started = prometheus;

@@ -18,8 +18,8 @@ export async function keepRunning(
   const { services } = run;
   const lines = [
     'everything is still running (Ctrl-C stops it):',
-    `  metrics       ${services.daemon.url}/metrics`,
-    `  queues        ${services.daemon.url}/admin/queues?token=${services.config.adminToken ?? ''}`,
+    `  metrics       ${services.daemon.opsUrl}/metrics`,
+    `  queues        ${services.daemon.opsUrl}/admin/queues?token=${services.config.adminToken ?? ''}`,
     `  sandbox       ${services.sandbox.url}/_sandbox/stores`,
     `  PostgreSQL    ${services.postgres.url}`,
     `  daemon log    ${services.logFile}`,

@@ -17,7 +17,7 @@ const token = 'admin-token-0123456789-abcdef';
 // No secrets given to the logger: a token in a line would show up unscrubbed here.
 const { logger, lines: logs } = captureLogger({ level: 'debug' });
 const admin = await startDaemon({
-  config: { ...pipeline.config, adminToken: token },
+  config: { ...pipeline.config, adminToken: token, adminWrite: true },
   roles: ALL_ROLES,
   logger,
   port: 0,
@@ -27,7 +27,7 @@ const admin = await startDaemon({
 });
 afterAll(() => admin.stop(), 60_000);
 
-const at = (path: string) => `${admin.url}${path}`;
+const at = (path: string) => `${admin.opsUrl}${path}`;
 const bearer = { authorization: `Bearer ${token}` };
 
 describe('admin: the queue dashboard behind ADMIN_TOKEN', () => {
@@ -70,6 +70,7 @@ describe('admin: the queue dashboard behind ADMIN_TOKEN', () => {
     expect(setCookie).toMatch(/HttpOnly/);
     expect(setCookie).toMatch(/SameSite=Strict/);
     expect(setCookie).toMatch(/Path=\/admin\/queues/);
+    expect(setCookie).toMatch(/Max-Age=28800/);
     expect(setCookie).not.toContain(token);
     const cookie = setCookie.split(';')[0]!;
 
@@ -148,10 +149,22 @@ describe('admin: the queue dashboard behind ADMIN_TOKEN', () => {
 
   it('behavior: without ADMIN_TOKEN the dashboard routes do not exist', async () => {
     for (const path of ['/admin/queues', '/admin/queues/api/queues']) {
-      expect((await fetch(`${plain.url}${path}`)).status, path).toBe(404);
-      expect((await fetch(`${plain.url}${path}`, { headers: bearer })).status, path).toBe(404);
+      expect((await fetch(`${plain.opsUrl}${path}`)).status, path).toBe(404);
+      expect((await fetch(`${plain.opsUrl}${path}`, { headers: bearer })).status, path).toBe(404);
     }
-    expect((await fetch(`${plain.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${plain.opsUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('behavior: the public port serves webhooks and /healthz only; the operations port no webhooks', async () => {
+    for (const path of ['/admin/queues', '/admin/queues/api/queues', '/metrics', '/readyz']) {
+      const res = await fetch(`${admin.url}${path}`, { headers: bearer });
+      expect(res.status, `public ${path}`).toBe(404);
+    }
+    expect((await fetch(`${admin.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${admin.opsUrl}/metrics`)).status).toBe(200);
+    expect((await fetch(`${admin.opsUrl}/readyz`)).status).toBe(200);
+    const webhook = await fetch(`${admin.opsUrl}/webhooks/checkout`, { method: 'POST', body: '{}' });
+    expect(webhook.status).toBe(404);
   });
 
   it('invariant: the token is never logged', () => {

@@ -16,7 +16,7 @@ const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/dashboard/', impor
 const pipeline = await startPipeline({ finalityDepth: 2 });
 const daemon = await pipeline.startDaemon();
 const prometheus = await startEphemeralPrometheus({
-  targets: [new URL(daemon.url).host],
+  targets: [new URL(daemon.opsUrl).host],
   scrapeIntervalSeconds: 1,
 });
 afterAll(() => prometheus.stop(), 30_000);

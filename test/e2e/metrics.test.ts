@@ -13,7 +13,7 @@ import { startPipeline } from '../helpers/pipelineHarness.ts';
  * ever on the page.
  */
 const pipeline = await startPipeline({ finalityDepth: 2 });
-await pipeline.startDaemon();
+const daemon = await pipeline.startDaemon();
 const store = pipeline.config.stores[0]!;
 const client = pipeline.sandbox.client('st_a', { retry: { maxAttempts: 3 } });
 const chain = [...pipeline.sandbox.world.chains.values()][0]!;
@@ -21,7 +21,7 @@ const rpc = <T = unknown>(method: string, params: unknown[]) => rawRpc<T>(chain.
 const mine = (blocks: number) => rpc('anvil_mine', [`0x${blocks.toString(16)}`]);
 
 async function scrape(): Promise<string> {
-  const res = await fetch(`${pipeline.daemonUrl}/metrics`);
+  const res = await fetch(`${daemon.opsUrl}/metrics`);
   expect(res.status).toBe(200);
   return res.text();
 }

@@ -18,7 +18,7 @@ import { type PrometheusAlert, startPrometheus } from '../helpers/prometheus.ts'
 const pipeline = await startPipeline({ finalityDepth: 2 });
 const daemon = await pipeline.startDaemon();
 const prometheus = await startPrometheus({
-  targets: [new URL(daemon.url).host],
+  targets: [new URL(daemon.opsUrl).host],
   rulesFile: new URL('../../grafana/alerts.rules.yml', import.meta.url).pathname,
   forDuration: '2s',
   intervalSeconds: 1,

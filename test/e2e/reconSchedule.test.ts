@@ -17,7 +17,7 @@ const pipeline = await startPipeline();
 describe('scheduled reconciliation', () => {
   it('behavior: two schedulers keep one cron scheduler; its run covers yesterday and shows on /metrics', async () => {
     pipeline.config.reconCron = '*/2 * * * * *';
-    await pipeline.startDaemon(['scheduler']);
+    const first = await pipeline.startDaemon(['scheduler']);
     await pipeline.startDaemon(['scheduler', 'worker']);
 
     const queue = new Queue(QUEUE.recon, {
@@ -56,7 +56,7 @@ describe('scheduled reconciliation', () => {
     expect(run.files[0]!.path.startsWith(join(pipeline.config.reportsDir, 'all'))).toBe(true);
 
     const metrics = await pipeline.waitFor(async () => {
-      const text = await fetch(`${pipeline.daemonUrl}/metrics`).then((r) => r.text());
+      const text = await fetch(`${first.opsUrl}/metrics`).then((r) => r.text());
       return /stablebooks_recon_last_success_timestamp_seconds\{scope="all"\} \d/.test(text)
         ? text
         : undefined;

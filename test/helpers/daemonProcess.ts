@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../../src/config/loadConfig.ts';
 import { type ManagedProcess, startManagedProcess } from '../../src/devservices/childProcess.ts';
+import { freePort } from '../../src/devservices/freePort.ts';
 
 /**
  * The daemon as a real child process (`node bin/stablebooks.js start --role …`) configured only
@@ -109,8 +110,10 @@ export function daemonEnv(options: DaemonEnvOptions): Record<string, string> {
 export interface DaemonProcess {
   label: string;
   pid: number;
-  /** http://127.0.0.1:<port> */
+  /** http://127.0.0.1:<port>: webhooks and /healthz. */
   url: string;
+  /** http://127.0.0.1:<ops port>: /metrics, /readyz, /admin/queues. */
+  opsUrl: string;
   /** Where its stdout and stderr go, whole. */
   logFile: string;
   /** Resolves with the exit code (null when a signal ended it) and the signal. */
@@ -127,19 +130,23 @@ export interface DaemonProcess {
 
 /**
  * Starts `node bin/stablebooks.js start --role <roles>` with exactly `env` (plus PATH and HOME)
- * and PORT, and resolves once /healthz answers. The log goes to `<logDir>/<label>.log`.
+ * and PORT and OPS_PORT, and resolves once /healthz answers. The log goes to `<logDir>/<label>.log`.
  */
 export async function startDaemonProcess(options: {
   label: string;
   roles: string;
   env: Record<string, string>;
   port: number;
+  /** The operations port; default a free one. */
+  opsPort?: number;
   logDir: string;
   readyTimeoutMs?: number;
   /** Extra Node.js flags (the benches' CPU profile). */
   nodeFlags?: string[];
 }): Promise<DaemonProcess> {
   const url = `http://127.0.0.1:${options.port}`;
+  const opsPort = options.opsPort ?? (await freePort());
+  const opsUrl = `http://127.0.0.1:${opsPort}`;
   const proc: ManagedProcess = startManagedProcess(
     process.execPath,
     // The V8 flag every launcher gives the daemon (Dockerfile, scripts/run.sh; docs/decisions.md).
@@ -151,6 +158,7 @@ export async function startDaemonProcess(options: {
         HOME: process.env.HOME ?? '/tmp',
         ...options.env,
         PORT: String(options.port),
+        OPS_PORT: String(opsPort),
       },
     },
   );
@@ -167,6 +175,7 @@ export async function startDaemonProcess(options: {
     label: options.label,
     pid,
     url,
+    opsUrl,
     logFile,
     exited,
     async kill(signal) {
@@ -184,7 +193,7 @@ export async function startDaemonProcess(options: {
       }
     },
     async metric(name, labels = {}) {
-      const text = await (await fetch(`${url}/metrics`)).text();
+      const text = await (await fetch(`${opsUrl}/metrics`)).text();
       let sum = 0;
       for (const line of text.split('\n')) {
         const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})? ([^ ]+)$/.exec(line);
