@@ -27,7 +27,7 @@ const need = (name: string): string => {
 
 const metrics = createMetrics();
 const app = createPublicServer({ metrics });
-let inbox: Pick<InboxWriter, 'store'> = { store: async () => 'stored' };
+let inbox: Pick<InboxWriter, 'store' | 'waiting'> = { store: async () => 'stored', waiting: () => 0 };
 if (step === 'store') {
   const database = createDatabase(need('DATABASE_URL'));
   inbox = createInboxWriter({
@@ -54,6 +54,7 @@ registerIntakeRoutes(app, {
   ]),
   metrics,
   inbox,
+  queueLimit: 5_000,
 });
 await app.listen({ host: '127.0.0.1', port: Number(need('PORT')) });
 console.log('ready');

@@ -24,6 +24,8 @@ export interface MicroBatcherOptions<I, O> {
 export interface MicroBatcher<I, O> {
   /** Resolves (or rejects) with this item's result once its batch is done. */
   add(item: I): Promise<O>;
+  /** Items accepted whose batch has not finished yet (waiting or in a running batch). */
+  pending(): number;
   /** Refuses new items and resolves once every accepted item is settled (for shutdown). */
   close(): Promise<void>;
 }
@@ -40,6 +42,7 @@ export function createMicroBatcher<I, O>(options: MicroBatcherOptions<I, O>): Mi
   let queue: Array<Waiting<I, O>> = [];
   let scheduled = false;
   let inFlight = 0;
+  let itemsInFlight = 0;
   let closed = false;
   /** Items whose batch is done but whose own result is still pending. */
   let outstanding = 0;
@@ -64,8 +67,10 @@ export function createMicroBatcher<I, O>(options: MicroBatcherOptions<I, O>): Mi
       const batch = queue.slice(0, maxBatch);
       queue = queue.slice(batch.length);
       inFlight += 1;
+      itemsInFlight += batch.length;
       void runBatch(batch).finally(() => {
         inFlight -= 1;
+        itemsInFlight -= batch.length;
         schedule();
         wakeIfIdle();
       });
@@ -111,6 +116,7 @@ export function createMicroBatcher<I, O>(options: MicroBatcherOptions<I, O>): Mi
         schedule();
       });
     },
+    pending: () => queue.length + itemsInFlight,
     close() {
       closed = true;
       return new Promise<void>((resolve) => {

@@ -27,6 +27,7 @@ export function startIntake(app: FastifyInstance, rt: DaemonRuntime): DaemonPart
     storesByKey: new Map(config.stores.map((s) => [s.apiKey, s])),
     metrics,
     inbox,
+    queueLimit: config.intakeQueueLimit,
   });
   return { stop: () => inbox.close() };
 }

@@ -124,6 +124,8 @@ async function createRuntime(options: DaemonOptions, shutdown: Shutdown): Promis
   const database = createDatabase(config.databaseUrl, {
     max: 10,
     applicationName: `stablebooks ${options.roles.join('+')}`,
+    connectionTimeoutMs: config.pgConnectTimeoutMs,
+    statementTimeoutMs: config.pgStatementTimeoutMs,
   });
   shutdown.add('postgres', () => database.close());
 

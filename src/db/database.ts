@@ -16,12 +16,23 @@ export interface Database {
 // so no money value ever passes through a JavaScript number.
 export function createDatabase(
   url: string,
-  options: { max?: number; applicationName?: string } = {},
+  options: {
+    max?: number;
+    applicationName?: string;
+    /** How long a new connection may take (PG_CONNECT_TIMEOUT_MS); without it pg waits for ever. */
+    connectionTimeoutMs?: number;
+    /** PostgreSQL cancels any statement running longer (PG_STATEMENT_TIMEOUT_MS). */
+    statementTimeoutMs?: number;
+  } = {},
 ): Database {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'stablebooks',
+    ...(options.connectionTimeoutMs === undefined
+      ? {}
+      : { connectionTimeoutMillis: options.connectionTimeoutMs }),
+    ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
   });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});

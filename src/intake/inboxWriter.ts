@@ -58,6 +58,8 @@ export interface InboxWriterOptions {
 export interface InboxWriter {
   /** Resolves once the item's batch has committed and its jobs were offered to the queue. */
   store(item: InboxItem): Promise<StoreOutcome>;
+  /** Items accepted and not yet stored (or failed): what the intake holds in memory. */
+  waiting(): number;
   /** Refuses new items and resolves once every accepted item is settled (for shutdown). */
   close(): Promise<void>;
 }
@@ -79,7 +81,11 @@ export function createInboxWriter(options: InboxWriterOptions): InboxWriter {
     maxBatch: options.maxBatch ?? 500,
     maxInFlight: options.maxInFlight ?? 4,
   });
-  return { store: (item) => batcher.add(item), close: () => batcher.close() };
+  return {
+    store: (item) => batcher.add(item),
+    waiting: () => batcher.pending(),
+    close: () => batcher.close(),
+  };
 }
 
 /** Stores one batch; never throws: every failure is the result of the items it concerns. */

@@ -25,6 +25,8 @@ export function registerIntakeRoutes(app: FastifyInstance, deps: IntakeDeps): vo
         rawBody: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
       });
       deps.metrics.webhookIntakeSeconds.observe({ endpoint }, (performance.now() - started) / 1000);
+      if (answer.retryAfterSeconds !== undefined)
+        reply.header('retry-after', String(answer.retryAfterSeconds));
       return reply.code(answer.status).send(answer.body);
     });
   }

@@ -27,16 +27,23 @@ export interface IntakeRequest {
 }
 
 export interface IntakeAnswer {
-  status: 200 | 400 | 401;
+  status: 200 | 400 | 401 | 503;
   body: { ok: boolean; reason?: string; duplicate?: boolean };
+  /** With 503: when to try again (the Retry-After header). */
+  retryAfterSeconds?: number;
 }
+
+/** What a 503 asks the sender to wait: about as long as a PostgreSQL restart or failover. */
+export const INTAKE_RETRY_AFTER_SECONDS = 10;
 
 export interface IntakeDeps {
   clock: Clock;
   /** Stores by api_key. */
   storesByKey: Map<string, StoreConfig>;
   /** Stores verified webhooks (nonce claim and inbox row) and enqueues their jobs. */
-  inbox: Pick<InboxWriter, 'store'>;
+  inbox: Pick<InboxWriter, 'store' | 'waiting'>;
+  /** Webhooks the inbox may hold waiting for storage; beyond that the answer is 503 (INTAKE_QUEUE_LIMIT). */
+  queueLimit: number;
   metrics: Metrics;
 }
 
@@ -45,6 +52,20 @@ export async function receiveWebhook(deps: IntakeDeps, req: IntakeRequest): Prom
     deps.metrics.webhooksRejected.inc({ endpoint: req.endpoint, reason });
     return { status, body: { ok: false, reason } };
   };
+  // 503 (the sender retries later) rather than 500: nothing was stored, and nothing is wrong with
+  // the webhook. Counted by reason, for the WebhookIntakeErrors alert.
+  const unavailable = (reason: 'store_unavailable' | 'queue_full', text: string): IntakeAnswer => {
+    deps.metrics.webhookIntakeErrors.inc({ endpoint: req.endpoint, reason });
+    return {
+      status: 503,
+      body: { ok: false, reason: `${reason}: ${text}` },
+      retryAfterSeconds: INTAKE_RETRY_AFTER_SECONDS,
+    };
+  };
+  // Checked first, so an intake whose database is away sheds load before spending CPU on it and
+  // holds at most queueLimit webhooks in memory.
+  if (deps.inbox.waiting() >= deps.queueLimit)
+    return unavailable('queue_full', 'too many webhooks waiting to be stored; retry later');
   const apiKey = readHeader(req.headers, 'X-API-Key');
   if (!apiKey) return reject(401, 'missing_header: X-API-Key');
   const store = deps.storesByKey.get(apiKey);
@@ -84,17 +105,24 @@ export async function receiveWebhook(deps: IntakeDeps, req: IntakeRequest): Prom
   } catch {
     json = false;
   }
-  const outcome = await deps.inbox.store({
-    storeId: store.storeId,
-    endpoint: req.endpoint,
-    webhookId,
-    nonceKey: claim.key,
-    nonceTtlSeconds: claim.ttlSeconds,
-    // JSON.stringify leaves out headers whose value is undefined.
-    headersJson: JSON.stringify(req.headers),
-    body: req.rawBody,
-    json,
-  });
+  let outcome: Awaited<ReturnType<IntakeDeps['inbox']['store']>>;
+  try {
+    outcome = await deps.inbox.store({
+      storeId: store.storeId,
+      endpoint: req.endpoint,
+      webhookId,
+      nonceKey: claim.key,
+      nonceTtlSeconds: claim.ttlSeconds,
+      // JSON.stringify leaves out headers whose value is undefined.
+      headersJson: JSON.stringify(req.headers),
+      body: req.rawBody,
+      json,
+    });
+  } catch {
+    // The inbox writer logged the database's error code; whether a dropped connection committed
+    // is unknown, and the webhook_id makes the sender's retry idempotent either way.
+    return unavailable('store_unavailable', 'the webhook could not be stored; retry later');
+  }
   if (outcome === 'nonce_reused') return reject(401, 'nonce_reused');
   if (!json) return reject(400, 'malformed_json');
   if (outcome === 'duplicate') {
