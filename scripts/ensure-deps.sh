@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what stablebooks needs to run on this machine, and nothing it already has:
-#   - npm dependencies (npm ci when node_modules is missing or older than package-lock.json);
+#   - npm dependencies (installed from the lock file when node_modules is missing or older than it);
 #   - the PostgreSQL and Redis server binaries, unless DATABASE_URL / REDIS_URL point at servers;
 #   - the Prometheus server (test/e2e/prometheusAlerts.test.ts runs it against the daemon);
 #   - Alertmanager, for its amtool (scripts/check-rules.sh checks grafana/alertmanager.yml);

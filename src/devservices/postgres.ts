@@ -3,13 +3,17 @@ import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { removeAtExit, startManagedProcess, waitUntilReady } from './childProcess.ts';
+import { type ManagedProcess, removeAtExit, startManagedProcess, waitUntilReady } from './childProcess.ts';
 import { findBinary, postgresBinDirs } from './findBinary.ts';
 import { freePort } from './freePort.ts';
 
 export interface EphemeralPostgres {
   /** Superuser URL of the `postgres` database. */
   url: string;
+  /** Stops the server (fast shutdown: clients are cut off) and keeps its data: an outage. */
+  pause(): Promise<void>;
+  /** Starts the paused server again on the same port and data. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -73,27 +77,27 @@ export async function startEphemeralPostgres(
     throw new Error(`initdb failed: ${stderr ?? String(err)}`);
   }
   const port = await freePort();
-  const proc = startManagedProcess(
-    postgres,
-    [
-      '-D',
-      join(dataDir, 'data'),
-      '-p',
-      String(port),
-      '-k',
-      dataDir,
-      '-c',
-      'listen_addresses=127.0.0.1',
-      ...(options.durable
-        ? []
-        : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
-      '-c',
-      'max_connections=300',
-    ],
-    asUser,
-  );
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  try {
+  const launch = async (): Promise<ManagedProcess> => {
+    const proc = startManagedProcess(
+      postgres,
+      [
+        '-D',
+        join(dataDir, 'data'),
+        '-p',
+        String(port),
+        '-k',
+        dataDir,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        ...(options.durable
+          ? []
+          : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
+        '-c',
+        'max_connections=300',
+      ],
+      asUser,
+    );
     await waitUntilReady(proc, 'PostgreSQL', async () => {
       const client = new pg.Client({ connectionString: url });
       try {
@@ -104,15 +108,28 @@ export async function startEphemeralPostgres(
         await client.end().catch(() => {});
       }
     });
+    return proc;
+  };
+  let proc: ManagedProcess | undefined;
+  try {
+    proc = await launch();
   } catch (err) {
     rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }
   return {
     url,
-    async stop() {
+    async pause() {
       // SIGINT is PostgreSQL's "fast" shutdown: it disconnects clients and exits at once.
-      await proc.stop('SIGINT');
+      await proc?.stop('SIGINT');
+      proc = undefined;
+    },
+    async resume() {
+      proc ??= await launch();
+    },
+    async stop() {
+      await proc?.stop('SIGINT');
+      proc = undefined;
       rmSync(dataDir, { recursive: true, force: true });
       forgetAtExit();
     },

@@ -1,241 +1,22 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Queue } from 'bullmq';
-import { sql } from 'drizzle-orm';
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import { QUEUE } from '../../jobs/queues.ts';
-import type { Db } from '../../src/db/database.ts';
-import { rawRpc } from '../../src/devservices/anvil.ts';
-import { freePort } from '../../src/devservices/freePort.ts';
+import { describe, expect, it } from 'vitest';
 import { type EphemeralRedis, startEphemeralRedis } from '../../src/devservices/redis.ts';
-import { trialBalance } from '../../src/ledger/balances.ts';
+import type { DaemonProcess } from '../helpers/daemonProcess.ts';
 import {
-  type DaemonChain,
-  type DaemonProcess,
-  type DaemonStore,
-  daemonEnv,
-  startDaemonProcess,
-} from '../helpers/daemonProcess.ts';
-import { startTestSandbox, testStore } from '../helpers/sandboxHarness.ts';
-import { createMigratedDatabase } from '../helpers/testDatabase.ts';
+  elapsed,
+  expectExactlyOnce,
+  inboxCounts,
+  startProcessCluster,
+  waitFor,
+} from '../helpers/processCluster.ts';
 
 /**
- * The payments pipeline as an operator runs it: `stablebooks start --role …` child processes
- * configured by their environment only, against the sandbox on anvil, PostgreSQL and Redis.
- * Every case has a database and a queue prefix of its own; the intake always listens on the port
- * the sandbox's store sends its webhooks to. Crashes (SIGKILL), two workers at once, Redis gone
- * during intake and SIGTERM's drain must all end with each payment posted exactly once.
- * KEEP_TEST_DB keeps the databases and the processes' logs for inspection.
+ * The payments pipeline in real processes (test/helpers/processCluster.ts): crashes (SIGKILL of
+ * a worker), two workers at once, Redis gone during intake and SIGTERM's drain must all end with
+ * each payment posted exactly once. PostgreSQL outages and the other roles' crashes are in
+ * test/e2e/processOutages.test.ts.
  */
-const CONCURRENCY = 16;
-const intakePort = await freePort();
-const store = testStore('st_a', {
-  checkout_webhook_url: `http://127.0.0.1:${intakePort}/webhooks/checkout`,
-  accepted_stable_coins: [1, 2],
-});
-const sandbox = await startTestSandbox({
-  config: {
-    rate_limit: { requests_per_second: 100_000, burst: 100_000 },
-    businesses: [{ business_id: 'biz_1', stores: [store] }],
-  },
-});
-const chain = [...sandbox.world.chains.values()][0]!;
-const daemonStore: DaemonStore = {
-  storeId: 'st_a',
-  businessId: 'biz_1',
-  apiKey: store.api_key as string,
-  apiSecret: store.api_secret as string,
-  wallets: {
-    [chain.chainId]: {
-      merchant: await chain.wallet('merchant:st_a'),
-      custody: await chain.wallet('custody:biz_1'),
-    },
-  },
-};
-const daemonChain: DaemonChain = {
-  chainId: chain.chainId,
-  rpcUrl: chain.rpcUrl,
-  tokens: { USDT: chain.tokens.USDT.address, USDC: chain.tokens.USDC.address },
-  decimals: chain.decimals,
-};
-const client = sandbox.client('st_a', { retry: { maxAttempts: 3 } });
-const workDir = mkdtempSync(join(tmpdir(), 'stablebooks-procs-'));
-afterAll(() => {
-  if (!process.env.KEEP_TEST_DB) rmSync(workDir, { recursive: true, force: true });
-});
-
-/** Every process a case started; each case stops its own, this catches those a failure left. */
-const running = new Set<DaemonProcess>();
-afterEach(async () => {
-  await Promise.all([...running].map((p) => p.stop(5000)));
-  running.clear();
-});
-
-interface Setup {
-  label: string;
-  db: Db;
-  env: Record<string, string>;
-  queuePrefix: string;
-  start(label: string, roles: string, port?: number): Promise<DaemonProcess>;
-}
-
-async function headBlock(): Promise<number> {
-  return Number.parseInt(await rawRpc<string>(chain.rpcUrl, 'eth_blockNumber', []), 16) + 1;
-}
-
-/** A fresh database and queue prefix, and a way to start daemon processes on them. */
-async function setup(label: string, redisUrl = inject('redisUrl')): Promise<Setup> {
-  const database = await createMigratedDatabase(`procs_${label}`, { max: 4 });
-  const queuePrefix = `sbproc-${label}-${randomBytes(4).toString('hex')}`;
-  const dir = join(workDir, label);
-  const env = daemonEnv({
-    dir,
-    databaseUrl: database.url,
-    redisUrl,
-    svcBaseUrl: sandbox.url,
-    stores: [daemonStore],
-    // The cases share the sandbox's chain: each indexes only the blocks after its own start.
-    chains: [{ ...daemonChain, startBlock: await headBlock() }],
-    queuePrefix,
-    // Sweeps every 0.6 s; a stored webhook without a job is re-enqueued after 4 s.
-    pollIntervalScale: 0.02,
-  });
-  return {
-    label,
-    db: database.db,
-    env,
-    queuePrefix,
-    async start(name, roles, port) {
-      const proc = await startDaemonProcess({
-        label: name,
-        roles,
-        env,
-        port: port ?? (await freePort()),
-        logDir: dir,
-      });
-      running.add(proc);
-      return proc;
-    },
-  };
-}
-
-/** SIGTERM and the exit code, and the process is no longer ours to clean up. */
-async function terminate(proc: DaemonProcess): Promise<{ code: number | null; signal: string | null }> {
-  const result = await proc.kill('SIGTERM');
-  running.delete(proc);
-  return result;
-}
-
-/** Creates and pays `n` intents (as the merchant, then the buyer), CONCURRENCY at a time. */
-async function payIntents(n: number, onPaid?: (paid: number) => void): Promise<string[]> {
-  const ids: string[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < n) {
-        const i = next++;
-        const created = await client.createCheckoutIntent({
-          stable_coin: i % 2 === 0 ? 1 : 2,
-          amount_cents: BigInt(1000 + i),
-          order_id: `order-${i}`,
-        });
-        const id = created.allsvc_checkout_intent_id;
-        const res = await sandbox.control(`/_sandbox/intents/${id}/pay`, {});
-        if (res.status !== 200) throw new Error(`pay ${id}: ${res.status} ${JSON.stringify(res.body)}`);
-        ids.push(id);
-        onPaid?.(ids.length);
-      }
-    }),
-  );
-  return ids;
-}
-
-/** The sandbox's deliveries of these intents' webhooks. */
-function deliveriesOf(ids: string[]) {
-  const wanted = new Set(ids);
-  return sandbox.world.webhooks
-    .list()
-    .filter((d) =>
-      wanted.has((JSON.parse(d.body) as { all_svc_checkout_intent_id: string }).all_svc_checkout_intent_id),
-    );
-}
-
-async function inboxCounts(db: Db): Promise<{ total: number; received: number; processed: number }> {
-  const { rows } = await db.execute<{ total: number; received: number; processed: number }>(sql`
-    select count(*)::int as total,
-           (count(*) filter (where status = 'received'))::int as received,
-           (count(*) filter (where status = 'processed'))::int as processed
-    from webhook_inbox`);
-  return rows[0]!;
-}
-
-async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined | null | false>,
-  ms: number,
-): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/**
- * The end state every case must reach: each webhook processed, each intent exactly one
- * checkout.confirmed entry (and at most one proof), no entry twice for any ref, and a zero trial
- * balance.
- */
-async function expectExactlyOnce(db: Db, ids: string[]): Promise<void> {
-  const inbox = await inboxCounts(db);
-  expect(inbox).toEqual({ total: ids.length, received: 0, processed: ids.length });
-  const { rows } = await db.execute<{ ref_id: string; kind: string; n: number }>(sql`
-    select ref_id, kind, count(*)::int as n from ledger_entries group by ref_id, kind`);
-  // Once anvil's finalized block (64 behind) passes a payment, its proof is a second entry kind.
-  const confirmedOnce = new Set(
-    rows.filter((r) => r.kind === 'checkout.confirmed' && r.n === 1).map((r) => r.ref_id),
-  );
-  const wrong = ids.filter((id) => !confirmedOnce.has(id));
-  // A payment whose transfer was final before its (delayed) confirmation waited in suspense; once
-  // confirmed, that suspense entry is reversed: as many reversals as suspense entries.
-  const count = (kind: string) => rows.filter((r) => r.kind === kind).length;
-  expect(count('chain.transfer_in_unmatched.reversal'), 'suspense entries moved to their intent').toBe(
-    count('chain.transfer_in_unmatched'),
-  );
-  const expectedKinds = [
-    'checkout.confirmed',
-    'chain.payment_proven',
-    'chain.transfer_in_unmatched',
-    'chain.transfer_in_unmatched.reversal',
-  ];
-  expect(
-    rows.filter((r) => !expectedKinds.includes(r.kind)),
-    'entries of other kinds',
-  ).toEqual([]);
-  expect(wrong, 'intents without exactly one checkout.confirmed entry').toEqual([]);
-  expect(
-    rows.filter((r) => r.n !== 1),
-    'refs with more than one entry of a kind',
-  ).toEqual([]);
-  expect(count('checkout.confirmed')).toBe(ids.length);
-  for (const line of await trialBalance(db)) expect(line.net, `trial balance of ${line.asset}`).toBe(0n);
-}
-
-/** Jobs of the webhooks queue that a worker holds (or held, until their lock expires). */
-async function activeJobs(queuePrefix: string, redisUrl = inject('redisUrl')): Promise<number> {
-  const queue = new Queue(QUEUE.webhooks, { connection: { url: redisUrl }, prefix: queuePrefix });
-  try {
-    return await queue.getActiveCount();
-  } finally {
-    await queue.close();
-  }
-}
-
-const elapsed = (since: number) => `${((performance.now() - since) / 1000).toFixed(1)} s`;
+const { intakePort, payIntents, deliveriesOf, activeJobs, setup, kill } = await startProcessCluster();
+const terminate = (proc: DaemonProcess) => kill(proc, 'SIGTERM');
 
 describe('payments pipeline in real processes', () => {
   it('behavior: a worker killed (SIGKILL) in the middle of 500 webhooks and started again posts each payment once', async () => {
@@ -261,8 +42,7 @@ describe('payments pipeline in real processes', () => {
       },
       60_000,
     );
-    const killed = await worker1.kill('SIGKILL');
-    running.delete(worker1);
+    const killed = await kill(worker1, 'SIGKILL');
     expect(killed.signal).toBe('SIGKILL');
     const afterKill = await inboxCounts(s.db);
     // The killed worker had jobs in flight: they stay active until their lock expires.
@@ -317,7 +97,7 @@ describe('payments pipeline in real processes', () => {
     let redis: EphemeralRedis | undefined = await startEphemeralRedis();
     const redisPort = Number(new URL(redis.url).port);
     try {
-      const s = await setup('redis_down', redis.url);
+      const s = await setup('redis_down', { redisUrl: redis.url });
       const procs = await Promise.all([
         s.start('intake', 'intake', intakePort),
         s.start('scheduler', 'scheduler'),
