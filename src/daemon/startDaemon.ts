@@ -10,6 +10,7 @@ import { createDatabase } from '../db/database.ts';
 import { createFollowedClock } from '../followedClock.ts';
 import type { Logger } from '../logging/logger.ts';
 import { attachCollectors } from '../metrics/collectors.ts';
+import { initialiseLabels } from '../metrics/knownLabels.ts';
 import { createMetrics, type Metrics } from '../metrics/metrics.ts';
 import { registerAdminQueues } from './adminQueues.ts';
 import { createDaemonQueues } from './daemonQueues.ts';
@@ -121,6 +122,8 @@ async function createRuntime(options: DaemonOptions, shutdown: Shutdown): Promis
     clock = followed;
   }
   const metrics = createMetrics();
+  // Before anything counts: every known series at 0, so rate() and absent() see them from start.
+  initialiseLabels(metrics, config);
   const database = createDatabase(config.databaseUrl, {
     max: 10,
     applicationName: `stablebooks ${options.roles.join('+')}`,

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { StoreConfig } from '../config/stores.ts';
+import type { IntakeErrorReason } from '../metrics/knownLabels.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { type HeaderBag, readHeader } from '../svc/signing/requestSignature.ts';
 import { verifyWebhookSignature } from '../svc/signing/webhookSignature.ts';
@@ -54,7 +55,7 @@ export async function receiveWebhook(deps: IntakeDeps, req: IntakeRequest): Prom
   };
   // 503 (the sender retries later) rather than 500: nothing was stored, and nothing is wrong with
   // the webhook. Counted by reason, for the WebhookIntakeErrors alert.
-  const unavailable = (reason: 'store_unavailable' | 'queue_full', text: string): IntakeAnswer => {
+  const unavailable = (reason: Exclude<IntakeErrorReason, 'internal'>, text: string): IntakeAnswer => {
     deps.metrics.webhookIntakeErrors.inc({ endpoint: req.endpoint, reason });
     return {
       status: 503,

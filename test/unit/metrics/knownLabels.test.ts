@@ -161,7 +161,8 @@ describe('initialiseLabels', () => {
     const deps: IntakeDeps = {
       clock: systemClock,
       storesByKey: new Map([[store.apiKey, store]]),
-      inbox: { store: async () => 'stored' },
+      inbox: { store: async () => 'stored', waiting: () => 0 },
+      queueLimit: 10,
       metrics,
     };
     const now = String(Math.floor(Date.now() / 1000));
