@@ -52,6 +52,12 @@ export const envFields = {
     }),
   /** Bearer token for /admin/queues; the admin routes are off when unset. */
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Bearer token of the read API (/api/v1 on the operations port); the API is off when unset. */
+  API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Where outbound events (payment booked, payout settled, findings) are POSTed; optional. */
+  EVENTS_WEBHOOK_URL: httpUrl.optional(),
+  /** HMAC-SHA256 key signing every outbound event; required with EVENTS_WEBHOOK_URL. A secret. */
+  EVENTS_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Where alert notifications are POSTed (generic or Slack-compatible webhook). */
   ALERT_WEBHOOK_URL: httpUrl.optional(),
   /** HMAC-SHA256 key signing every alert POSTed to ALERT_WEBHOOK_URL; required with it. A secret. */

@@ -29,6 +29,11 @@ export interface Config {
   /** 32 bytes; a secret. */
   encryptionKey: Buffer;
   adminToken: string | undefined;
+  /** Bearer token of the read API; the API is off when undefined. A secret. */
+  apiToken: string | undefined;
+  /** Outbound events: where they go and the key that signs them (a secret); both or neither. */
+  eventsWebhookUrl: string | undefined;
+  eventsWebhookSecret: string | undefined;
   alertWebhookUrl: string | undefined;
   /** Signs the alerts POSTed to alertWebhookUrl (set whenever it is); a secret. */
   alertWebhookSecret: string | undefined;
@@ -102,6 +107,11 @@ export function loadConfig(env: RawEnv): Config {
       'ALERT_WEBHOOK_SECRET: is required because ALERT_WEBHOOK_URL is set (make one with: openssl rand -hex 32)',
     );
   }
+  if (env.EVENTS_WEBHOOK_URL && !env.EVENTS_WEBHOOK_SECRET) {
+    problems.push(
+      'EVENTS_WEBHOOK_SECRET: is required because EVENTS_WEBHOOK_URL is set (make one with: openssl rand -hex 32)',
+    );
+  }
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
   return {
@@ -121,6 +131,9 @@ export function loadConfig(env: RawEnv): Config {
     chains: createChainRegistry(chainsFile.chains),
     encryptionKey: Buffer.from(e.ENCRYPTION_KEY, 'base64'),
     adminToken: e.ADMIN_TOKEN,
+    apiToken: e.API_TOKEN,
+    eventsWebhookUrl: e.EVENTS_WEBHOOK_URL,
+    eventsWebhookSecret: e.EVENTS_WEBHOOK_SECRET,
     alertWebhookUrl: e.ALERT_WEBHOOK_URL,
     alertWebhookSecret: e.ALERT_WEBHOOK_SECRET,
     alertSlackWebhookUrl: e.ALERT_SLACK_WEBHOOK_URL,
@@ -162,6 +175,8 @@ export function secretValues(config: Config): string[] {
     ...config.stores.map((s) => s.apiSecret),
     config.encryptionKey.toString('base64'),
     ...(config.adminToken ? [config.adminToken] : []),
+    ...(config.apiToken ? [config.apiToken] : []),
+    ...(config.eventsWebhookSecret ? [config.eventsWebhookSecret] : []),
     ...(config.alertWebhookSecret ? [config.alertWebhookSecret] : []),
     ...(config.alertSlackWebhookUrl ? [config.alertSlackWebhookUrl] : []),
   ];
