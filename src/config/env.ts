@@ -4,18 +4,23 @@ import { z } from 'zod';
  * The daemon's environment variables (README.md, "Configuration"), parsed once at start. Nothing else in
  * the code reads process.env: the parsed Config is passed down.
  */
-const postgresUrl = z
-  .string()
-  .url()
-  .refine((u) => /^postgres(ql)?:$/.test(new URL(u).protocol), 'must be a postgres:// URL');
-const redisUrl = z
-  .string()
-  .url()
-  .refine((u) => /^rediss?:$/.test(new URL(u).protocol), 'must be a redis:// or rediss:// URL');
-const httpUrl = z
-  .string()
-  .url()
-  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL');
+const postgresUrl = urlOf(/^postgres(ql)?:$/, 'must be a postgres:// URL');
+const redisUrl = urlOf(/^rediss?:$/, 'must be a redis:// or rediss:// URL');
+const httpUrl = urlOf(/^https?:$/, 'must be an http(s) URL');
+
+/**
+ * A URL whose scheme matches `protocol`. A bad value is one issue saying what it must be and what
+ * it got (not a URL, or its scheme only): never the value, which may hold a password, and never
+ * an exception (`new URL()` throws, which used to escape the parse as a bare "Invalid URL").
+ */
+function urlOf(protocol: RegExp, mustBe: string) {
+  return z.string().check((ctx) => {
+    const url = URL.canParse(ctx.value) ? new URL(ctx.value) : undefined;
+    if (url && protocol.test(url.protocol)) return;
+    const got = url ? `a URL with scheme ${url.protocol}` : 'something that is not a URL';
+    ctx.issues.push({ code: 'custom', message: `${mustBe} (got ${got})`, input: ctx.value });
+  });
+}
 
 export const envFields = {
   /** PostgreSQL holding the ledger, facts and findings. */
