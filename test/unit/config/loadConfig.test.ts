@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/errors.ts';
-import { loadConfig, loadDatabaseUrl } from '../../../src/config/loadConfig.ts';
+import { inspectConfig, loadConfig, loadDatabaseUrl } from '../../../src/config/loadConfig.ts';
 import { loadQueueSettings } from '../../../src/config/loadQueueSettings.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sb-config-'));
@@ -234,5 +234,22 @@ describe('loadConfig', () => {
     expect(() => loadQueueSettings({ REDIS_URL: 'nonsense' })).toThrow(
       'REDIS_URL: must be a redis:// or rediss:// URL (got something that is not a URL)',
     );
+  });
+
+  it('behavior: inspectConfig keeps the parts that parsed when others did not (for the doctor)', () => {
+    const bad = inspectConfig({ ...validEnv(), REDIS_URL: 'nonsense', CHAINS_FILE: join(dir, 'none.json') });
+    expect(bad.config).toBeUndefined();
+    expect(bad.problems.map((p) => p.split(':')[0])).toEqual(['REDIS_URL', 'CHAINS_FILE']);
+    expect(bad.usable).toMatchObject({
+      databaseUrl: 'postgres://u@127.0.0.1:5432/db',
+      redisUrl: undefined,
+      svcBaseUrl: 'http://127.0.0.1:9000',
+      chains: undefined,
+    });
+    expect(bad.usable.stores.map((s) => s.storeId)).toEqual(['st_a']);
+    expect([...bad.usable.rpcUrls.keys()]).toEqual([11155111]);
+    const good = inspectConfig(validEnv());
+    expect(good.problems).toEqual([]);
+    expect(good.config?.redisUrl).toBe('redis://127.0.0.1:6379');
   });
 });
