@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/errors.ts';
 import { coerceError } from '../errors/coerceError.ts';
@@ -14,11 +15,22 @@ import { registerSandbox } from './commands/sandbox.ts';
 import { registerStart } from './commands/start.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
 
+/** Exit status of a command line that could not be understood, or a configuration that cannot work. */
+const EXIT_USAGE = 2;
+
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
 /** Builds the `stablebooks` command. Commands are thin: they parse options and call src/ modules. */
 export function buildProgram(): Command {
   const program = new Command('stablebooks')
     .description('reconciliation and double-entry ledger daemon for stable-coin payments')
-    .showHelpAfterError('(run with --help for usage)')
+    .version(version, '-V, --version', 'print the version of stablebooks')
+    // commander's own errors (unknown option or command, missing argument) are thrown, not
+    // printed: reportError prints them as it prints every other error. Set before the commands
+    // are added, which inherit both.
+    .configureOutput({ outputError: () => {} })
     .exitOverride();
   registerMigrate(program);
   registerStart(program);
@@ -45,12 +57,19 @@ export async function main(argv: string[]): Promise<void> {
 
 function reportError(err: unknown): number {
   if (err instanceof CommanderError) {
-    // commander already printed its message (or the help/version text).
-    return err.exitCode;
+    // --help and --version printed their text; so did a bare `stablebooks` (help, on stderr).
+    if (err.exitCode === 0) return 0;
+    if (err.code === 'commander.help') return EXIT_USAGE;
+    const message = err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+    process.stderr.write(`stablebooks: ${message} (run with --help for usage)\n`);
+    return EXIT_USAGE;
   }
   if (err instanceof ConfigError) {
-    process.stderr.write(`stablebooks: ${err.message}\n`);
-    return 2;
+    // One problem is one line; several are listed under one line, all at once.
+    process.stderr.write(
+      err.problems.length === 1 ? `stablebooks: ${err.problems[0]}\n` : `stablebooks: ${err.message}\n`,
+    );
+    return EXIT_USAGE;
   }
   const message = coerceError(err).message;
   process.stderr.write(`stablebooks: ${message.split('\n')[0]}\n`);
