@@ -252,4 +252,24 @@ describe('loadConfig', () => {
     expect(good.problems).toEqual([]);
     expect(good.config?.redisUrl).toBe('redis://127.0.0.1:6379');
   });
+
+  it('error: RECON_CRON is read by the cron parser the scheduler uses: an impossible field is refused with its reason', () => {
+    // Only the number of fields used to be checked, so "61 * * * *" passed and failed later, in BullMQ.
+    expect(problemsOf({ ...validEnv(), RECON_CRON: '61 * * * *' })).toEqual([
+      'RECON_CRON: must be a cron expression of 5 or 6 fields (UTC), e.g. "0 1 * * *": Constraint error, got value 61 expected range 0-59',
+    ]);
+    for (const bad of [
+      '0 25 * * *',
+      '0 1 * * 8',
+      '0 1 32 * *',
+      '0 1 * * frieday',
+      '* * * *',
+      '0 0 1 * * * *',
+    ])
+      expect(problemsOf({ ...validEnv(), RECON_CRON: bad })).toEqual([
+        expect.stringMatching(/^RECON_CRON: /),
+      ]);
+    for (const good of ['0 1 * * *', '15 0 * * *', '0 0 1 * * *', '*/30 2-4 * * mon-fri', '0 1 1,15 * *'])
+      expect(loadConfig({ ...validEnv(), RECON_CRON: good }).reconCron).toBe(good);
+  });
 });
