@@ -14,6 +14,7 @@ import { registerReport } from './commands/report.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerStart } from './commands/start.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
+import { loadEnvFile } from './envFile.ts';
 
 /** Exit status of a command line that could not be understood, or a configuration that cannot work. */
 const EXIT_USAGE = 2;
@@ -31,7 +32,15 @@ export function buildProgram(): Command {
     // printed: reportError prints them as it prints every other error. Set before the commands
     // are added, which inherit both.
     .configureOutput({ outputError: () => {} })
-    .exitOverride();
+    .exitOverride()
+    // Not --env-file: Node.js 20 takes a script argument of that name for its own option (and
+    // exits 9 on a missing file before stablebooks runs), nodejs/node#54232.
+    .option('--dotenv <path>', 'read variables from this file instead of ./.env (the environment wins)')
+    .option('--no-dotenv', 'read no .env file, only the environment')
+    // Before any command's action, which is where each reads its configuration.
+    .hook('preAction', () => {
+      loadEnvFile(program.opts<{ dotenv?: string | false }>().dotenv);
+    });
   registerMigrate(program);
   registerStart(program);
   registerDoctor(program);
