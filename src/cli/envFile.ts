@@ -1,9 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CliError } from './CliError.ts';
-
-/** Exit status of a command line or configuration that cannot work (as src/cli/main.ts). */
-const EXIT_USAGE = 2;
+import { CliError, EXIT_USAGE } from './CliError.ts';
 
 /**
  * Reads a .env file into process.env before a command parses its configuration: `choice` when

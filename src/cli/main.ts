@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/errors.ts';
 import { coerceError } from '../errors/coerceError.ts';
-import { CliError } from './CliError.ts';
+import { CliError, EXIT_USAGE } from './CliError.ts';
 import { registerDemo } from './commands/demo.ts';
 import { registerDoctor } from './commands/doctor.ts';
 import { registerFindings } from './commands/findings.ts';
@@ -15,9 +15,6 @@ import { registerSandbox } from './commands/sandbox.ts';
 import { registerStart } from './commands/start.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
 import { loadEnvFile } from './envFile.ts';
-
-/** Exit status of a command line that could not be understood, or a configuration that cannot work. */
-const EXIT_USAGE = 2;
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
