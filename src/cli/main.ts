@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/errors.ts';
 import { coerceError } from '../errors/coerceError.ts';
-import { CliError } from './CliError.ts';
+import { CliError, EXIT_USAGE } from './CliError.ts';
 import { registerDemo } from './commands/demo.ts';
 import { registerDoctor } from './commands/doctor.ts';
 import { registerFindings } from './commands/findings.ts';
@@ -13,13 +14,30 @@ import { registerReport } from './commands/report.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerStart } from './commands/start.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
+import { loadEnvFile } from './envFile.ts';
+
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 /** Builds the `stablebooks` command. Commands are thin: they parse options and call src/ modules. */
 export function buildProgram(): Command {
   const program = new Command('stablebooks')
     .description('reconciliation and double-entry ledger daemon for stable-coin payments')
-    .showHelpAfterError('(run with --help for usage)')
-    .exitOverride();
+    .version(version, '-V, --version', 'print the version of stablebooks')
+    // commander's own errors (unknown option or command, missing argument) are thrown, not
+    // printed: reportError prints them as it prints every other error. Set before the commands
+    // are added, which inherit both.
+    .configureOutput({ outputError: () => {} })
+    .exitOverride()
+    // Not --env-file: Node.js 20 takes a script argument of that name for its own option (and
+    // exits 9 on a missing file before stablebooks runs), nodejs/node#54232.
+    .option('--dotenv <path>', 'read variables from this file instead of ./.env (the environment wins)')
+    .option('--no-dotenv', 'read no .env file, only the environment')
+    // Before any command's action, which is where each reads its configuration.
+    .hook('preAction', () => {
+      loadEnvFile(program.opts<{ dotenv?: string | false }>().dotenv);
+    });
   registerMigrate(program);
   registerStart(program);
   registerDoctor(program);
@@ -45,12 +63,19 @@ export async function main(argv: string[]): Promise<void> {
 
 function reportError(err: unknown): number {
   if (err instanceof CommanderError) {
-    // commander already printed its message (or the help/version text).
-    return err.exitCode;
+    // --help and --version printed their text; so did a bare `stablebooks` (help, on stderr).
+    if (err.exitCode === 0) return 0;
+    if (err.code === 'commander.help') return EXIT_USAGE;
+    const message = err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+    process.stderr.write(`stablebooks: ${message} (run with --help for usage)\n`);
+    return EXIT_USAGE;
   }
   if (err instanceof ConfigError) {
-    process.stderr.write(`stablebooks: ${err.message}\n`);
-    return 2;
+    // One problem is one line; several are listed under one line, all at once.
+    process.stderr.write(
+      err.problems.length === 1 ? `stablebooks: ${err.problems[0]}\n` : `stablebooks: ${err.message}\n`,
+    );
+    return EXIT_USAGE;
   }
   const message = coerceError(err).message;
   process.stderr.write(`stablebooks: ${message.split('\n')[0]}\n`);

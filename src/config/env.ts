@@ -1,21 +1,27 @@
+import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 
 /**
  * The daemon's environment variables (README.md, "Configuration"), parsed once at start. Nothing else in
  * the code reads process.env: the parsed Config is passed down.
  */
-const postgresUrl = z
-  .string()
-  .url()
-  .refine((u) => /^postgres(ql)?:$/.test(new URL(u).protocol), 'must be a postgres:// URL');
-const redisUrl = z
-  .string()
-  .url()
-  .refine((u) => /^rediss?:$/.test(new URL(u).protocol), 'must be a redis:// or rediss:// URL');
-const httpUrl = z
-  .string()
-  .url()
-  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL');
+const postgresUrl = urlOf(/^postgres(ql)?:$/, 'must be a postgres:// URL');
+const redisUrl = urlOf(/^rediss?:$/, 'must be a redis:// or rediss:// URL');
+const httpUrl = urlOf(/^https?:$/, 'must be an http(s) URL');
+
+/**
+ * A URL whose scheme matches `protocol`. A bad value is one issue saying what it must be and what
+ * it got (not a URL, or its scheme only): never the value, which may hold a password, and never
+ * an exception (`new URL()` throws, which used to escape the parse as a bare "Invalid URL").
+ */
+function urlOf(protocol: RegExp, mustBe: string) {
+  return z.string().check((ctx) => {
+    const url = URL.canParse(ctx.value) ? new URL(ctx.value) : undefined;
+    if (url && protocol.test(url.protocol)) return;
+    const got = url ? `a URL with scheme ${url.protocol}` : 'something that is not a URL';
+    ctx.issues.push({ code: 'custom', message: `${mustBe} (got ${got})`, input: ctx.value });
+  });
+}
 
 export const envFields = {
   /** PostgreSQL holding the ledger, facts and findings. */
@@ -103,11 +109,12 @@ export const envFields = {
     .default(24),
   /** Folder for reconciliation reports. */
   REPORTS_DIR: z.string().min(1).default('./reports'),
-  /** Cron (UTC) of the scheduled reconciliation run; default daily at 00:15 for the previous day. */
+  /** Cron (UTC) of the scheduled reconciliation run; default daily at 01:00 for the previous UTC day. */
   RECON_CRON: z
     .string()
-    .refine((s) => s.trim().split(/\s+/).length === 5 || s.trim().split(/\s+/).length === 6, {
-      message: 'must be a cron expression of 5 or 6 fields, e.g. "0 1 * * *"',
+    .check((ctx) => {
+      const problem = cronProblem(ctx.value);
+      if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
     })
     .default('0 1 * * *'),
   /** Minutes a confirmed payment may wait in assets:in_transit for its chain proof (clearing check). */
@@ -136,6 +143,23 @@ export const envFields = {
 } as const;
 
 export const envSchema = z.object(envFields);
+
+/**
+ * Why `expression` is not a cron expression the scheduler can run, or undefined. Read by
+ * cron-parser, the parser BullMQ's job scheduler uses, so what passes here schedules there; 5 or
+ * 6 fields only (cron-parser would fill in a missing field, and take "@daily" aliases).
+ */
+function cronProblem(expression: string): string | undefined {
+  const mustBe = 'must be a cron expression of 5 or 6 fields (UTC), e.g. "0 1 * * *"';
+  const fields = expression.trim().split(/\s+/).length;
+  if (fields !== 5 && fields !== 6) return `${mustBe}: it has ${fields} field${fields === 1 ? '' : 's'}`;
+  try {
+    CronExpressionParser.parse(expression, { tz: 'UTC' });
+    return undefined;
+  } catch (err) {
+    return `${mustBe}: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
 export type Env = z.output<typeof envSchema>;
 
 /** RPC_URL_<EIP-155 chain id>: one or more comma-separated URLs, used as a viem fallback transport. */

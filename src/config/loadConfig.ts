@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { type AlertRoutes, loadAlertRoutes } from '../alerts/routes.ts';
 import { type ChainRegistry, createChainRegistry, loadChainsFile } from './chainRegistry.ts';
 import { type Env, envFields, envSchema, parseRpcUrls } from './env.ts';
@@ -68,21 +69,44 @@ export interface ReconSettings {
 type RawEnv = Record<string, string | undefined>;
 
 /**
+ * The configuration as far as it goes: every problem, and each part that is usable on its own even
+ * when others are not, so that `stablebooks doctor` can still check the database when REDIS_URL is
+ * wrong (and the other way round).
+ */
+export interface ConfigInspection {
+  /** One line per bad or missing variable, naming it; empty exactly when `config` is set. */
+  problems: string[];
+  config: Config | undefined;
+  usable: {
+    databaseUrl: string | undefined;
+    redisUrl: string | undefined;
+    svcBaseUrl: string | undefined;
+    /** The stores of STORES_FILE whose secret is set (none when the file itself is bad). */
+    stores: StoreConfig[];
+    /** The RPC_URL_<id> variables that parsed. */
+    rpcUrls: Map<number, string[]>;
+    /** Undefined when CHAINS_FILE is bad: its tokens are unknown, the defaults would mislead. */
+    chains: ChainRegistry | undefined;
+  };
+}
+
+/**
  * Parses the whole environment, collecting every problem (one line each) before failing, so a
  * person fixes them all in one go rather than one per restart.
  */
 export function loadConfig(env: RawEnv): Config {
+  const inspection = inspectConfig(env);
+  if (!inspection.config) throw new ConfigError(inspection.problems);
+  return inspection.config;
+}
+
+/** loadConfig without the throw: the problems, the Config when there are none, the usable parts. */
+export function inspectConfig(env: RawEnv): ConfigInspection {
   const problems: string[] = [];
   const parsed = envSchema.safeParse(blankAsMissing(env));
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const name = String(issue.path[0] ?? '?');
-      problems.push(
-        env[name] === undefined || env[name] === ''
-          ? `${name}: is required but not set`
-          : `${name}: ${issue.message}`,
-      );
-    }
+    for (const issue of parsed.error.issues)
+      problems.push(problemOf(String(issue.path[0] ?? '?'), issue, env));
   }
   const rpc = parseRpcUrls(env);
   problems.push(...rpc.problems);
@@ -112,9 +136,18 @@ export function loadConfig(env: RawEnv): Config {
       'EVENTS_WEBHOOK_SECRET: is required because EVENTS_WEBHOOK_URL is set (make one with: openssl rand -hex 32)',
     );
   }
-  if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
+  const chains = chainsFile.problems.length === 0 ? createChainRegistry(chainsFile.chains) : undefined;
+  const usable = {
+    databaseUrl: fieldValue(env, 'DATABASE_URL'),
+    redisUrl: fieldValue(env, 'REDIS_URL'),
+    svcBaseUrl: fieldValue(env, 'SVC_BASE_URL'),
+    stores: stores.stores,
+    rpcUrls: rpc.urls,
+    chains,
+  };
+  if (problems.length > 0 || !parsed.success || !chains) return { problems, config: undefined, usable };
   const e = parsed.data;
-  return {
+  const config: Config = {
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     svcBaseUrl: e.SVC_BASE_URL,
@@ -128,7 +161,7 @@ export function loadConfig(env: RawEnv): Config {
     logLevel: e.LOG_LEVEL,
     stores: stores.stores,
     rpcUrls: rpc.urls,
-    chains: createChainRegistry(chainsFile.chains),
+    chains,
     encryptionKey: Buffer.from(e.ENCRYPTION_KEY, 'base64'),
     adminToken: e.ADMIN_TOKEN,
     apiToken: e.API_TOKEN,
@@ -154,19 +187,34 @@ export function loadConfig(env: RawEnv): Config {
     refundGraceMs: Math.round(e.REFUND_GRACE_HOURS * 3_600_000),
     clockUrl: e.CLOCK_URL,
   };
+  return { problems, config, usable };
 }
 
 /** For commands that only touch the database (`stablebooks migrate`). */
 export function loadDatabaseUrl(env: RawEnv): string {
-  const parsed = envFields.DATABASE_URL.safeParse(env.DATABASE_URL || undefined);
-  if (!parsed.success) {
-    throw new ConfigError([
-      env.DATABASE_URL
-        ? `DATABASE_URL: ${parsed.error.issues[0]?.message}`
-        : 'DATABASE_URL: is required but not set',
-    ]);
-  }
-  return parsed.data;
+  return loadField(env, 'DATABASE_URL');
+}
+
+/** One variable alone, parsed as loadConfig parses it; a ConfigError of one line naming it if bad. */
+function loadField<K extends keyof typeof envFields>(env: RawEnv, name: K): z.output<(typeof envFields)[K]> {
+  const parsed = envFields[name].safeParse(env[name] || undefined);
+  if (!parsed.success) throw new ConfigError([problemOf(name, parsed.error.issues[0], env)]);
+  return parsed.data as z.output<(typeof envFields)[K]>;
+}
+
+function fieldValue<K extends 'DATABASE_URL' | 'REDIS_URL' | 'SVC_BASE_URL'>(
+  env: RawEnv,
+  name: K,
+): string | undefined {
+  const parsed = envFields[name].safeParse(env[name] || undefined);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** A problem line: the variable's name, then what is wrong, never its value. */
+function problemOf(name: string, issue: { message: string } | undefined, env: RawEnv): string {
+  return env[name] === undefined || env[name] === ''
+    ? `${name}: is required but not set`
+    : `${name}: ${issue?.message ?? 'is not valid'}`;
 }
 
 /** The secret values of a config, for the logger's last-line scrub. */

@@ -1,8 +1,7 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createPublicClient, fallback, http } from 'viem';
-import { ConfigError } from '../config/errors.ts';
-import { type Config, loadConfig } from '../config/loadConfig.ts';
+import { inspectConfig } from '../config/loadConfig.ts';
 import type { Token } from '../ledger/accounts.ts';
 import { createSvcClient } from '../svc/client.ts';
 
@@ -24,39 +23,50 @@ const decimalsAbi = [
  * Checks that this installation can work: configuration, PostgreSQL, Redis, every RPC URL (its
  * chain id must be the one its variable names), the decimals of every registry token of a chain
  * with RPC URLs against its contract's decimals(), and each store's credentials against the
- * service (GET /v1/test/ping, which proves the api_key, the secret and the signing).
+ * service (GET /v1/test/ping, which proves the api_key, the secret and the signing). A bad
+ * variable fails the config line naming it and the checks that need it ("not checked"); every
+ * other check still runs, so one run shows everything there is to fix.
  */
 export async function runDoctor(env: Record<string, string | undefined>): Promise<DoctorCheck[]> {
-  let config: Config;
-  try {
-    config = loadConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError)
-      return err.problems.map((p) => ({ name: 'config', ok: false, detail: p }));
-    throw err;
-  }
+  // Not loadConfig: one bad variable must not hide the checks that do not depend on it.
+  const { problems, config, usable } = inspectConfig(env);
+  const { databaseUrl, redisUrl, svcBaseUrl } = usable;
   const checks: Array<Promise<DoctorCheck>> = [
-    Promise.resolve({
-      name: 'config',
-      ok: true,
-      detail: `${config.stores.length} store(s), RPC for chain(s) ${[...config.rpcUrls.keys()].join(', ') || 'none'}`,
-    }),
-    check('postgres', () => checkPostgres(config.databaseUrl)),
-    check('redis', () => checkRedis(config.redisUrl)),
+    ...(config
+      ? [
+          Promise.resolve({
+            name: 'config',
+            ok: true,
+            detail: `${config.stores.length} store(s), RPC for chain(s) ${[...config.rpcUrls.keys()].join(', ') || 'none'}`,
+          }),
+        ]
+      : problems.map((p) => Promise.resolve({ name: 'config', ok: false, detail: p }))),
+    databaseUrl === undefined
+      ? notChecked('postgres', 'DATABASE_URL')
+      : check('postgres', () => checkPostgres(databaseUrl)),
+    redisUrl === undefined ? notChecked('redis', 'REDIS_URL') : check('redis', () => checkRedis(redisUrl)),
   ];
-  for (const [chainId, urls] of config.rpcUrls) {
+  for (const [chainId, urls] of usable.rpcUrls) {
     urls.forEach((url, i) => {
       checks.push(
         check(`rpc ${chainId}${urls.length > 1 ? ` #${i + 1}` : ''}`, () => checkRpc(chainId, url)),
       );
     });
-    checks.push(...checkTokenDecimals(chainId, urls, config.chains.chain(chainId)?.tokens ?? []));
+    if (usable.chains) {
+      checks.push(...checkTokenDecimals(chainId, urls, usable.chains.chain(chainId)?.tokens ?? []));
+    } else {
+      checks.push(notChecked(`token ${chainId}`, 'CHAINS_FILE'));
+    }
   }
-  for (const store of config.stores) {
+  for (const store of usable.stores) {
+    if (svcBaseUrl === undefined) {
+      checks.push(notChecked(`store ${store.storeId}`, 'SVC_BASE_URL'));
+      continue;
+    }
     checks.push(
       check(`store ${store.storeId}`, async () => {
         const client = createSvcClient({
-          baseUrl: config.svcBaseUrl,
+          baseUrl: svcBaseUrl,
           credentials: store,
           retry: { maxAttempts: 2 },
           timeouts: { defaultMs: TIMEOUT_MS },
@@ -67,6 +77,11 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
     );
   }
   return Promise.all(checks);
+}
+
+/** A check that cannot run because the variable it needs is bad (its config line says how). */
+function notChecked(name: string, variable: string): Promise<DoctorCheck> {
+  return Promise.resolve({ name, ok: false, detail: `not checked: ${variable} is not usable (see config)` });
 }
 
 async function check(name: string, fn: () => Promise<string>): Promise<DoctorCheck> {

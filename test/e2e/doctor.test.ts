@@ -208,7 +208,7 @@ describe('stablebooks doctor', () => {
     }
   });
 
-  it('error: bad configuration is one line per problem', async () => {
+  it('error: bad configuration is one line per problem, and the checks it does not touch still run', async () => {
     const run = await runCli(['doctor'], { ...(await doctorEnv()), ENCRYPTION_KEY: 'nope', DOC_SECRET: '' });
     expect(run.code).toBe(1);
     expect(run.stdout.trim().split('\n')).toEqual([
@@ -216,6 +216,39 @@ describe('stablebooks doctor', () => {
       expect.stringMatching(
         /^FAIL\s+config\s+STORES_FILE: store st_doc names api_secret_env DOC_SECRET, which is not set/,
       ),
+      expect.stringMatching(/^ok\s+postgres\s+reachable/),
+      expect.stringMatching(/^ok\s+redis\s+reachable/),
+      expect.stringMatching(/^ok\s+rpc 31337\s+chain id 31337/),
     ]);
+  });
+
+  it('error: a variable that is not a URL fails its config line and the check needing it; the rest run', async () => {
+    // It used to end the whole run with one bare line, "stablebooks: Invalid URL".
+    const cases = [
+      ['DATABASE_URL', 'postgres', 'must be a postgres:// URL'],
+      ['REDIS_URL', 'redis', 'must be a redis:// or rediss:// URL'],
+      ['SVC_BASE_URL', 'store st_doc', 'must be an http(s) URL'],
+    ] as const;
+    for (const [variable, needsIt, mustBe] of cases) {
+      const run = await runCli(['doctor', '--json'], await doctorEnv({ [variable]: 'nonsense-value' }));
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe('');
+      expect(run.stdout).not.toContain('nonsense-value');
+      const result = JSON.parse(run.stdout) as {
+        ok: boolean;
+        checks: Array<{ name: string; ok: boolean; detail: string }>;
+      };
+      expect(result.ok).toBe(false);
+      expect(result.checks.map((c) => [c.name, c.ok])).toEqual(
+        ['config', 'postgres', 'redis', 'rpc 31337', 'store st_doc'].map((name) => [
+          name,
+          name !== 'config' && name !== needsIt,
+        ]),
+      );
+      expect(result.checks[0]?.detail).toBe(`${variable}: ${mustBe} (got something that is not a URL)`);
+      expect(result.checks.find((c) => c.name === needsIt)?.detail).toBe(
+        `not checked: ${variable} is not usable (see config)`,
+      );
+    }
   });
 });

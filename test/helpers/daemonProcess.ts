@@ -150,7 +150,16 @@ export async function startDaemonProcess(options: {
   const proc: ManagedProcess = startManagedProcess(
     process.execPath,
     // The V8 flag every launcher gives the daemon (Dockerfile, scripts/run.sh; docs/decisions.md).
-    ['--max-semi-space-size=4', ...(options.nodeFlags ?? []), BIN, 'start', '--role', options.roles],
+    // --no-dotenv: exactly `env`, whatever .env the repository holds.
+    [
+      '--max-semi-space-size=4',
+      ...(options.nodeFlags ?? []),
+      BIN,
+      '--no-dotenv',
+      'start',
+      '--role',
+      options.roles,
+    ],
     {
       cwd: REPO,
       env: {

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/errors.ts';
-import { loadConfig, loadDatabaseUrl } from '../../../src/config/loadConfig.ts';
+import { inspectConfig, loadConfig, loadDatabaseUrl } from '../../../src/config/loadConfig.ts';
+import { loadQueueSettings } from '../../../src/config/loadQueueSettings.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sb-config-'));
 function storesFile(content: unknown): string {
@@ -187,5 +188,88 @@ describe('loadConfig', () => {
   it('behavior: migrate needs only DATABASE_URL', () => {
     expect(loadDatabaseUrl({ DATABASE_URL: 'postgresql://x@h/d' })).toBe('postgresql://x@h/d');
     expect(() => loadDatabaseUrl({})).toThrow(/DATABASE_URL: is required but not set/);
+  });
+
+  it('error: a URL variable that is not a URL names itself and what it must be, never its value', () => {
+    // `new URL()` used to throw inside the schema: the whole parse died as a bare "Invalid URL".
+    const secretish = 'not a url but maybe a secret';
+    const problems = problemsOf({
+      ...validEnv(),
+      DATABASE_URL: 'nonsense',
+      REDIS_URL: secretish,
+      SVC_BASE_URL: '::',
+      ALERT_WEBHOOK_URL: 'nope',
+      ALERT_WEBHOOK_SECRET: 'x'.repeat(16),
+      ALERT_SLACK_WEBHOOK_URL: secretish,
+      CLOCK_URL: 'ftp://127.0.0.1/clock',
+    });
+    expect(problems).toEqual([
+      'DATABASE_URL: must be a postgres:// URL (got something that is not a URL)',
+      'REDIS_URL: must be a redis:// or rediss:// URL (got something that is not a URL)',
+      'SVC_BASE_URL: must be an http(s) URL (got something that is not a URL)',
+      'ALERT_WEBHOOK_URL: must be an http(s) URL (got something that is not a URL)',
+      'ALERT_SLACK_WEBHOOK_URL: must be an http(s) URL (got something that is not a URL)',
+      'CLOCK_URL: must be an http(s) URL (got a URL with scheme ftp:)',
+    ]);
+    expect(problems.join('\n')).not.toContain(secretish);
+  });
+
+  it('error: a URL of the wrong kind says which kind it got, not the URL', () => {
+    const problems = problemsOf({ ...validEnv(), DATABASE_URL: 'mysql://root:hunter2@db/x' });
+    expect(problems).toEqual(['DATABASE_URL: must be a postgres:// URL (got a URL with scheme mysql:)']);
+    expect(problems.join('\n')).not.toContain('hunter2');
+  });
+
+  it('error: an RPC URL that is not a URL names its variable', () => {
+    expect(problemsOf({ ...validEnv(), RPC_URL_11155111: 'nonsense' })).toEqual([
+      'RPC_URL_11155111: 1 entry is not an http(s) or ws(s) URL',
+      'RPC_URL_11155111: is required because store st_a has wallets on chain 11155111',
+    ]);
+  });
+
+  it('error: the commands that read one or two variables name a bad one too', () => {
+    expect(() => loadDatabaseUrl({ DATABASE_URL: 'nonsense' })).toThrow(
+      'DATABASE_URL: must be a postgres:// URL (got something that is not a URL)',
+    );
+    expect(() => loadQueueSettings({ REDIS_URL: 'nonsense' })).toThrow(
+      'REDIS_URL: must be a redis:// or rediss:// URL (got something that is not a URL)',
+    );
+  });
+
+  it('behavior: inspectConfig keeps the parts that parsed when others did not (for the doctor)', () => {
+    const bad = inspectConfig({ ...validEnv(), REDIS_URL: 'nonsense', CHAINS_FILE: join(dir, 'none.json') });
+    expect(bad.config).toBeUndefined();
+    expect(bad.problems.map((p) => p.split(':')[0])).toEqual(['REDIS_URL', 'CHAINS_FILE']);
+    expect(bad.usable).toMatchObject({
+      databaseUrl: 'postgres://u@127.0.0.1:5432/db',
+      redisUrl: undefined,
+      svcBaseUrl: 'http://127.0.0.1:9000',
+      chains: undefined,
+    });
+    expect(bad.usable.stores.map((s) => s.storeId)).toEqual(['st_a']);
+    expect([...bad.usable.rpcUrls.keys()]).toEqual([11155111]);
+    const good = inspectConfig(validEnv());
+    expect(good.problems).toEqual([]);
+    expect(good.config?.redisUrl).toBe('redis://127.0.0.1:6379');
+  });
+
+  it('error: RECON_CRON is read by the cron parser the scheduler uses: an impossible field is refused with its reason', () => {
+    // Only the number of fields used to be checked, so "61 * * * *" passed and failed later, in BullMQ.
+    expect(problemsOf({ ...validEnv(), RECON_CRON: '61 * * * *' })).toEqual([
+      'RECON_CRON: must be a cron expression of 5 or 6 fields (UTC), e.g. "0 1 * * *": Constraint error, got value 61 expected range 0-59',
+    ]);
+    for (const bad of [
+      '0 25 * * *',
+      '0 1 * * 8',
+      '0 1 32 * *',
+      '0 1 * * frieday',
+      '* * * *',
+      '0 0 1 * * * *',
+    ])
+      expect(problemsOf({ ...validEnv(), RECON_CRON: bad })).toEqual([
+        expect.stringMatching(/^RECON_CRON: /),
+      ]);
+    for (const good of ['0 1 * * *', '15 0 * * *', '0 0 1 * * *', '*/30 2-4 * * mon-fri', '0 1 1,15 * *'])
+      expect(loadConfig({ ...validEnv(), RECON_CRON: good }).reconCron).toBe(good);
   });
 });
