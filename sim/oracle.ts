@@ -23,10 +23,17 @@ export type Balances = Map<string, bigint>;
 
 const CONFIRMED = 20;
 
-export function expectedBalances(truth: GroundTruth): Balances {
+/**
+ * The transfers the books must hold in suspense (rule 9), by transaction hash: the causes an open
+ * unmatched-transfer finding may have. Filled by expectedBalances.
+ */
+export type SuspenseCauses = Set<string>;
+
+export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = new Set()): Balances {
   const { world, mined, known } = truth;
   const out: Balances = new Map();
-  const add = (kind: string, storeId: string, symbol: string, amount: bigint) => {
+  const add = (kind: string, storeId: string, symbol: string, amount: bigint, tx?: string | null) => {
+    if (kind === 'assets:suspense' && tx) causes.add(tx);
     if (amount === 0n) return;
     const code = `${kind}:${storeId}:${SIM_CHAIN_ID}:${symbol}`;
     out.set(code, (out.get(code) ?? 0n) + amount);
@@ -61,7 +68,7 @@ export function expectedBalances(truth: GroundTruth): Balances {
     const returned = returnMined && known.has(intent.id);
     if (arrived && !returned) {
       add('assets:wallet', s, sym, intoMerchant);
-      add('assets:suspense', s, sym, -intoMerchant);
+      add('assets:suspense', s, sym, -intoMerchant, payingTx);
     }
     if (returnMined && !returned) {
       add('assets:wallet', s, sym, -intent.P);
@@ -92,7 +99,7 @@ export function expectedBalances(truth: GroundTruth): Balances {
   for (const d of world.deposits) {
     if (!mined.has(d.txHash)) continue;
     add('assets:custody', d.storeId, d.token.symbol, d.value);
-    add('assets:suspense', d.storeId, d.token.symbol, -d.value);
+    add('assets:suspense', d.storeId, d.token.symbol, -d.value, d.txHash);
   }
 
   for (const stray of world.strays) {
@@ -103,7 +110,7 @@ export function expectedBalances(truth: GroundTruth): Balances {
     const outOf = ownerOf(stray.from);
     if (into) {
       add('assets:wallet', into, token.symbol, stray.value);
-      add('assets:suspense', into, token.symbol, -stray.value);
+      add('assets:suspense', into, token.symbol, -stray.value, stray.txHash);
     }
     if (outOf) {
       add('assets:wallet', outOf, token.symbol, -stray.value);

@@ -384,14 +384,18 @@ async function judge(
     }
     return out;
   };
+  const causes = new Set<string>();
   const expected = pooled(
-    expectedBalances({
-      world,
-      mined,
-      known,
-      knownLinks: facts.knownLinks,
-      linkStatus: facts.linkStatus,
-    }),
+    expectedBalances(
+      {
+        world,
+        mined,
+        known,
+        knownLinks: facts.knownLinks,
+        linkStatus: facts.linkStatus,
+      },
+      causes,
+    ),
   );
   const booked = pooled(actual);
   for (const code of new Set([...expected.keys(), ...booked.keys()])) {
@@ -421,6 +425,18 @@ async function judge(
         and details::text like ${`%${stray.txHash}%`}`);
     if (found.rows.length === 0)
       problems.push(`stranger's transfer ${stray.txHash.slice(0, 10)} has no open finding`);
+  }
+  // And no unmatched-transfer finding is open without a cause: each names a transfer the oracle
+  // holds in suspense.
+  const open = await db.execute<{ details: string }>(sql`
+    select details::text as details from findings
+    where kind = 'unmatched_transfer_in' and resolved_at is null`);
+  for (const row of open.rows) {
+    const tx = /0x[0-9a-f]{64}/i.exec(row.details)?.[0]?.toLowerCase();
+    if (!tx || ![...causes].some((c) => c.toLowerCase() === tx))
+      problems.push(
+        `unmatched-transfer finding open without a cause: ${tx?.slice(0, 10) ?? row.details.slice(0, 60)}`,
+      );
   }
   return problems;
 }
