@@ -195,7 +195,9 @@ function refundOverdue(how: string): SentenceOf {
         `, ${formatAmount(f.text('amount') ?? '')}${f.token('coin') ? ` ${f.token('coin')}` : ''},`,
       ` was ${how}`,
       f.time('closed_at') && ` on ${f.time('closed_at')}`,
-      `; its refund is not proven after ${f.text('grace_hours') ?? 'the grace'} hours.`,
+      f.text('grace_hours')
+        ? `; its refund is not proven after ${f.text('grace_hours')} hours.`
+        : '; its refund is not proven within the grace period.',
     );
 }
 
@@ -304,7 +306,9 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
     ),
   unhandled_webhook_event: (f) =>
     s(
-      `Webhook ${f.finding.refId} is a ${f.text('endpoint') ?? ''} event "${f.text('event') ?? 'unknown'}" that stablebooks does not handle.`,
+      `Webhook ${f.finding.refId}`,
+      f.text('endpoint') && ` (${f.text('endpoint')})`,
+      ` is an event stablebooks does not handle: ${f.text('event') ?? 'unnamed'}.`,
     ),
   intent_creation_unresolved: (f) =>
     s(
@@ -328,7 +332,7 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
         ),
   stuck_intent: (f) =>
     s(
-      `${intent(f)} has been ${statusName(f.text('status')) ?? 'in the same status'}`,
+      `${intent(f)} has been ${statusName(f.text('status')) ?? 'short of a final status'}`,
       f.text('hours') && ` for ${f.text('hours')} hours`,
       f.time('since') && ` (since ${f.time('since')})`,
       '.',
@@ -415,7 +419,7 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
     s(
       `${intent(f)} was confirmed`,
       f.time('confirmed_at') && ` on ${f.time('confirmed_at')}`,
-      `, but ${f.amount('waiting') ?? 'its payment'} still wait for the chain's proof`,
+      `, but ${f.amount('waiting') ?? 'its payment'} still waits in in_transit for the chain's proof`,
       f.text('window_minutes') && ` after ${f.text('window_minutes')} minutes`,
       '.',
     ),
@@ -445,7 +449,7 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
     ),
   claim_link_create_mismatch: (f) =>
     s(
-      `The service's answer to creating payout ${f.text('payout_id') ?? ''}`,
+      `The service's answer to creating payout ${f.text('payout_id') ?? f.finding.refId}`,
       f.text('reference_id') && ` (reference ${f.text('reference_id')})`,
       ' differs from the request',
       f.details.differences !== undefined && `: ${plain(f.details.differences)}`,
@@ -453,7 +457,7 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
     ),
   claim_link_closed_on_replay: (f) =>
     s(
-      `A replayed create of payout ${f.text('payout_id') ?? ''}`,
+      `A replayed create of payout ${f.text('payout_id') ?? f.finding.refId}`,
       f.text('reference_id') && ` (reference ${f.text('reference_id')})`,
       ` reports the link already ${f.text('status') ?? 'closed'}; check that its claim or refund is booked.`,
     ),
@@ -556,8 +560,8 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
   balance_proof_failed: (f) => {
     const token = f.token();
     const wallet: Piece[] = [
-      `The ${f.text('role') ?? ''} wallet `.replace('  ', ' '),
-      f.address('wallet') ?? 'a wallet',
+      f.text('role') ? `The ${f.text('role')} wallet ` : 'The wallet ',
+      f.address('wallet') ?? '(unnamed)',
       `${on(f)}${token ? ` (${token})` : ''}`,
     ];
     if (f.text('error') !== null && f.text('chain_balance') === null)
@@ -572,7 +576,9 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
   trial_balance_nonzero: (f) =>
     s(
       `The balances of ${f.token() ?? 'a token'} (${f.text('asset') ?? f.finding.refId}) do not net to zero: `,
-      `${f.text('net') === null ? 'they' : `they are off by ${formatAmount(f.text('net') ?? '', 0)} base units`}.`,
+      f.text('net') === null
+        ? 'their net is not zero.'
+        : `they are off by ${formatAmount(f.text('net') ?? '', 0)} base units.`,
     ),
 };
 
