@@ -111,18 +111,18 @@ describe('HTML report in Chromium', () => {
     try {
       const headline = page.locator('#headline');
       await expect(headline.isVisible()).resolves.toBe(true);
-      await expect(headline.locator('h2').innerText()).resolves.toBe('Books balance and match the chain');
+      await expect(headline.locator('h2').textContent()).resolves.toBe('Books balance and match the chain');
       await expect(headline.getAttribute('class')).resolves.toBe('ok');
 
-      const text = await page.locator('body').innerText();
+      const text = await page.locator('body').textContent();
       // The period as dates: from 1 November up to (not including) 8 November.
       expect(text).toContain('1–7 November 2026 (UTC)');
       expect(text).not.toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d/);
       // Account statements: debit and credit columns, positive amounts, thousands separators.
       const statements = page.locator('#accounts table');
-      const headers = await statements.locator('thead th').allInnerTexts();
+      const headers = await statements.locator('thead th').allTextContents();
       expect(headers).toEqual(expect.arrayContaining(['Debit', 'Credit']));
-      const sales = await statements.locator('tr', { hasText: 'income:sales' }).innerText();
+      const sales = await statements.locator('tr', { hasText: 'income:sales' }).textContent();
       expect(sales).toContain('2,101.25');
       expect(sales).not.toContain('-2,101.25');
       expect(sales).not.toContain('-2101.25');
@@ -132,10 +132,12 @@ describe('HTML report in Chromium', () => {
       );
       expect(text).not.toContain('{"');
       const link = page.locator(`a[href="https://etherscan.io/tx/${UNMATCHED_IN_TX}"]`).first();
-      await expect(link.innerText()).resolves.toBe('0xab58…a5cd');
+      await expect(link.textContent()).resolves.toBe('0xab58…a5cd');
       await expect(link.getAttribute('rel')).resolves.toBe('noopener');
       // Base's explorer for a transfer on Base.
-      await expect(page.locator('a[href^="https://basescan.org/tx/0x9f86d0"]').count()).resolves.toBeGreaterThan(0);
+      await expect(
+        page.locator('a[href^="https://basescan.org/tx/0x9f86d0"]').count(),
+      ).resolves.toBeGreaterThan(0);
       // The chart's days read as dates, its amounts with separators.
       const labels = await page.locator('svg#chart-volume text.xlabel').allTextContents();
       expect(labels[0]).toBe('1 Nov');
@@ -160,9 +162,9 @@ describe('HTML report in Chromium', () => {
     const { page, errors } = await open(sampleReport({}, { failedChecks: true }), 'report-attention.html');
     try {
       const headline = page.locator('#headline');
-      await expect(headline.locator('h2').innerText()).resolves.toBe('2 checks need attention');
+      await expect(headline.locator('h2').textContent()).resolves.toBe('2 checks need attention');
       await expect(headline.getAttribute('class')).resolves.toBe('warning');
-      const text = await headline.innerText();
+      const text = await headline.textContent();
       expect(text).toContain('clearing.in_transit');
       expect(text).toContain('2 transfers matched no payment');
       expect(text).not.toMatch(/\bPASS\b|Books balance and match the chain/);
@@ -181,10 +183,12 @@ describe('HTML report in Chromium', () => {
       const headline = page.locator('#headline');
       await expect(headline.isVisible()).resolves.toBe(true);
       await expect(headline.getAttribute('class')).resolves.toBe('critical');
-      await expect(headline.locator('h2').innerText()).resolves.toBe('1 check needs attention');
-      const text = await headline.innerText();
+      await expect(headline.locator('h2').textContent()).resolves.toBe('1 check needs attention');
+      const text = await headline.textContent();
       expect(text).toContain('assertions.balance_proofs');
-      expect(text).toMatch(/custody wallet .* on Ethereum: the ledger says 10\.00 USDT, the chain 9\.999999 USDT/);
+      expect(text).toMatch(
+        /custody wallet .* on Ethereum: the ledger says 10\.00 USDT, the chain 9\.999999 USDT/,
+      );
       expect(text).not.toMatch(/\bPASS\b|Books balance/);
       expect(errors).toEqual([]);
       expect(requests).toEqual([url]);

@@ -678,7 +678,7 @@ td.null, td.empty { color: #9ca3af; }
 .sev-critical { color: #b91c1c; font-weight: 600; }
 td.sentence { min-width: 420px; }
 .kind { color: #6b7280; font-size: 11px; white-space: nowrap; }
-.hex, a[title] { font-family: ui-monospace, monospace; font-size: 12px; }
+.hex, a[title] { font-family: ui-monospace, monospace; font-size: 12px; white-space: nowrap; }
 a { color: #1d4ed8; }
 `;
 
