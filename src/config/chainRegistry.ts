@@ -27,6 +27,11 @@ export interface ChainInfo {
    * detection). Default max(2 x depth, 64): a reorg deeper than this goes unseen.
    */
   reorgWindow: number;
+  /**
+   * A block explorer's base URL (https://etherscan.io): the HTML report links a transaction hash
+   * as `<explorerUrl>/tx/<hash>`. Unset (local and unknown chains): hashes are plain text.
+   */
+  explorerUrl?: string;
 }
 
 /** The default reorg window for a finality depth: twice the depth, at least 64 blocks. */
@@ -65,6 +70,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
     ],
     finality: { finalizedTag: true, depth: 65 },
     reorgWindow: defaultReorgWindow(65),
+    explorerUrl: 'https://etherscan.io',
   },
   {
     chainId: 8453,
@@ -75,6 +81,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
     ],
     finality: { finalizedTag: false, depth: 30 },
     reorgWindow: defaultReorgWindow(30),
+    explorerUrl: 'https://basescan.org',
   },
   {
     chainId: 56,
@@ -85,6 +92,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
     ],
     finality: { finalizedTag: false, depth: 30 },
     reorgWindow: defaultReorgWindow(30),
+    explorerUrl: 'https://bscscan.com',
   },
   {
     chainId: 42161,
@@ -95,6 +103,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
     ],
     finality: { finalizedTag: false, depth: 240 },
     reorgWindow: defaultReorgWindow(240),
+    explorerUrl: 'https://arbiscan.io',
   },
   {
     chainId: 137,
@@ -105,6 +114,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
     ],
     finality: { finalizedTag: false, depth: 200 },
     reorgWindow: defaultReorgWindow(200),
+    explorerUrl: 'https://polygonscan.com',
   },
   {
     chainId: 10,
@@ -115,6 +125,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
     ],
     finality: { finalizedTag: false, depth: 30 },
     reorgWindow: defaultReorgWindow(30),
+    explorerUrl: 'https://optimistic.etherscan.io',
   },
   {
     chainId: 11155111,
@@ -125,6 +136,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
     ],
     finality: { finalizedTag: true, depth: 65 },
     reorgWindow: defaultReorgWindow(65),
+    explorerUrl: 'https://sepolia.etherscan.io',
   },
 ];
 
@@ -149,6 +161,12 @@ export const chainsFileSchema = z.array(
       start_block: z.int().min(0).optional(),
       /** Blocks below the head whose stored hashes are re-checked every pass; default max(2 x depth, 64). */
       reorg_window: z.int().min(1).max(100_000).optional(),
+      /** Block explorer for the report's links (https://…, no trailing path); null: none (plain hashes). */
+      explorer_url: z
+        .url({ protocol: /^https?$/ })
+        .transform((u) => u.replace(/\/+$/, ''))
+        .nullable()
+        .optional(),
     })
     .strict(),
 );
@@ -183,6 +201,8 @@ export function createChainRegistry(overrides: ChainsFile = []): ChainRegistry {
     if (o.finality?.depth !== undefined) base.finality.depth = o.finality.depth;
     if (o.start_block !== undefined) base.startBlock = BigInt(o.start_block);
     base.reorgWindow = o.reorg_window ?? defaultReorgWindow(base.finality.depth);
+    if (o.explorer_url === null) delete base.explorerUrl;
+    else if (o.explorer_url !== undefined) base.explorerUrl = o.explorer_url;
     byId.set(o.chain_id, base);
   }
   return {

@@ -5,11 +5,13 @@
  * each kind means: docs/accounting.md, "Findings".
  */
 
+import type { FindingKind } from './findingKinds.ts';
+
 export type Severity = 'info' | 'warning' | 'critical';
 
 /** A finding as the code that noticed it writes it (recordFinding), in the same transaction. */
 export interface FindingDraft {
-  kind: string;
+  kind: FindingKind;
   severity: Severity;
   ref: { type: string; id: string };
   details: Record<string, unknown>;

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
+import type { FindingKind } from '../findings/findingKinds.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { applyIntentSnapshot } from '../payments/applyIntentSnapshot.ts';
 import { trackFromWebhook } from '../payments/intentTracking.ts';
@@ -47,7 +48,7 @@ export async function processInboxWebhook(deps: DomainContext, webhookId: string
   const finish = async (
     status: 'processed' | 'failed',
     reason: string | null,
-    finding?: { kind: string; details: Record<string, unknown> },
+    finding?: { kind: FindingKind; details: Record<string, unknown> },
     alsoInTransaction?: (tx: DbExecutor) => Promise<void>,
   ) => {
     await deps.db.transaction(async (tx) => {

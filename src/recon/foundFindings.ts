@@ -1,5 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { DbExecutor } from '../db/database.ts';
+import type { FindingKind } from '../findings/findingKinds.ts';
 
 /**
  * What one reconciliation run found, before it becomes findings. Each check inserts its findings
@@ -14,7 +15,7 @@ import type { DbExecutor } from '../db/database.ts';
  * wallet can be shared), for the refs it names.
  */
 export interface OwnedKind {
-  kind: string;
+  kind: FindingKind;
   refType: string;
   /** Only the findings of these refs, whatever their store_id and the run's store. */
   refIds?: string[];

@@ -309,7 +309,9 @@ async function buildAndWriteReport(
         }),
       );
       const files = await phase('files', () =>
-        writeReportFiles(report, dir, formats, () => findingsPages(tx, scope)),
+        writeReportFiles(report, dir, formats, () => findingsPages(tx, scope), {
+          chains: deps.config.chains,
+        }),
       );
       return { report, files };
     },

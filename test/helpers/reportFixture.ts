@@ -14,6 +14,9 @@ const USDC = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 const USDT = '0xdAC17F958D2ee523a2206206994597C13D831ec7';
 const MERCHANT = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const CUSTODY = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
+/** The hashes of the two unmatched transfers (mainnet USDT in, Base USDC out). */
+export const UNMATCHED_IN_TX = '0xab5801a7d398351b8be11c439e05c5b3259aec9b0f1e2d3c4b5a69788796a5cd';
+export const UNMATCHED_OUT_TX = '0x9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08';
 
 export const GENERATED_AT = '2026-11-08T00:30:00.000Z';
 
@@ -42,10 +45,16 @@ function finding(id: string, kind: string, ageHours: number, extra: Partial<Find
 export interface SampleOptions {
   /** The custody wallet's USDT proof fails (ledger and chain differ): the report does not pass. */
   failedProof?: boolean;
+  /**
+   * The clearing and matching checks found something (an unmatched transfer, a stale in_transit):
+   * the books are still proven, but checks need a person's attention.
+   */
+  failedChecks?: boolean;
 }
 
 export function sampleReport(overrides: Partial<ReconReport> = {}, options: SampleOptions = {}): ReconReport {
   const failedProof = options.failedProof ?? false;
+  const failedChecks = options.failedChecks ?? false;
   const days = [
     '2026-11-01',
     '2026-11-02',
@@ -66,16 +75,20 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
       {
         name: 'clearing.in_transit',
         layer: 'clearing',
-        status: 'pass',
-        count: 0,
-        detail: 'in_transit is zero for every settled intent',
+        status: failedChecks ? 'fail' : 'pass',
+        count: failedChecks ? 1 : 0,
+        detail: failedChecks
+          ? '1 intent confirmed over 60 minutes ago with in_transit not zero'
+          : 'in_transit is zero for every settled intent',
       },
       {
         name: 'matching.intents',
         layer: 'matching',
-        status: 'pass',
-        count: 0,
-        detail: 'every transfer matched (st_a|8453, st_a|1)',
+        status: failedChecks ? 'fail' : 'pass',
+        count: failedChecks ? 2 : 0,
+        detail: failedChecks
+          ? '2 transfers matched no payment (st_a|8453, st_a|1)'
+          : 'every transfer matched (st_a|8453, st_a|1)',
       },
       {
         name: 'assertions.balance_proofs',
@@ -104,7 +117,7 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
         decimals: 6,
         opening: '1200.000000',
         debits: '5230.750000',
-        credits: '500.000000',
+        credits: '-500.000000',
         closing: '5930.750000',
       },
       {
@@ -118,7 +131,7 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
         decimals: 6,
         opening: '0.000000',
         debits: '5336.500000',
-        credits: '5336.500000',
+        credits: '-5336.500000',
         closing: '0.000000',
       },
       {
@@ -132,7 +145,7 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
         decimals: 6,
         opening: '-300.000000',
         debits: '0.000000',
-        credits: '2101.250000',
+        credits: '-2101.250000',
         closing: '-2401.250000',
       },
     ],
@@ -270,49 +283,120 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
       samplePerKind: 100,
       fullList: 'csv/findings.csv',
       unresolvedByAge: [
-        { kind: 'clearing.in_transit_stale', lt1h: 0, h1to1d: 0, d1to7d: 0, gt7d: 1 },
-        { kind: 'payment.underpaid', lt1h: 1, h1to1d: 0, d1to7d: 0, gt7d: 1 },
-        { kind: 'payment.unmatched_transfer', lt1h: 0, h1to1d: 0, d1to7d: 2, gt7d: 0 },
+        { kind: 'underpaid', lt1h: 1, h1to1d: 0, d1to7d: 0, gt7d: 1 },
+        { kind: 'unmatched_transfer_in', lt1h: 0, h1to1d: 0, d1to7d: 1, gt7d: 0 },
+        { kind: 'unmatched_transfer_out', lt1h: 0, h1to1d: 0, d1to7d: 1, gt7d: 0 },
         { kind: 'webhook.bad_signature', lt1h: 0, h1to1d: 1, d1to7d: 0, gt7d: 0 },
+        { kind: 'webhook_without_chain_proof', lt1h: 0, h1to1d: 0, d1to7d: 0, gt7d: 1 },
       ],
       new: [
-        finding('f_new_1', 'payment.underpaid', 0.5, { refId: 'pi_under_1', details: { short: '1.500000' } }),
+        finding('f_new_1', 'underpaid', 0.5, {
+          severity: 'info',
+          refType: 'checkout_intent',
+          refId: 'pi_under_1',
+          details: {
+            token: 'USDC',
+            chain_id: 8453,
+            amount_coins: '25',
+            actual_paid_amount: '23.5',
+            difference: '1.5',
+          },
+        }),
+        // A kind this version does not know (an older or newer daemon's): the generic sentence.
         finding('f_new_2', 'webhook.bad_signature', 5, {
           refType: 'webhook',
           refId: HOSTILE_FORMULA,
           details: { body: HOSTILE_SCRIPT, header: HOSTILE_FORMULA },
         }),
-        finding('f_new_3', 'payment.unmatched_transfer', 30, {
-          severity: 'info',
-          refType: 'transfer',
-          refId: '0xabc:7',
+        finding('f_new_3', 'unmatched_transfer_in', 30, {
+          refType: 'chain_transfer',
+          refId: `1:${UNMATCHED_IN_TX}:7`,
+          details: {
+            wallet: MERCHANT.toLowerCase(),
+            wallet_role: 'merchant',
+            chain_id: 1,
+            tx_hash: UNMATCHED_IN_TX,
+            log_index: 7,
+            block_number: '21450001',
+            token_address: USDT.toLowerCase(),
+            from: '0x1111111111111111111111111111111111111111',
+            to: MERCHANT.toLowerCase(),
+            amount: '1250',
+            token: 'USDT',
+          },
         }),
-        finding('f_new_4', 'payment.unmatched_transfer', 3 * 24, {
-          refType: 'transfer',
-          refId: '0xdef:2',
+        finding('f_new_4', 'unmatched_transfer_out', 3 * 24, {
+          refType: 'chain_transfer',
+          refId: `8453:${UNMATCHED_OUT_TX}:2`,
+          details: {
+            wallet: MERCHANT.toLowerCase(),
+            wallet_role: 'merchant',
+            chain_id: 8453,
+            tx_hash: UNMATCHED_OUT_TX,
+            log_index: 2,
+            block_number: '22913000',
+            token_address: USDC.toLowerCase(),
+            from: MERCHANT.toLowerCase(),
+            to: '0x2222222222222222222222222222222222222222',
+            amount: '31337.5',
+            token: 'USDC',
+          },
           ackedAt: hoursBefore(2),
           ackNote: 'refund, sent back by hand',
         }),
       ],
       open: [
-        finding('f_open_1', 'clearing.in_transit_stale', 10 * 24, { details: { in_transit: '12.000000' } }),
-        finding('f_open_2', 'payment.underpaid', 9 * 24),
+        finding('f_open_1', 'webhook_without_chain_proof', 10 * 24, {
+          refType: 'checkout_intent',
+          refId: 'pi_stale_1',
+          details: {
+            waiting: '12',
+            token: 'USDC',
+            chain_id: 8453,
+            confirmed_at: '2026-10-28T23:59:00+00:00',
+            window_minutes: 60,
+          },
+        }),
+        finding('f_open_2', 'underpaid', 9 * 24, {
+          severity: 'info',
+          refType: 'checkout_intent',
+          refId: 'pi_under_0',
+          details: {
+            token: 'USDT',
+            chain_id: 1,
+            amount_coins: '1000',
+            actual_paid_amount: '999.99',
+            difference: '0.01',
+          },
+        }),
       ],
       resolved: [
-        finding('f_res_1', 'balance.proof_failed', 6 * 24, {
+        finding('f_res_1', 'balance_proof_failed', 6 * 24, {
           severity: 'critical',
+          storeId: null,
           refType: 'wallet',
-          refId: CUSTODY,
+          refId: `1:${USDT.toLowerCase()}:${CUSTODY.toLowerCase()}`,
+          details: {
+            chain_id: 1,
+            token: 'USDT',
+            wallet: CUSTODY.toLowerCase(),
+            role: 'custody',
+            store_ids: ['st_a'],
+            block_number: '21449000',
+            ledger_balance: '10000000',
+            chain_balance: '9999999',
+            error: null,
+          },
           resolvedAt: hoursBefore(4 * 24),
         }),
       ],
       byKind: [
-        { kind: 'balance.proof_failed', severity: 'critical', new: 0, open: 0, resolved: 1 },
-        { kind: 'clearing.in_transit_stale', severity: 'warning', new: 0, open: 1, resolved: 0 },
-        { kind: 'payment.unmatched_transfer', severity: 'info', new: 1, open: 0, resolved: 0 },
-        { kind: 'payment.unmatched_transfer', severity: 'warning', new: 1, open: 0, resolved: 0 },
-        { kind: 'payment.underpaid', severity: 'warning', new: 1, open: 1, resolved: 0 },
+        { kind: 'balance_proof_failed', severity: 'critical', new: 0, open: 0, resolved: 1 },
+        { kind: 'underpaid', severity: 'info', new: 1, open: 1, resolved: 0 },
+        { kind: 'unmatched_transfer_in', severity: 'warning', new: 1, open: 0, resolved: 0 },
+        { kind: 'unmatched_transfer_out', severity: 'warning', new: 1, open: 0, resolved: 0 },
         { kind: 'webhook.bad_signature', severity: 'warning', new: 1, open: 0, resolved: 0 },
+        { kind: 'webhook_without_chain_proof', severity: 'warning', new: 0, open: 1, resolved: 0 },
       ],
     },
     balanceProofs: [
@@ -375,7 +459,7 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
         symbol: 'USDT',
         token: USDT,
         debits: '4502.500000',
-        credits: '4502.500000',
+        credits: '-4502.500000',
         net: '0.000000',
       },
       {
@@ -383,7 +467,7 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
         symbol: 'USDC',
         token: USDC,
         debits: '11067.250000',
-        credits: '11067.250000',
+        credits: '-11067.250000',
         net: '0.000000',
       },
     ],

@@ -108,7 +108,7 @@ export async function matchIntents(ctx: CheckContext): Promise<CheckOutcome> {
     'matching',
     n,
     'confirmed intents: API, webhooks and chain transfers side by side',
-    ['missing_webhook', 'amount_mismatch', 'fee_arithmetic_mismatch', 'underpaid', 'overpaid'].map(
+    (['missing_webhook', 'amount_mismatch', 'fee_arithmetic_mismatch', 'underpaid', 'overpaid'] as const).map(
       (kind) => ({
         kind,
         refType: 'checkout_intent',

@@ -5,15 +5,38 @@
  * fetches nothing when it is.
  *
  * Everything taken from the report is HTML-escaped: finding details, reference ids and RPC errors
- * come from outside and may hold markup.
+ * come from outside and may hold markup. The only links are to the chain's block explorer
+ * (`explorerUrl` of the chain registry, passed in `options.chains`): a transaction hash or an
+ * address of the exact hex form, as `<explorer>/tx/<hash>`, with rel="noopener". They are
+ * navigations a reader chooses, never loads.
+ *
+ * Written for finance people: the headline says what is proven and what needs attention; amounts
+ * have thousands separators (formatted from the exact decimal strings, humanFormat.ts); dates are
+ * UTC days, not timestamps; account statements have Debit and Credit columns; findings are
+ * sentences (findingSentences.ts). The page is a list of sections (SECTIONS), each a function of
+ * the report: a new block of the report model is a new function and one line there.
  *
  * Glossary: a chart has groups along the x axis (days, tokens, finding kinds) and, within each
  * group, one bar per series (tokens, age buckets).
  */
 
+import type { ChainInfo } from '../../config/chainRegistry.ts';
 import type { FindingRow } from '../../findings/finding.ts';
 import { escapeHtml } from '../../html/escapeHtml.ts';
-import type { CheckResult, ReconReport } from './reportModel.ts';
+import { type ChainRef, findingSentence, type Sentence } from './findingSentences.ts';
+import {
+  formatAmount,
+  formatCount,
+  formatDateTime,
+  formatMagnitude,
+  formatPeriod,
+  isNegative,
+  isZero,
+  longDay,
+  shortDay,
+  shortHex,
+} from './humanFormat.ts';
+import type { ReconReport } from './reportModel.ts';
 import { confirmedTotalsByToken, sumDecimals, type TokenKey, tokenLabel } from './reportTotals.ts';
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
@@ -33,7 +56,10 @@ interface Series {
 }
 
 interface Group {
+  /** The x axis label ("3 Nov"). */
   label: string;
+  /** The tooltip's name of the group ("3 November 2026"); default: the label. */
+  title?: string;
   /** Series key → exact decimal string. A missing key is drawn as zero. */
   values: Map<string, string>;
 }
@@ -43,6 +69,8 @@ interface Chart {
   title: string;
   /** What the numbers count, for the tooltip ("paid", "findings"). */
   measure: string;
+  /** The exact value as the tooltip writes it. */
+  format: (exact: string) => string;
   series: Series[];
   groups: Group[];
 }
@@ -107,7 +135,7 @@ function barChart(chart: Chart): string {
       const exact = group.values.get(series.key) ?? '0';
       const value = toDrawingNumber(exact);
       const top = Math.min(y(value), y(0));
-      const tooltip = `${group.label} · ${series.label} · ${chart.measure}: ${exact}`;
+      const tooltip = `${group.title ?? group.label} · ${series.label} · ${chart.measure}: ${chart.format(exact)}`;
       parts.push(
         `<rect class="bar" x="${px(groupX + groupWidth * 0.1 + s * barWidth)}" y="${px(top)}" width="${px(
           Math.max(barWidth - 1, 1),
@@ -117,9 +145,12 @@ function barChart(chart: Chart): string {
       );
     });
     if (g % labelEvery === 0) {
+      // ~6.5 px per character at 11 px: a longer label is cut, whole in the bars' tooltips.
+      const fits = Math.max(3, Math.floor((groupWidth * labelEvery) / 6.5));
+      const label = group.label.length > fits ? `${group.label.slice(0, fits - 1)}…` : group.label;
       parts.push(
         `<text class="xlabel" x="${px(groupX + groupWidth / 2)}" y="${HEIGHT - PAD.bottom + 16}" text-anchor="middle">${escapeHtml(
-          group.label,
+          label,
         )}</text>`,
       );
     }
@@ -146,6 +177,7 @@ function perDayChart(report: ReconReport, id: string, title: string, measure: 'p
     id,
     title,
     measure,
+    format: formatAmount,
     series: tokenSeries(rows),
     groups: days.map((day) => {
       const values = new Map<string, string>();
@@ -153,7 +185,7 @@ function perDayChart(report: ReconReport, id: string, title: string, measure: 'p
         const key = tokenKey(row);
         values.set(key, sumDecimals([...(values.has(key) ? [values.get(key)!] : []), row[measure]]));
       }
-      return { label: day, values };
+      return { label: shortDay(day), title: longDay(day), values };
     }),
   };
 }
@@ -164,6 +196,7 @@ function netChart(report: ReconReport): Chart {
     id: 'chart-net',
     title: 'Net of confirmed payments by token (paid − fees)',
     measure: 'net',
+    format: formatAmount,
     series: [{ key: 'net', label: 'net' }],
     groups: totals.map((t) => ({ label: tokenLabel(t), values: new Map([['net', t.net]]) })),
   };
@@ -182,6 +215,7 @@ function findingsChart(report: ReconReport): Chart {
     id: 'chart-findings',
     title: 'Unresolved findings by kind and age',
     measure: 'findings',
+    format: (n) => formatAmount(n, 0),
     series: AGE_BUCKETS.map(({ key, label }) => ({ key, label })),
     groups: report.findings.unresolvedByAge.map((row) => ({
       label: row.kind,
@@ -190,103 +224,440 @@ function findingsChart(report: ReconReport): Chart {
   };
 }
 
+// --- context ------------------------------------------------------------------------------------
+
+/** What the renderer may know besides the report: the chain registry, for names and explorer links. */
+export interface RenderHtmlOptions {
+  chains?: { chain(chainId: number): Pick<ChainInfo, 'name' | 'tokens' | 'explorerUrl'> | undefined };
+}
+
+interface Ctx {
+  report: ReconReport;
+  options: RenderHtmlOptions;
+}
+
+/** A section of the page: a function of the report (SECTIONS). */
+type Section = (ctx: Ctx) => string;
+
+const TX_HASH_RE = /^0x[0-9a-fA-F]{64}$/;
+const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
+const EXPLORER_RE = /^https?:\/\/[^\s"'<>`]+$/;
+
+function explorerOf(ctx: Ctx, chainId: number | null): string | null {
+  if (chainId === null) return null;
+  const url = ctx.options.chains?.chain(chainId)?.explorerUrl;
+  return url !== undefined && EXPLORER_RE.test(url) ? url.replace(/\/+$/, '') : null;
+}
+
+/**
+ * A hash or address, shortened, its whole value in the title; a link to the chain's explorer when
+ * the chain has one and the value has the exact form (anything else is text).
+ */
+function chainRefHtml(ctx: Ctx, ref: ChainRef): string {
+  const short = escapeHtml(shortHex(ref.value));
+  const full = escapeHtml(ref.value);
+  const explorer = explorerOf(ctx, ref.chainId);
+  const form = ref.type === 'tx' ? TX_HASH_RE : ADDRESS_RE;
+  if (explorer === null || !form.test(ref.value)) return `<span class="hex" title="${full}">${short}</span>`;
+  const href = `${explorer}/${ref.type === 'tx' ? 'tx' : 'address'}/${ref.value}`;
+  return `<a href="${escapeHtml(href)}" rel="noopener" title="${full}">${short}</a>`;
+}
+
+function sentenceHtml(ctx: Ctx, sentence: Sentence): string {
+  return sentence.map((p) => (typeof p === 'string' ? escapeHtml(p) : chainRefHtml(ctx, p))).join('');
+}
+
+/** "USDC on Base" with the registry, else "USDC (8453)". */
+function tokenName(ctx: Ctx, token: TokenKey): string {
+  const chain = ctx.options.chains?.chain(token.chainId);
+  return chain ? `${token.symbol} on ${chain.name}` : tokenLabel(token);
+}
+
+function chainName(ctx: Ctx, chainId: number): string {
+  return ctx.options.chains?.chain(chainId)?.name ?? `chain ${chainId}`;
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${formatCount(n)} ${n === 1 ? one : many}`;
+}
+
 // --- tables -------------------------------------------------------------------------------------
 
-type Cell = string | number | null | { text: string; cls: string };
+/** A cell: text (escaped), null (a dash), or markup built here from escaped parts. */
+type Cell = string | number | null | { text: string; cls: string } | { html: string; cls?: string };
 
 function td(cell: Cell, numeric: boolean): string {
   if (cell === null) return `<td class="null">—</td>`;
-  if (typeof cell === 'object') return `<td class="${cell.cls}">${escapeHtml(cell.text)}</td>`;
-  return `<td${numeric ? ' class="num"' : ''}>${escapeHtml(String(cell))}</td>`;
+  if (typeof cell === 'object') {
+    if ('html' in cell) return `<td${cell.cls ? ` class="${cell.cls}"` : ''}>${cell.html}</td>`;
+    return `<td class="${cell.cls}">${escapeHtml(cell.text)}</td>`;
+  }
+  return `<td${numeric ? ' class="num"' : ''}>${escapeHtml(typeof cell === 'number' ? formatCount(cell) : cell)}</td>`;
 }
 
-function table(title: string, header: string[], rows: Cell[][], numeric: number[] = []): string {
+interface TableSpec {
+  id: string;
+  title: string;
+  /** A sentence under the title, saying how to read the table. */
+  note?: string;
+  header: string[];
+  rows: Cell[][];
+  /** Columns aligned right (amounts, counts). */
+  numeric?: number[];
+}
+
+function table(spec: TableSpec): string {
+  const numeric = spec.numeric ?? [];
   const body =
-    rows.length === 0
-      ? `<tr><td class="empty" colspan="${header.length}">none</td></tr>`
-      : rows.map((r) => `<tr>${r.map((c, i) => td(c, numeric.includes(i))).join('')}</tr>`).join('\n');
-  const head = header.map((h, i) => `<th${numeric.includes(i) ? ' class="num"' : ''}>${escapeHtml(h)}</th>`);
-  return `<section><h2>${escapeHtml(title)}</h2><table><thead><tr>${head.join('')}</tr></thead><tbody>
+    spec.rows.length === 0
+      ? `<tr><td class="empty" colspan="${spec.header.length}">none</td></tr>`
+      : spec.rows.map((r) => `<tr>${r.map((c, i) => td(c, numeric.includes(i))).join('')}</tr>`).join('\n');
+  const head = spec.header.map(
+    (h, i) => `<th${numeric.includes(i) ? ' class="num"' : ''}>${escapeHtml(h)}</th>`,
+  );
+  const note = spec.note === undefined ? '' : `<p class="note">${escapeHtml(spec.note)}</p>`;
+  return `<section id="${spec.id}"><h2>${escapeHtml(spec.title)}</h2>${note}<table><thead><tr>${head.join('')}</tr></thead><tbody>
 ${body}
 </tbody></table></section>`;
 }
 
-function status(value: string): Cell {
-  return { text: value.toUpperCase(), cls: `status ${value === 'pass' ? 'ok' : 'bad'}` };
+const STATUS_WORDS = { pass: 'passed', fail: 'failed', error: 'could not run' } as const;
+
+function status(value: 'pass' | 'fail' | 'error'): Cell {
+  return { text: STATUS_WORDS[value], cls: `status ${value === 'pass' ? 'ok' : 'bad'}` };
 }
 
-function findingsTable(title: string, rows: FindingRow[], total: number, report: ReconReport): string {
-  const { samplePerKind, fullList } = report.findings;
-  const where = fullList === null ? 'stablebooks findings list' : fullList;
-  return table(
-    rows.length < total
-      ? `${title}: the first ${samplePerKind} of each kind, ${rows.length} of ${total} (every one: ${where})`
-      : title,
-    ['id', 'kind', 'severity', 'store', 'ref', 'first seen', 'last seen', 'resolved', 'acked', 'details'],
-    rows.map((f) => [
-      f.id,
-      f.kind,
-      { text: f.severity, cls: `sev-${f.severity === 'critical' ? 'critical' : 'other'}` },
-      f.storeId,
-      `${f.refType} ${f.refId}`,
-      f.firstSeenAt,
-      f.lastSeenAt,
-      f.resolvedAt,
-      f.ackedAt === null ? null : `${f.ackedAt}${f.ackNote === null ? '' : ` (${f.ackNote})`}`,
-      { text: JSON.stringify(f.details), cls: 'details' },
-    ]),
-  );
+/** A balance, debit-positive in the model, as a person reads it: "1,200.00 Dr", "300.00 Cr", "0.00". */
+function balance(text: string): Cell {
+  if (isZero(text)) return formatMagnitude(text);
+  return `${formatMagnitude(text)} ${isNegative(text) ? 'Cr' : 'Dr'}`;
 }
 
-function differencesTable(title: string, rows: ReconReport['payments']['underpaid']): string {
-  return table(
-    title,
-    ['intent', 'store', 'chain', 'token', 'requested', 'paid', 'difference', 'confirmed at'],
-    rows.map((r) => [
-      r.intentId,
-      r.storeId,
-      r.chainId,
-      r.symbol,
-      r.requested,
-      r.paid,
-      r.difference,
-      r.confirmedAt,
-    ]),
-    [4, 5, 6],
-  );
+/** An amount of a Debit or Credit column: positive, blank when zero. */
+function side(text: string): Cell {
+  return isZero(text) ? '' : formatMagnitude(text);
 }
 
-// --- page ---------------------------------------------------------------------------------------
+function amountWith(text: string, unit: string): string {
+  return `${formatAmount(text)} ${unit}`;
+}
 
-function banner(report: ReconReport): string {
-  const failedChecks = report.checks.filter((c: CheckResult) => c.status !== 'pass');
+// --- sections -----------------------------------------------------------------------------------
+
+function failedProofLine(ctx: Ctx, p: ReconReport['balanceProofs'][number]): string {
+  const wallet = `The ${p.role} wallet ${chainRefHtml(ctx, { type: 'address', value: p.wallet, chainId: p.chainId })} on ${escapeHtml(chainName(ctx, p.chainId))}`;
+  if (p.chainBalance === null || p.result === 'error')
+    return `${wallet} (${escapeHtml(p.symbol)}) could not be proven${p.error ? `: ${escapeHtml(p.error)}` : ''}.`;
+  return `${wallet}: the ledger says ${escapeHtml(amountWith(p.ledgerBalance, p.symbol))}, the chain ${escapeHtml(
+    amountWith(p.chainBalance, p.symbol),
+  )}${p.blockNumber ? ` at block ${escapeHtml(formatAmount(p.blockNumber, 0))}` : ''}.`;
+}
+
+/**
+ * What is proven and what needs attention. "Books balance and match the chain" only when every
+ * check and every balance proof passed; otherwise the number of checks that need attention, as a
+ * warning (the books are proven, clearing or matching found something) or critical (an assertion
+ * failed or a source could not be read), with the checks listed. Never a pass above a failure.
+ */
+const headlineSection: Section = (ctx) => {
+  const { report } = ctx;
+  const failed = report.checks.filter((c) => c.status !== 'pass');
+  const passed = report.checks.filter((c) => c.status === 'pass');
   const failedProofs = report.balanceProofs.filter((p) => p.result !== 'pass');
-  const lines = [
-    `${report.checks.length - failedChecks.length} of ${report.checks.length} checks passed`,
-    `${report.balanceProofs.length - failedProofs.length} of ${report.balanceProofs.length} balance proofs passed`,
-    ...failedChecks.map((c) => `check ${c.name}: ${c.status} (${c.count}) ${c.detail}`),
-    ...failedProofs.map(
-      (p) =>
-        `proof ${p.symbol} (${p.chainId}) ${p.role} ${p.wallet}: ${p.result}${p.error ? ` (${p.error})` : ''}`,
+  const proofsLine = `${formatCount(report.balanceProofs.length - failedProofs.length)} of ${plural(
+    report.balanceProofs.length,
+    'wallet balance',
+  )} equal the chain.`;
+
+  if (report.checks.length === 0) {
+    return `<div id="headline" class="warning" role="status"><h2>No checks ran in this period</h2><p>Nothing is proven: run the reconciliation again.</p></div>`;
+  }
+  if (failed.length === 0 && failedProofs.length === 0) {
+    const items = [
+      `All ${plural(report.checks.length, 'check')} passed.`,
+      proofsLine,
+      ...passed.map((c) => `${c.name}: ${c.detail}`),
+    ];
+    return `<div id="headline" class="ok" role="status"><h2>Books balance and match the chain</h2><ul>${items
+      .map((i) => `<li>${escapeHtml(i)}</li>`)
+      .join('')}</ul></div>`;
+  }
+
+  const attention = Math.max(failed.length, 1);
+  const cls = report.passed ? 'warning' : 'critical';
+  const summary = report.passed
+    ? 'The books are proven (every balance proof and the trial balance passed); these checks found something for a person to look at.'
+    : 'The books are not proven: an assertion failed or a source could not be read.';
+  const checkItems = failed.map(
+    (c) =>
+      `<li><strong>${escapeHtml(c.name)}</strong> ${escapeHtml(STATUS_WORDS[c.status])}: ${escapeHtml(c.detail)}${
+        c.name === 'assertions.balance_proofs' && failedProofs.length > 0
+          ? `<ul>${failedProofs.map((p) => `<li>${failedProofLine(ctx, p)}</li>`).join('')}</ul>`
+          : ''
+      }</li>`,
+  );
+  // A failed proof without a failed proofs check (a report built by hand) is still listed.
+  if (!failed.some((c) => c.name === 'assertions.balance_proofs'))
+    checkItems.push(...failedProofs.map((p) => `<li>${failedProofLine(ctx, p)}</li>`));
+  const proven =
+    passed.length === 0
+      ? ''
+      : `<p class="proven">Passed: ${passed.map((c) => escapeHtml(c.name)).join(', ')}. ${escapeHtml(proofsLine)}</p>`;
+  return `<div id="headline" class="${cls}" role="alert"><h2>${escapeHtml(
+    `${attention} ${attention === 1 ? 'check needs' : 'checks need'} attention`,
+  )}</h2><p>${escapeHtml(summary)}</p><ul>${checkItems.join('')}</ul>${proven}</div>`;
+};
+
+/** Confirmed payments per token and their fiat value, at a glance. */
+const glanceSection: Section = (ctx) => {
+  const { report } = ctx;
+  const confirmed = confirmedTotalsByToken(report);
+  const fiat = report.payments.fiat.filter((f) => f.status === 'CONFIRMED');
+  const items = [
+    ...confirmed.map(
+      (t) =>
+        `${plural(t.count, 'confirmed payment')} in ${tokenName(ctx, t)}: ${formatAmount(t.paid)} paid, ${formatAmount(
+          t.fees,
+        )} fees, ${formatAmount(t.net)} net.`,
+    ),
+    ...fiat.map(
+      (f) => `${plural(f.count, 'payment')} priced in ${f.currency}: ${amountWith(f.amount, f.currency)}.`,
     ),
   ];
-  const cls = report.passed ? 'pass' : 'fail';
-  return `<div id="banner" class="${cls}" role="status"><strong>${report.passed ? 'PASS' : 'FAIL'}</strong><ul>${lines
-    .map((l) => `<li>${escapeHtml(l)}</li>`)
-    .join('')}</ul></div>`;
+  if (items.length === 0) return '';
+  return `<section id="glance"><h2>At a glance</h2><ul>${items.map((i) => `<li>${escapeHtml(i)}</li>`).join('')}</ul></section>`;
+};
+
+const chartsSection: Section = (ctx) => `<section class="charts">
+${barChart(perDayChart(ctx.report, 'chart-volume', 'Confirmed payments per day (paid, by token)', 'paid'))}
+${barChart(perDayChart(ctx.report, 'chart-fees', 'Fees per day (by token)', 'fees'))}
+${barChart(netChart(ctx.report))}
+${barChart(findingsChart(ctx.report))}
+</section>`;
+
+const checksSection: Section = (ctx) =>
+  table({
+    id: 'checks',
+    title: 'Checks',
+    header: ['check', 'layer', 'result', 'findings', 'detail'],
+    rows: ctx.report.checks.map((c) => [c.name, c.layer, status(c.status), c.count, c.detail]),
+    numeric: [3],
+  });
+
+const accountsSection: Section = (ctx) =>
+  table({
+    id: 'accounts',
+    title: 'Account statements',
+    note: 'Per account over the period, like a bank statement: the opening and closing balances (Dr: debit balance, Cr: credit balance) and the period’s debits and credits.',
+    header: ['Account', 'Store', 'Token', 'Opening balance', 'Debit', 'Credit', 'Closing balance'],
+    rows: ctx.report.accounts.map((a) => [
+      a.code,
+      a.storeId,
+      tokenName(ctx, a),
+      balance(a.opening),
+      side(a.debits),
+      side(a.credits),
+      balance(a.closing),
+    ]),
+    numeric: [3, 4, 5, 6],
+  });
+
+const paymentsSection: Section = (ctx) =>
+  table({
+    id: 'payments',
+    title: 'Payments by status',
+    header: ['store', 'token', 'status', 'count', 'requested', 'paid', 'fees', 'net'],
+    rows: ctx.report.payments.byStatus.map((p) => [
+      p.storeId,
+      tokenName(ctx, p),
+      p.status,
+      p.count,
+      formatAmount(p.requested),
+      formatAmount(p.paid),
+      formatAmount(p.fees),
+      formatAmount(p.net),
+    ]),
+    numeric: [3, 4, 5, 6, 7],
+  });
+
+const fiatSection: Section = (ctx) =>
+  table({
+    id: 'fiat',
+    title: 'Fiat-priced payments',
+    note: 'Intents priced in a currency: the amount the customer was asked for, by status.',
+    header: ['currency', 'status', 'count', 'amount'],
+    rows: ctx.report.payments.fiat.map((f) => [
+      f.currency,
+      f.status,
+      f.count,
+      amountWith(f.amount, f.currency),
+    ]),
+    numeric: [2, 3],
+  });
+
+function differencesTable(
+  ctx: Ctx,
+  id: string,
+  title: string,
+  rows: ReconReport['payments']['underpaid'],
+): string {
+  return table({
+    id,
+    title,
+    header: ['intent', 'store', 'token', 'requested', 'paid', 'difference', 'confirmed'],
+    rows: rows.map((r) => [
+      r.intentId,
+      r.storeId,
+      tokenName(ctx, r),
+      formatAmount(r.requested),
+      formatAmount(r.paid),
+      `${formatMagnitude(r.difference)} ${isNegative(r.difference) ? 'short' : 'over'}`,
+      formatDateTime(r.confirmedAt),
+    ]),
+    numeric: [3, 4, 5],
+  });
 }
+
+const differencesSection: Section = (ctx) =>
+  [
+    differencesTable(ctx, 'underpaid', 'Underpaid', ctx.report.payments.underpaid),
+    differencesTable(ctx, 'overpaid', 'Overpaid', ctx.report.payments.overpaid),
+  ].join('\n');
+
+const payoutsSection: Section = (ctx) =>
+  table({
+    id: 'payouts',
+    title: 'Payouts',
+    header: ['store', 'token', 'outcome', 'count', 'amount', 'fees'],
+    rows: ctx.report.payouts.map((p) => [
+      p.storeId,
+      tokenName(ctx, p),
+      p.outcome,
+      p.count,
+      formatAmount(p.amount),
+      formatAmount(p.fees),
+    ]),
+    numeric: [3, 4, 5],
+  });
+
+function findingsTable(ctx: Ctx, id: string, title: string, rows: FindingRow[], total: number): string {
+  const { samplePerKind, fullList } = ctx.report.findings;
+  const where = fullList === null ? 'stablebooks findings list' : fullList;
+  return table({
+    id,
+    title:
+      rows.length < total
+        ? `${title}: the first ${samplePerKind} of each kind, ${formatCount(rows.length)} of ${formatCount(total)} (every one: ${where})`
+        : title,
+    header: ['severity', 'finding', 'first seen', 'last seen', 'resolved', 'acknowledged'],
+    rows: rows.map((f) => [
+      { text: f.severity, cls: `sev-${f.severity === 'critical' ? 'critical' : 'other'}` },
+      {
+        html: `${sentenceHtml(ctx, findingSentence(f, ctx.options.chains))} <span class="kind">${escapeHtml(
+          `${f.kind} · #${f.id}`,
+        )}</span>`,
+        cls: 'sentence',
+      },
+      formatDateTime(f.firstSeenAt),
+      formatDateTime(f.lastSeenAt),
+      formatDateTime(f.resolvedAt),
+      f.ackedAt === null
+        ? null
+        : `${formatDateTime(f.ackedAt)}${f.ackNote === null ? '' : ` (${f.ackNote})`}`,
+    ]),
+  });
+}
+
+const findingsSection: Section = (ctx) => {
+  const { findings } = ctx.report;
+  return [
+    table({
+      id: 'findings-by-kind',
+      title: 'Findings by kind',
+      header: ['kind', 'severity', 'new', 'open', 'resolved'],
+      rows: findings.byKind.map((k) => [k.kind, k.severity, k.new, k.open, k.resolved]),
+      numeric: [2, 3, 4],
+    }),
+    findingsTable(ctx, 'findings-new', 'New findings', findings.new, findings.counts.new),
+    findingsTable(
+      ctx,
+      'findings-open',
+      'Open findings (from before the period)',
+      findings.open,
+      findings.counts.open,
+    ),
+    findingsTable(ctx, 'findings-resolved', 'Resolved findings', findings.resolved, findings.counts.resolved),
+  ].join('\n');
+};
+
+const proofsSection: Section = (ctx) =>
+  table({
+    id: 'proofs',
+    title: 'Balance proofs',
+    note: 'Each wallet’s balance in the books against the token contract’s balanceOf on chain.',
+    header: ['token', 'wallet', 'role', 'block', 'ledger', 'on chain', 'result', 'error', 'proved'],
+    rows: ctx.report.balanceProofs.map((p) => [
+      tokenName(ctx, p),
+      { html: chainRefHtml(ctx, { type: 'address', value: p.wallet, chainId: p.chainId }), cls: 'hexcell' },
+      p.role,
+      p.blockNumber === null ? null : formatAmount(p.blockNumber, 0),
+      formatAmount(p.ledgerBalance),
+      p.chainBalance === null ? null : formatAmount(p.chainBalance),
+      status(p.result),
+      p.error,
+      formatDateTime(p.provedAt),
+    ]),
+    numeric: [3, 4, 5],
+  });
+
+const trialBalanceSection: Section = (ctx) =>
+  table({
+    id: 'trial-balance',
+    title: 'Trial balance',
+    note: 'Per token, the debit balances and the credit balances of every account: they must be equal.',
+    header: ['Token', 'Debit', 'Credit', 'Difference'],
+    rows: ctx.report.trialBalance.map((t) => [
+      tokenName(ctx, t),
+      formatMagnitude(t.debits),
+      formatMagnitude(t.credits),
+      formatAmount(t.net),
+    ]),
+    numeric: [1, 2, 3],
+  });
+
+/** The page, top to bottom. A new block of the report is a new Section and one line here. */
+const SECTIONS: Section[] = [
+  headlineSection,
+  glanceSection,
+  chartsSection,
+  checksSection,
+  accountsSection,
+  paymentsSection,
+  fiatSection,
+  differencesSection,
+  payoutsSection,
+  findingsSection,
+  proofsSection,
+  trialBalanceSection,
+];
+
+// --- page ---------------------------------------------------------------------------------------
 
 const STYLE = `
 :root { color-scheme: light; font-family: system-ui, sans-serif; font-size: 14px; color: #111827; }
 body { margin: 0 auto; padding: 16px 24px 48px; max-width: 1200px; background: #f9fafb; }
 h1 { font-size: 1.5rem; margin: 0 0 4px; }
 h2 { font-size: 1.1rem; margin: 24px 0 8px; }
-.meta { color: #4b5563; margin: 0 0 12px; }
-#banner { border-radius: 6px; padding: 12px 16px; margin: 12px 0 20px; border: 2px solid; }
-#banner strong { font-size: 1.4rem; }
-#banner ul { margin: 6px 0 0; padding-left: 20px; }
-#banner.pass { background: #ecfdf5; border-color: #059669; color: #065f46; }
-#banner.fail { background: #fef2f2; border-color: #dc2626; color: #991b1b; }
+.meta, .note, .footer { color: #4b5563; margin: 0 0 12px; }
+#headline { border-radius: 6px; padding: 12px 16px; margin: 12px 0 20px; border: 2px solid; }
+#headline h2 { font-size: 1.4rem; margin: 0 0 6px; }
+#headline p { margin: 4px 0; }
+#headline ul { margin: 6px 0 0; padding-left: 20px; }
+#headline.ok { background: #ecfdf5; border-color: #059669; color: #065f46; }
+#headline.warning { background: #fffbeb; border-color: #d97706; color: #92400e; }
+#headline.critical { background: #fef2f2; border-color: #dc2626; color: #991b1b; }
+#headline .proven { color: #374151; }
+#glance ul { margin: 0; padding-left: 20px; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(480px, 1fr)); gap: 16px; }
 figure { margin: 0; background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; }
 figcaption { font-weight: 600; margin-bottom: 4px; }
@@ -305,13 +676,17 @@ td.null, td.empty { color: #9ca3af; }
 .status.ok { color: #047857; font-weight: 600; }
 .status.bad { color: #b91c1c; font-weight: 600; }
 .sev-critical { color: #b91c1c; font-weight: 600; }
-td.details { font-family: ui-monospace, monospace; font-size: 12px; }
+td.sentence { min-width: 420px; }
+.kind { color: #6b7280; font-size: 11px; white-space: nowrap; }
+.hex, a[title] { font-family: ui-monospace, monospace; font-size: 12px; white-space: nowrap; }
+a { color: #1d4ed8; }
 `;
 
-export function renderHtml(report: ReconReport): string {
-  const { payments, findings } = report;
+export function renderHtml(report: ReconReport, options: RenderHtmlOptions = {}): string {
+  const ctx: Ctx = { report, options };
+  const period = formatPeriod(report.period.from, report.period.to);
   const store = report.storeId === null ? 'all stores' : `store ${report.storeId}`;
-  const title = `Reconciliation ${report.period.from} → ${report.period.to}, ${store}`;
+  const title = `Reconciliation report: ${period}, ${store}`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -324,101 +699,13 @@ export function renderHtml(report: ReconReport): string {
 </head>
 <body>
 <h1>${escapeHtml(title)}</h1>
-<p class="meta">${escapeHtml(
-    `Period ${report.period.from} (inclusive) to ${report.period.to} (exclusive). Generated ${report.generatedAt}. ` +
-      `Schema ${report.schema} version ${report.version}. Amounts are exact, in token units.`,
+<p class="meta">${escapeHtml(`Generated ${formatDateTime(report.generatedAt)}. Amounts are exact, in token units.`)}</p>
+${SECTIONS.map((section) => section(ctx))
+  .filter((html) => html !== '')
+  .join('\n')}
+<p class="footer">${escapeHtml(
+    `The period runs from ${formatDateTime(report.period.from)} (inclusive) to ${formatDateTime(report.period.to)} (exclusive). Schema ${report.schema} version ${report.version}.`,
   )}</p>
-${banner(report)}
-<section class="charts">
-${barChart(perDayChart(report, 'chart-volume', 'Confirmed volume per day (paid, by token)', 'paid'))}
-${barChart(perDayChart(report, 'chart-fees', 'Fees per day (by token)', 'fees'))}
-${barChart(netChart(report))}
-${barChart(findingsChart(report))}
-</section>
-${table(
-  'Checks',
-  ['check', 'layer', 'status', 'count', 'detail'],
-  report.checks.map((c) => [c.name, c.layer, status(c.status), c.count, c.detail]),
-  [3],
-)}
-${table(
-  'Account statements',
-  ['store', 'account', 'type', 'chain', 'token', 'opening', 'debits', 'credits', 'closing'],
-  report.accounts.map((a) => [
-    a.storeId,
-    a.code,
-    a.type,
-    a.chainId,
-    a.symbol,
-    a.opening,
-    a.debits,
-    a.credits,
-    a.closing,
-  ]),
-  [5, 6, 7, 8],
-)}
-${table(
-  'Payments by status',
-  ['store', 'chain', 'token', 'status', 'count', 'requested', 'paid', 'fees', 'net'],
-  payments.byStatus.map((p) => [
-    p.storeId,
-    p.chainId,
-    p.symbol,
-    p.status,
-    p.count,
-    p.requested,
-    p.paid,
-    p.fees,
-    p.net,
-  ]),
-  [4, 5, 6, 7, 8],
-)}
-${table(
-  'Fiat-priced payments',
-  ['currency', 'status', 'count', 'amount'],
-  payments.fiat.map((f) => [f.currency, f.status, f.count, f.amount]),
-  [2, 3],
-)}
-${differencesTable('Underpaid', payments.underpaid)}
-${differencesTable('Overpaid', payments.overpaid)}
-${table(
-  'Payouts',
-  ['store', 'chain', 'token', 'outcome', 'count', 'amount', 'fees'],
-  report.payouts.map((p) => [p.storeId, p.chainId, p.symbol, p.outcome, p.count, p.amount, p.fees]),
-  [4, 5, 6],
-)}
-${table(
-  'Findings by kind',
-  ['kind', 'severity', 'new', 'open', 'resolved'],
-  findings.byKind.map((k) => [k.kind, k.severity, k.new, k.open, k.resolved]),
-  [2, 3, 4],
-)}
-${findingsTable('New findings', findings.new, findings.counts.new, report)}
-${findingsTable('Open findings (from before the period)', findings.open, findings.counts.open, report)}
-${findingsTable('Resolved findings', findings.resolved, findings.counts.resolved, report)}
-${table(
-  'Balance proofs',
-  ['chain', 'token', 'wallet', 'role', 'block', 'ledger', 'on chain', 'result', 'error', 'proved at'],
-  report.balanceProofs.map((p) => [
-    p.chainId,
-    p.symbol,
-    p.wallet,
-    p.role,
-    p.blockNumber,
-    p.ledgerBalance,
-    p.chainBalance,
-    status(p.result),
-    p.error,
-    p.provedAt,
-  ]),
-  [4, 5, 6],
-)}
-${table(
-  'Trial balance',
-  ['chain', 'token', 'token address', 'debits', 'credits', 'net'],
-  report.trialBalance.map((t) => [t.chainId, t.symbol, t.token, t.debits, t.credits, t.net]),
-  [3, 4, 5],
-)}
 </body>
 </html>
 `;

@@ -4,7 +4,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { findingsCsvHeader, findingsCsvLine, renderCsv } from './renderCsv.ts';
-import { renderHtml } from './renderHtml.ts';
+import { type RenderHtmlOptions, renderHtml } from './renderHtml.ts';
 import { renderJson } from './renderJson.ts';
 import { renderMarkdown } from './renderMarkdown.ts';
 import type { FindingsPage } from './reportFindings.ts';
@@ -26,17 +26,19 @@ export interface WrittenFile {
  * file and a rerun of the same period replaces them whole. findings.csv holds every finding of
  * the three lists, which the report only counts and samples: it is written from `findings`, read
  * page by page (reportFindings.ts findingsPages), so memory holds one page, never the list.
+ * `html` carries the chain registry, for the HTML page's chain names and explorer links.
  */
 export async function writeReportFiles(
   report: ReconReport,
   dir: string,
   formats: readonly ReportFormat[],
   findings: () => AsyncIterable<FindingsPage>,
+  html: RenderHtmlOptions = {},
 ): Promise<WrittenFile[]> {
   const files: { name: string; content: () => string }[] = [];
   if (formats.includes('json')) files.push({ name: 'report.json', content: () => renderJson(report) });
   if (formats.includes('md')) files.push({ name: 'report.md', content: () => renderMarkdown(report) });
-  if (formats.includes('html')) files.push({ name: 'report.html', content: () => renderHtml(report) });
+  if (formats.includes('html')) files.push({ name: 'report.html', content: () => renderHtml(report, html) });
   if (formats.includes('csv'))
     for (const f of renderCsv(report)) files.push({ name: join('csv', f.name), content: () => f.content });
 

@@ -57,3 +57,34 @@ describe('chain registry: finality and indexer settings', () => {
     expect(defaultReorgWindow(240)).toBe(480);
   });
 });
+
+describe('chain registry: block explorers', () => {
+  it('behavior: the public chains link an explorer, CHAINS_FILE sets or removes one, a local chain has none', () => {
+    const defaults = createChainRegistry();
+    expect(defaults.chain(1)?.explorerUrl).toBe('https://etherscan.io');
+    expect(defaults.chain(11155111)?.explorerUrl).toBe('https://sepolia.etherscan.io');
+    expect(defaults.chain(56)?.explorerUrl).toBe('https://bscscan.com');
+    expect(defaults.chain(137)?.explorerUrl).toBe('https://polygonscan.com');
+    for (const chain of defaults.chains())
+      expect(chain.explorerUrl, chain.name).toMatch(/^https:\/\/[a-z.]+$/);
+
+    const registry = createChainRegistry(
+      chainsFileSchema.parse([
+        { chain_id: 8453, explorer_url: 'https://base.blockscout.com/' },
+        { chain_id: 1, explorer_url: null },
+        { chain_id: 31337, name: 'anvil' },
+      ]),
+    );
+    expect(registry.chain(8453)?.explorerUrl).toBe('https://base.blockscout.com');
+    expect(registry.chain(1)?.explorerUrl).toBeUndefined();
+    expect(registry.chain(31337)?.explorerUrl).toBeUndefined();
+    expect(createChainRegistry().chain(1)?.explorerUrl).toBe('https://etherscan.io');
+  });
+
+  it.each([['javascript:alert(1)'], ['ftp://example.com'], ['not a url'], [5]])(
+    'error: an explorer_url that is not http(s) is refused: %j',
+    (url) => {
+      expect(chainsFileSchema.safeParse([{ chain_id: 1, explorer_url: url }]).success).toBe(false);
+    },
+  );
+});

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import { escapeHtml } from '../../../src/html/escapeHtml.ts';
 import { findingsCsvHeader, findingsCsvLines, renderCsv } from '../../../src/recon/report/renderCsv.ts';
 import { renderHtml } from '../../../src/recon/report/renderHtml.ts';
@@ -6,7 +7,13 @@ import { renderJson } from '../../../src/recon/report/renderJson.ts';
 import { renderMarkdown } from '../../../src/recon/report/renderMarkdown.ts';
 import type { ReconReport } from '../../../src/recon/report/reportModel.ts';
 import { sumDecimals } from '../../../src/recon/report/reportTotals.ts';
-import { HOSTILE_FORMULA, HOSTILE_SCRIPT, sampleReport } from '../../helpers/reportFixture.ts';
+import {
+  HOSTILE_FORMULA,
+  HOSTILE_SCRIPT,
+  sampleReport,
+  UNMATCHED_IN_TX,
+  UNMATCHED_OUT_TX,
+} from '../../helpers/reportFixture.ts';
 
 /** A minimal RFC 4180 reader, so the tests check what an importer would see, not our own strings. */
 function parseCsv(text: string): string[][] {
@@ -210,7 +217,9 @@ describe('renderCsv', () => {
     const report = sampleReport();
     const findings = csvTable(report, 'findings.csv');
     expect(findings.map((f) => f.list)).toEqual(['new', 'new', 'new', 'new', 'open', 'open', 'resolved']);
-    expect(findings[0]!.details).toBe('{"short":"1.500000"}');
+    expect(findings[0]!.details).toBe(
+      '{"token":"USDC","chain_id":8453,"amount_coins":"25","actual_paid_amount":"23.5","difference":"1.5"}',
+    );
     expect(findings[3]!.ack_note).toBe('refund, sent back by hand');
     expect(findings[0]!.resolved_at).toBe('');
   });
@@ -225,7 +234,7 @@ describe('renderMarkdown', () => {
     expect(md).toContain('| 1 | USDT | 12 | 2100.000000 | 2101.250000 | 21.012500 | 2080.237500 |');
     expect(md).toContain('| 8453 | USDC | 41 | 5336.500000 | 5336.500000 | 105.750000 | 5230.750000 |');
     expect(md).toContain('| 8453 | USDC | funded | 5 | 500.000000 | 0.420000 |');
-    expect(md).toContain('| payment.underpaid | warning | 1 | 1 | 0 |');
+    expect(md).toContain('| underpaid | info | 1 | 1 | 0 |');
     expect(md.endsWith('\n')).toBe(true);
   });
 
@@ -263,12 +272,85 @@ describe('renderHtml', () => {
     expect(html).toContain(escapeHtml(HOSTILE_FORMULA));
   });
 
-  it('behavior: banner pass or fail follows report.passed', () => {
-    expect(renderHtml(sampleReport())).toMatch(/<div id="banner" class="pass"/);
-    const failed = renderHtml(sampleReport({}, { failedProof: true }));
-    expect(failed).toMatch(/<div id="banner" class="fail"/);
-    expect(failed).toContain('assertions.balance_proofs: fail');
-    expect(renderHtml(emptyReport(false))).toMatch(/<div id="banner" class="fail"/);
+  it('behavior: the headline says the books balance only when every check passed', () => {
+    const headline = (html: string) => html.match(/<div id="headline"[\s\S]*?<\/div>/)![0];
+    const ok = headline(renderHtml(sampleReport()));
+    expect(ok).toMatch(/^<div id="headline" class="ok"/);
+    expect(ok).toContain('<h2>Books balance and match the chain</h2>');
+
+    const attention = headline(renderHtml(sampleReport({}, { failedChecks: true })));
+    expect(attention).toMatch(/^<div id="headline" class="warning"/);
+    expect(attention).toContain('<h2>2 checks need attention</h2>');
+    expect(attention).not.toMatch(/Books balance|PASS|class="ok"/);
+
+    const failed = headline(renderHtml(sampleReport({}, { failedProof: true })));
+    expect(failed).toMatch(/^<div id="headline" class="critical"/);
+    expect(failed).toContain('<h2>1 check needs attention</h2>');
+    expect(failed).toContain('<strong>assertions.balance_proofs</strong> failed');
+    expect(failed).toContain('the ledger says 10.00 USDT, the chain 9.999999 USDT at block 21,450,777.');
+
+    expect(headline(renderHtml(emptyReport(true)))).toContain('<h2>No checks ran in this period</h2>');
+    // No check failed, but a proof did (a report built by hand): never the pass headline.
+    const proofOnly = sampleReport({}, { failedProof: true });
+    proofOnly.checks = proofOnly.checks.filter((c) => c.name !== 'assertions.balance_proofs');
+    expect(headline(renderHtml(proofOnly))).not.toContain('Books balance');
+  });
+
+  it('behavior: statements in Debit and Credit columns, positive, with separators; balances Dr or Cr', () => {
+    const html = renderHtml(sampleReport());
+    const accounts = html.match(/<section id="accounts">[\s\S]*?<\/section>/)![0];
+    expect(accounts).toContain('<th class="num">Debit</th><th class="num">Credit</th>');
+    const sales = accounts.split('\n').find((l) => l.includes('income:sales'))!;
+    expect(sales).toContain(
+      '<td class="num">300.00 Cr</td><td class="num"></td><td class="num">2,101.25</td><td class="num">2,401.25 Cr</td>',
+    );
+    expect(accounts).not.toMatch(/>-\d/);
+    const trial = html.match(/<section id="trial-balance">[\s\S]*?<\/section>/)![0];
+    expect(trial).toContain(
+      '<td class="num">11,067.25</td><td class="num">11,067.25</td><td class="num">0.00</td>',
+    );
+  });
+
+  it('behavior: dates, not timestamps', () => {
+    const html = renderHtml(sampleReport());
+    expect(html).toContain('<title>Reconciliation report: 1–7 November 2026 (UTC), store st_a</title>');
+    expect(html).toContain('Generated 8 Nov 2026, 00:30 UTC.');
+    const body = html.slice(html.indexOf('<body>'));
+    expect(body).not.toMatch(/\d{4}-\d\d-\d\d(T|<)/);
+  });
+
+  it('behavior: findings are sentences; hashes link to the chain explorer, shortened, only in their exact form', () => {
+    const html = renderHtml(sampleReport(), { chains: createChainRegistry() });
+    expect(html).toContain(
+      `A transfer of 1,250.00 USDT into the merchant wallet of st_a matched no payment (tx <a href="https://etherscan.io/tx/${UNMATCHED_IN_TX}" rel="noopener" title="${UNMATCHED_IN_TX}">0xab58…a5cd</a>).`,
+    );
+    expect(html).toContain(`<a href="https://basescan.org/tx/${UNMATCHED_OUT_TX}" rel="noopener"`);
+    // Every link is an explorer's, with rel="noopener"; nothing else refers outside.
+    const links = [...html.matchAll(/<a [^>]*>/g)].map((m) => m[0]);
+    expect(links.length).toBeGreaterThan(2);
+    for (const link of links)
+      expect(link).toMatch(
+        /^<a href="https:\/\/(etherscan\.io|basescan\.org)\/(tx|address)\/0x[0-9a-f]+" rel="noopener" title="0x[0-9a-fA-F]+">$/i,
+      );
+    expect(html.replace(/<a href="https:[^"]*" rel="noopener"/g, '')).not.toMatch(/\b(?:src|href)\s*=/i);
+    // The unknown kind reads as a list, never as JSON; its hostile values stay text.
+    expect(html).toContain('Webhook bad signature on webhook =cmd|');
+    expect(html).not.toMatch(/\{&quot;|\{"/);
+
+    // A local chain has no explorer: the hash is text, shortened, whole in its title.
+    const local = sampleReport();
+    local.findings.new = local.findings.new.map((f) =>
+      f.kind === 'unmatched_transfer_in' ? { ...f, details: { ...f.details, chain_id: 31337 } } : f,
+    );
+    const plain = renderHtml(local, { chains: createChainRegistry() });
+    expect(plain).toContain(`(tx <span class="hex" title="${UNMATCHED_IN_TX}">0xab58…a5cd</span>)`);
+    expect(plain).not.toContain(`/tx/${UNMATCHED_IN_TX}`);
+    // A CHAINS_FILE may remove a default explorer.
+    const none = renderHtml(sampleReport(), {
+      chains: createChainRegistry([{ chain_id: 1, explorer_url: null }]),
+    });
+    expect(none).not.toContain('etherscan.io');
+    expect(none).toContain('basescan.org/tx/');
   });
 
   it('behavior: self-contained: a CSP that forbids loads and no remote references', () => {
@@ -287,15 +369,17 @@ describe('renderHtml', () => {
     const volume = html.match(/<svg id="chart-volume"[\s\S]*?<\/svg>/)![0];
     // 7 days × 2 tokens.
     expect(volume.match(/<rect class="bar"/g)).toHaveLength(14);
-    expect(volume).toContain('<title>2026-11-03 · USDT (1) · paid: 422.000001</title>');
+    expect(volume).toContain('<title>3 November 2026 · USDT (1) · paid: 422.000001</title>');
+    expect(volume).toContain('text-anchor="middle">3 Nov</text>');
     const net = html.match(/<svg id="chart-net"[\s\S]*?<\/svg>/)![0];
-    expect(net).toContain('net: 2080.237500</title>');
+    expect(net).toContain('net: 2,080.2375</title>');
+    expect(net).toContain('>5,230.75</text>');
     const findings = html.match(/<svg id="chart-findings"[\s\S]*?<\/svg>/)![0];
-    // 4 unresolved kinds × 4 age buckets.
-    expect(findings.match(/<rect class="bar"/g)).toHaveLength(16);
-    expect(findings).toContain('<title>payment.underpaid · &lt; 1 h · findings: 1</title>');
-    expect(findings).toContain('<title>payment.underpaid · &gt; 7 d · findings: 1</title>');
-    expect(findings).toContain('<title>clearing.in_transit_stale · &gt; 7 d · findings: 1</title>');
+    // 5 unresolved kinds × 4 age buckets.
+    expect(findings.match(/<rect class="bar"/g)).toHaveLength(20);
+    expect(findings).toContain('<title>underpaid · &lt; 1 h · findings: 1</title>');
+    expect(findings).toContain('<title>underpaid · &gt; 7 d · findings: 1</title>');
+    expect(findings).toContain('<title>webhook_without_chain_proof · &gt; 7 d · findings: 1</title>');
   });
 
   it('behavior: empty data draws "no data", never NaN', () => {
