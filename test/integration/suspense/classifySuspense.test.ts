@@ -1,9 +1,12 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { formatDecimalAmount } from '../../../src/money/decimalAmount.ts';
+import { buildReport } from '../../../src/recon/report/buildReport.ts';
+import { renderMarkdown } from '../../../src/recon/report/renderMarkdown.ts';
 import { classifySuspense, unclassifySuspense } from '../../../src/suspense/classifySuspense.ts';
 import { listSuspenseItems } from '../../../src/suspense/suspenseItems.ts';
 import { CheckoutStatus } from '../../../src/svc/models/checkoutStatus.ts';
-import { CUSTODY, createSuspenseKit, MERCHANT, STRANGER } from './suspenseKit.ts';
+import { CUSTODY, createSuspenseKit, MERCHANT, STRANGER, USDT } from './suspenseKit.ts';
 
 /**
  * Rule 10 (docs/accounting.md): a person classifies money rule 9 booked to suspense, through the
@@ -205,5 +208,64 @@ describe('a rule explains a classified transfer later', () => {
     expect(after.suspense - before.suspense).toBe(5_000_000n);
     expect(after.custody - before.custody).toBe(-5_000_000n);
     expect(await kit.trialIsZero()).toBe(true);
+  });
+});
+
+describe('the reconciliation report', () => {
+  it('behavior: its suspense block shows unclassified and classified items apart, per token and per classification', async () => {
+    const a = await kit.transfer(STRANGER, MERCHANT, 2_500_000n);
+    const b = await kit.transfer(STRANGER, CUSTODY, 1_000_000n);
+    await kit.settle();
+    await classify(b.id, 'owner_contribution');
+    const items = await listSuspenseItems(db, { all: true });
+    expect(items.some((i) => i.transferId === a.id && i.classification === null)).toBe(true);
+    const sum = (list: typeof items) => list.reduce((s, i) => s + i.amount, 0n);
+    const report = await db.transaction((tx) =>
+      buildReport(tx, {
+        period: { from: new Date('2020-01-01T00:00:00Z'), to: new Date(Date.now() + 86_400_000) },
+        storeId: 'st_a',
+        chains: kit.registry,
+        generatedAt: new Date(),
+        checks: [],
+        proofs: [],
+        findingsFullList: null,
+      }),
+    );
+    const unclassified = items.filter((i) => i.classification === null);
+    expect(report.suspense.unclassified).toEqual([
+      {
+        storeId: 'st_a',
+        chainId: 31337,
+        symbol: 'USDT',
+        token: USDT,
+        count: unclassified.length,
+        amount: formatDecimalAmount(sum(unclassified), 6),
+      },
+    ]);
+    const byClass = new Map<string, typeof items>();
+    for (const i of items)
+      if (i.classification)
+        byClass.set(i.classification.classification, [
+          ...(byClass.get(i.classification.classification) ?? []),
+          i,
+        ]);
+    expect(report.suspense.classified).toEqual(
+      [...byClass.entries()]
+        .sort(([x], [y]) => (x < y ? -1 : 1))
+        .map(([classification, list]) => ({
+          classification,
+          storeId: 'st_a',
+          chainId: 31337,
+          symbol: 'USDT',
+          token: USDT,
+          count: list.length,
+          amount: formatDecimalAmount(sum(list), 6),
+        })),
+    );
+    // The unclassified items are what the suspense account still holds of rule 9's money.
+    expect(-(await kit.balance('assets:suspense'))).toBe(sum(unclassified));
+    expect(renderMarkdown(report)).toContain(
+      `| st_a | 31337 | USDT | ${unclassified.length} | ${formatDecimalAmount(sum(unclassified), 6)} |`,
+    );
   });
 });
