@@ -131,6 +131,12 @@ describe('classifying an item in suspense', () => {
       select count(*)::int as n from ledger_entries where kind = 'suspense.classified' and ref_id = ${stray.id}`);
     expect(rows[0]?.n).toBe(1);
     expect(outcomes.filter((o) => o.status === 'fulfilled' && o.value.kind === 'classified')).toHaveLength(1);
+    // The others waited for the first (the item's lock) and then saw it: the same classification
+    // is unchanged, the other one refused cleanly, never an idempotency conflict or a duplicate key.
+    for (const o of outcomes) {
+      if (o.status === 'fulfilled') expect(['classified', 'unchanged']).toContain(o.value.kind);
+      else expect(o.reason).toMatchObject({ name: 'SuspenseItemError', reason: 'already_classified' });
+    }
     expect(await kit.trialIsZero()).toBe(true);
   });
 
