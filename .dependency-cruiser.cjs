@@ -26,6 +26,7 @@ const LAYERS = [
   'src/alerts',
   'src/config', // environment, stores, the chain registry
   'src/context', // the DomainContext every domain function is handed
+  'src/suspense', // a person's classification of suspense; the rules that explain a transfer later undo it
   'src/chain', // the transfer indexer
   'src/payments',
   'src/payouts',
@@ -58,6 +59,7 @@ const DOMAIN = [
   'src/payouts',
   'src/recon',
   'src/settlement',
+  'src/suspense',
 ];
 
 const layerRules = LAYERS.slice(0, -1).map((part, i) => ({

@@ -13,6 +13,7 @@ import { registerPayouts } from './commands/payouts.ts';
 import { registerReport } from './commands/report.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerStart } from './commands/start.ts';
+import { registerSuspense } from './commands/suspense.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
 import { loadEnvFile } from './envFile.ts';
 
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
   registerLedger(program);
   registerReport(program);
   registerFindings(program);
+  registerSuspense(program);
   registerWebhooks(program);
   registerSandbox(program);
   registerDemo(program);

@@ -37,6 +37,7 @@ export const FINDING_KINDS = [
   'payment_transfer_missing',
   'webhook_without_chain_proof',
   'unmatched_transfer_in',
+  'suspense_classification_superseded',
   'unmatched_transfer_out',
   'reorged_transfer',
   'claim_link_create_mismatch',

@@ -32,8 +32,14 @@ export const ACCOUNT_KINDS = {
   'expense:payout_fees': 'expense',
   /** Claim links that their recipients claimed. */
   'expense:payouts': 'expense',
-  /** Wallet movements the merchant made itself (deposits, withdrawals). */
+  /** Wallet movements the merchant made itself (withdrawals; a person's owner_withdrawal). */
   'equity:owner_transfers': 'equity',
+  /** Suspense a person classified as the owner's own money put in (owner_contribution). */
+  'equity:owner_contributions': 'equity',
+  /** Suspense a person classified as money to pay back to whoever sent it (refund_due). */
+  'liability:refunds_payable': 'liability',
+  /** Suspense a person classified as income other than sales (income_other). */
+  'income:other': 'income',
 } as const;
 
 export type AccountKind = keyof typeof ACCOUNT_KINDS;

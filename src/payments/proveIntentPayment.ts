@@ -19,6 +19,7 @@ import {
 import { paymentProven, unmatchedTransferKey } from '../ledger/rules/chainTransferRules.ts';
 import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
 import { formatDecimalAmount, parseDecimalAmount, sameDecimalAmount } from '../money/decimalAmount.ts';
+import { supersedeClassification } from '../suspense/classifySuspense.ts';
 import { bookConfirmation } from './bookConfirmation.ts';
 import { lockPayingLogs, type WalletLogs, walletLogs } from './payingLogs.ts';
 
@@ -407,14 +408,19 @@ async function proveWithLog(
   return { posted, findings: outcome.findings };
 }
 
-/** Reverses rule 9's suspense entry of a log that proves the intent, and resolves its finding. */
+/**
+ * Reverses rule 9's suspense entry of a log that proves the intent, and resolves its finding. A
+ * person's classification of that suspense (rule 10) is reversed first: the money is the sale's.
+ */
 async function moveOutOfSuspense(tx: DbExecutor, fact: ChainTransferFact, intentId: string): Promise<void> {
   const key = unmatchedTransferKey(fact, 'in');
   const booked = await tx.execute<{ id: string }>(
     sql`select id::text from ledger_entries where idempotency_key = ${key}`,
   );
   if (booked.rows[0]) {
-    await reverseEntry(tx, BigInt(booked.rows[0].id), `transfer matched intent ${intentId}`);
+    const reason = `transfer matched intent ${intentId}`;
+    await supersedeClassification(tx, BigInt(booked.rows[0].id), `rule 2: ${reason}`);
+    await reverseEntry(tx, BigInt(booked.rows[0].id), reason);
   }
   await resolveFinding(tx, 'unmatched_transfer_in', {
     type: 'chain_transfer',

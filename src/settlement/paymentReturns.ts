@@ -17,6 +17,7 @@ import {
   unmatchedTransfer,
   unmatchedTransferKey,
 } from '../ledger/rules/chainTransferRules.ts';
+import { supersedeClassificationOfKey } from '../suspense/classifySuspense.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { SettlementDeps } from './settlementDeps.ts';
 
@@ -114,6 +115,12 @@ export async function applyPaymentReturn(
     paid: paidFact,
     token,
   });
+  // The return clears the arrival's suspense: a person's classification of it (rule 10) goes first.
+  await supersedeClassificationOfKey(
+    tx,
+    unmatchedTransferKey(paidFact, 'in'),
+    `payment return: intent ${intentId} sent the payment back`,
+  );
   if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
   await resolveFinding(tx, 'unmatched_transfer_in', {
     type: 'chain_transfer',
@@ -292,6 +299,11 @@ async function rebookReturn(
     paid: paidFact,
     token,
   });
+  await supersedeClassificationOfKey(
+    tx,
+    unmatchedTransferKey(paidFact, 'in'),
+    `payment return: intent ${intentId} sent the payment back`,
+  );
   if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
   await resolveFinding(tx, 'unmatched_transfer_in', {
     type: 'chain_transfer',

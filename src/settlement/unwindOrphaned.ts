@@ -6,6 +6,7 @@ import { reverseEntry } from '../ledger/postEntry.ts';
 import { type ChainEntryRole, reorgReversal } from '../ledger/rules/chainTransferRules.ts';
 import { unwindProvenSuspense } from '../payments/provenPaymentSuspense.ts';
 import { unmarkClaimed, unmarkRefunded } from '../payouts/chainSettlement.ts';
+import { supersedeClassification } from '../suspense/classifySuspense.ts';
 import { reopenReturnedPayment } from './paymentReturns.ts';
 import type { SettlementDeps } from './settlementDeps.ts';
 
@@ -45,6 +46,9 @@ export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: s
     const reversed = entry.rows[0];
     if (reversed) {
       const reason = `block ${row.block_hash} orphaned by a reorg`;
+      // Suspense a person classified (rule 10) leaves with the entry that put it there.
+      if (role.kind === 'transfer_in_unmatched')
+        await supersedeClassification(tx, BigInt(reversed.id), `rule 3: ${reason}`);
       await reverseEntry(tx, BigInt(reversed.id), reason);
       if (role.kind === 'payment_proof') await unwindProvenSuspense(tx, reversed.ref_id, reason);
     }

@@ -278,6 +278,29 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
         fees: '0',
       },
     ],
+    suspense: {
+      unclassified: [
+        {
+          storeId: 'st_a',
+          chainId: 8453,
+          symbol: 'USDC',
+          token: USDC.toLowerCase(),
+          count: 2,
+          amount: '37.5',
+        },
+      ],
+      classified: [
+        {
+          classification: 'owner_contribution',
+          storeId: 'st_a',
+          chainId: 1,
+          symbol: 'USDT',
+          token: USDT.toLowerCase(),
+          count: 1,
+          amount: '1000',
+        },
+      ],
+    },
     findings: {
       counts: { new: 4, open: 2, resolved: 1 },
       samplePerKind: 100,

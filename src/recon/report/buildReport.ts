@@ -3,6 +3,7 @@ import type { ChainRegistry } from '../../config/chainRegistry.ts';
 import type { DbExecutor } from '../../db/database.ts';
 import { trialBalance } from '../../ledger/balances.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
+import { suspenseTotals } from '../../suspense/suspenseItems.ts';
 import { checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
 import type { BalanceProof } from '../balanceProofs.ts';
 import { storeFilter, tokensTable } from '../checks/checkContext.ts';
@@ -19,6 +20,7 @@ import {
   REPORT_SCHEMA,
   REPORT_VERSION,
   type ReconReport,
+  type SuspenseSection,
   type TrialBalanceRow,
 } from './reportModel.ts';
 
@@ -43,10 +45,11 @@ export interface ReportInput {
  * the first few of each kind, the full lists go to findings.csv (reportFindings.ts).
  */
 export async function buildReport(tx: DbExecutor, input: ReportInput): Promise<ReconReport> {
-  const [accounts, payments, payouts, findings, trial] = [
+  const [accounts, payments, payouts, suspense, findings, trial] = [
     await accountStatements(tx, input),
     await paymentTotals(tx, input),
     await payoutTotals(tx, input),
+    await suspenseSection(tx, input),
     await findingsSection(tx, input, FINDINGS_SAMPLE_PER_KIND, input.findingsFullList),
     await trialBalanceRows(tx),
   ];
@@ -64,6 +67,7 @@ export async function buildReport(tx: DbExecutor, input: ReportInput): Promise<R
     accounts,
     payments,
     payouts,
+    suspense,
     findings,
     balanceProofs: input.proofs.map((p) => proofRow(p, input.generatedAt)),
     trialBalance: trial,
@@ -294,6 +298,25 @@ async function payoutTotals(tx: DbExecutor, input: ReportInput): Promise<PayoutT
         ? fmt(feeOf.get(`${r.store_id}:${r.chain_id}:${r.symbol}`) ?? '0', r.decimals)
         : '0',
   }));
+}
+
+/** The suspense block: items in suspense now that arrived before the period's end, classified apart. */
+async function suspenseSection(tx: DbExecutor, input: ReportInput): Promise<SuspenseSection> {
+  const rows = await suspenseTotals(tx, { storeId: input.storeId, before: input.period.to });
+  const total = (r: (typeof rows)[number]) => ({
+    storeId: r.storeId,
+    chainId: r.chainId,
+    symbol: r.symbol,
+    token: r.token,
+    count: r.count,
+    amount: formatDecimalAmount(r.amount, r.decimals),
+  });
+  return {
+    unclassified: rows.filter((r) => r.classification === null).map(total),
+    classified: rows.flatMap((r) =>
+      r.classification === null ? [] : [{ classification: r.classification, ...total(r) }],
+    ),
+  };
 }
 
 async function trialBalanceRows(tx: DbExecutor): Promise<TrialBalanceRow[]> {

@@ -431,6 +431,14 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
       ...txNote(f),
       '.',
     ),
+  suspense_classification_superseded: (f) =>
+    s(
+      `A transfer ${f.text('classified_by') ? `${f.text('classified_by')} had` : 'a person had'} classified as `,
+      f.text('classification') ?? 'something',
+      ' was explained by a rule later; the classification was reversed',
+      f.text('reason') && ` (${f.text('reason')})`,
+      '.',
+    ),
   unmatched_transfer_out: (f) =>
     s(
       `A transfer of ${f.amount('amount') ?? 'an amount'} out of the ${f.text('wallet_role') ?? 'watched'} wallet of `,

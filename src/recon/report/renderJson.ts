@@ -16,6 +16,7 @@ const TOP_LEVEL_ORDER: readonly (keyof ReconReport)[] = [
   'accounts',
   'payments',
   'payouts',
+  'suspense',
   'findings',
   'balanceProofs',
   'trialBalance',

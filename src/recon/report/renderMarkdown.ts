@@ -63,6 +63,27 @@ export function renderMarkdown(report: ReconReport): string {
         [3, 4, 5],
       ),
     ),
+    section('Suspense, unclassified', report.suspense.unclassified, () =>
+      table(
+        ['store', 'chain', 'token', 'count', 'amount'],
+        report.suspense.unclassified.map((u) => [u.storeId, u.chainId, u.symbol, u.count, u.amount]),
+        [3, 4],
+      ),
+    ),
+    section('Suspense, classified', report.suspense.classified, () =>
+      table(
+        ['classification', 'store', 'chain', 'token', 'count', 'amount'],
+        report.suspense.classified.map((c) => [
+          c.classification,
+          c.storeId,
+          c.chainId,
+          c.symbol,
+          c.count,
+          c.amount,
+        ]),
+        [4, 5],
+      ),
+    ),
     section('Findings by kind', byKind, () =>
       [
         table(

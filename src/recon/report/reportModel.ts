@@ -34,6 +34,7 @@ export interface ReconReport {
   accounts: AccountStatement[];
   payments: PaymentTotals;
   payouts: PayoutTotal[];
+  suspense: SuspenseSection;
   findings: FindingsSection;
   balanceProofs: ProofRow[];
   trialBalance: TrialBalanceRow[];
@@ -131,6 +132,33 @@ export interface PayoutTotal {
   amount: string;
   /** Funding fees (expense:payout_fees) of these links; "0" for outcomes other than funded. */
   fees: string;
+}
+
+/**
+ * Money rule 9 booked to suspense (transfers into a watched wallet that nothing explains), as of
+ * generatedAt, over the transfers that arrived before period.to: the part still waiting for a
+ * person, apart from the part a person classified (docs/accounting.md, rule 10).
+ */
+export interface SuspenseSection {
+  /** Items in suspense with no classification, per store, chain and token. */
+  unclassified: SuspenseTotal[];
+  /** Items a person classified, per classification, store, chain and token. */
+  classified: SuspenseClassifiedTotal[];
+}
+
+export interface SuspenseTotal {
+  storeId: string;
+  chainId: number;
+  symbol: string;
+  token: string;
+  count: number;
+  /** The items' values, positive (money that came in). */
+  amount: string;
+}
+
+export interface SuspenseClassifiedTotal extends SuspenseTotal {
+  /** owner_contribution, owner_withdrawal, refund_due or income_other (open-ended). */
+  classification: string;
 }
 
 /**

@@ -71,6 +71,7 @@ function emptyReport(passed: boolean): ReconReport {
     accounts: [],
     payments: { byStatus: [], fiat: [], perDay: [], underpaid: [], overpaid: [] },
     payouts: [],
+    suspense: { unclassified: [], classified: [] },
     findings: {
       counts: { new: 0, open: 0, resolved: 0 },
       byKind: [],
@@ -235,6 +236,9 @@ describe('renderMarkdown', () => {
     expect(md).toContain('| 8453 | USDC | 41 | 5336.500000 | 5336.500000 | 105.750000 | 5230.750000 |');
     expect(md).toContain('| 8453 | USDC | funded | 5 | 500.000000 | 0.420000 |');
     expect(md).toContain('| underpaid | info | 1 | 1 | 0 |');
+    expect(md).toContain('### Suspense, unclassified\n\n| store | chain | token | count | amount |');
+    expect(md).toContain('| st_a | 8453 | USDC | 2 | 37.5 |');
+    expect(md).toContain('| owner_contribution | st_a | 1 | USDT | 1 | 1000 |');
     expect(md.endsWith('\n')).toBe(true);
   });
 
@@ -260,6 +264,8 @@ describe('renderMarkdown', () => {
     const md = renderMarkdown(emptyReport(true));
     expect(md).toContain('### Checks\n\n_none_');
     expect(md).toContain('### Confirmed payments per token\n\n_none_');
+    expect(md).toContain('### Suspense, unclassified\n\n_none_');
+    expect(md).toContain('### Suspense, classified\n\n_none_');
   });
 });
 
