@@ -15,6 +15,7 @@ const LAYERS = [
   'src/money',
   'src/html',
   'src/text',
+  'src/http', // bearer-token checks shared by the operations routes
   'src/batching',
   'src/db',
   'src/logging',
@@ -34,6 +35,7 @@ const LAYERS = [
   'src/settlement', // books final chain transfers
   'src/inbox', // processes stored webhooks
   'src/recon',
+  'src/api', // the read-only HTTP API: reads the domain, served by the daemon
   'jobs',
   'src/daemon',
   'src/dashboards',

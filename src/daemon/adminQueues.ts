@@ -1,9 +1,10 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { bearer, matches } from '../http/bearer.ts';
 
 export const ADMIN_QUEUES_PATH = '/admin/queues';
 const COOKIE = 'stablebooks_admin';
@@ -98,24 +99,10 @@ function unauthorized(reply: FastifyReply) {
     .send({ ok: false, reason: 'admin token required' });
 }
 
-function bearer(req: FastifyRequest): string | undefined {
-  const header = req.headers.authorization;
-  const match = header?.match(/^Bearer\s+(.+)$/i);
-  return match?.[1]?.trim();
-}
-
 function cookie(req: FastifyRequest, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return undefined;
-}
-
-/** Constant time in the secret's content and length: both sides are hashed to 32 bytes first. */
-function matches(given: string | null | undefined, expected: string): boolean {
-  if (!given) return false;
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
 }

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import type { JobContext } from '../../jobs/jobContext.ts';
 import { queueKeyPause } from '../../jobs/keyPause.ts';
+import { registerReadApi } from '../api/registerReadApi.ts';
 import { createChainRpcs } from '../chain/rpcClients.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config/loadConfig.ts';
@@ -80,6 +81,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     write: config.adminWrite,
     queues: rt.queues.all(),
   });
+  await registerReadApi(ops, { token: config.apiToken, domain: rt.domain, logger });
   const opsUrl = await ops.listen({
     host: options.opsHost ?? config.opsHost,
     port: options.opsPort ?? config.opsPort,

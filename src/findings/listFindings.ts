@@ -4,10 +4,20 @@ import type { FindingRow } from './finding.ts';
 
 export interface FindingsFilter {
   openOnly?: boolean;
+  /** Only resolved findings (the cause cleared); with openOnly, nothing. */
+  resolvedOnly?: boolean;
   kind?: string;
   severity?: FindingRow['severity'];
   storeId?: string;
   id?: bigint;
+  /**
+   * `last_seen` (default): most recently seen first, as the CLI lists them. `id`: newest first by
+   * id, an order that never changes (a refreshed finding does not move), for pages that follow
+   * each other by `beforeId`.
+   */
+  order?: 'last_seen' | 'id';
+  /** Only findings with an id below this one (with order `id`: the page after that finding). */
+  beforeId?: bigint;
   limit?: number;
 }
 
@@ -50,17 +60,20 @@ export function toFindingRow(r: FindingDbRow): FindingRow {
   };
 }
 
-/** Findings, newest first (by last seen): what `stablebooks findings list` prints. */
+/** Findings, newest first (by last seen, or by id): what `stablebooks findings list` prints. */
 export async function listFindings(db: Db, filter: FindingsFilter = {}): Promise<FindingRow[]> {
+  const order = filter.order === 'id' ? sql`id desc` : sql`last_seen_at desc, id desc`;
   const { rows } = await db.execute<FindingDbRow & Record<string, unknown>>(sql`
     select ${FINDING_COLUMNS}
     from findings
     where (${filter.openOnly ?? false}::boolean = false or resolved_at is null)
+      and (${filter.resolvedOnly ?? false}::boolean = false or resolved_at is not null)
       and (${filter.kind ?? null}::text is null or kind = ${filter.kind ?? null}::text)
       and (${filter.severity ?? null}::text is null or severity = ${filter.severity ?? null}::text)
       and (${filter.storeId ?? null}::text is null or store_id = ${filter.storeId ?? null}::text)
       and (${filter.id?.toString() ?? null}::bigint is null or id = ${filter.id?.toString() ?? null}::bigint)
-    order by last_seen_at desc, id desc
+      and (${filter.beforeId?.toString() ?? null}::bigint is null or id < ${filter.beforeId?.toString() ?? null}::bigint)
+    order by ${order}
     limit ${filter.limit ?? 1000}`);
   return rows.map(toFindingRow);
 }

@@ -108,12 +108,15 @@ export interface TrialBalanceLine {
   net: bigint;
 }
 
-/** Every account's balance summed per asset: each asset must net to zero. */
+/**
+ * Every account's balance summed per asset: each asset must net to zero, over all stores or one
+ * (an entry posts to one store's accounts only).
+ */
 export async function trialBalance(
   db: DbExecutor,
-  options: { at?: BalancePoint } = {},
+  options: { at?: BalancePoint; storeId?: string } = {},
 ): Promise<TrialBalanceLine[]> {
-  const all = await balances(db, { at: options.at });
+  const all = await balances(db, { at: options.at, storeId: options.storeId });
   const byAsset = new Map<string, TrialBalanceLine>();
   for (const b of all) {
     const line = byAsset.get(b.asset) ?? {

@@ -15,11 +15,25 @@ export interface ListedEntry {
   postings: Array<{ accountCode: string; asset: string; symbol: string; decimals: number; amount: bigint }>;
 }
 
-/** Entries newest first, with their postings, filtered by ref id and/or kind, in one query. */
-export async function listEntries(
-  db: DbExecutor,
-  filter: { refId?: string; kind?: string; storeId?: string; limit?: number } = {},
-): Promise<ListedEntry[]> {
+export interface EntriesFilter {
+  refId?: string;
+  kind?: string;
+  storeId?: string;
+  /** Occurred at or after this time. */
+  from?: Date;
+  /** Occurred before this time. */
+  to?: Date;
+  /** Only entries with an id below this one: the next page after an entry (keyset pagination). */
+  beforeId?: bigint;
+  limit?: number;
+}
+
+/**
+ * Entries newest first (by id), with their postings, filtered by ref id, kind, store, the period
+ * they occurred in, in one query. Pages follow each other by `beforeId` (the last id of a page):
+ * entries are never changed or deleted, so a page never shifts under the reader.
+ */
+export async function listEntries(db: DbExecutor, filter: EntriesFilter = {}): Promise<ListedEntry[]> {
   const limit = Math.min(Math.max(filter.limit ?? 50, 1), 10_000);
   const { rows } = await db.execute<{
     id: string;
@@ -45,6 +59,9 @@ export async function listEntries(
     where (${filter.refId ?? null}::text is null or e.ref_id = ${filter.refId ?? null})
       and (${filter.kind ?? null}::text is null or e.kind = ${filter.kind ?? null})
       and (${filter.storeId ?? null}::text is null or e.store_id = ${filter.storeId ?? null})
+      and (${filter.from?.toISOString() ?? null}::timestamptz is null or e.occurred_at >= ${filter.from?.toISOString() ?? null}::timestamptz)
+      and (${filter.to?.toISOString() ?? null}::timestamptz is null or e.occurred_at < ${filter.to?.toISOString() ?? null}::timestamptz)
+      and (${filter.beforeId?.toString() ?? null}::bigint is null or e.id < ${filter.beforeId?.toString() ?? null}::bigint)
     order by e.id desc
     limit ${limit}`);
   return rows.map((r) => ({
@@ -66,4 +83,39 @@ export async function listEntries(
       amount: BigInt(p.amount),
     })),
   }));
+}
+
+/** An entry as it leaves the process (JSON): ids and amounts (base units) as strings. */
+export interface EntryView {
+  id: string;
+  kind: string;
+  occurred_at: string;
+  recorded_at: string;
+  store_id: string;
+  ref_type: string;
+  ref_id: string;
+  reverses_entry_id: string | null;
+  memo: string | null;
+  postings: Array<{ account: string; asset: string; amount: string; symbol: string; decimals: number }>;
+}
+
+export function entryView(e: ListedEntry): EntryView {
+  return {
+    id: e.id.toString(),
+    kind: e.kind,
+    occurred_at: e.occurredAt.toISOString(),
+    recorded_at: e.recordedAt.toISOString(),
+    store_id: e.storeId,
+    ref_type: e.ref.type,
+    ref_id: e.ref.id,
+    reverses_entry_id: e.reversesEntryId?.toString() ?? null,
+    memo: e.memo,
+    postings: e.postings.map((p) => ({
+      account: p.accountCode,
+      asset: p.asset,
+      amount: p.amount.toString(),
+      symbol: p.symbol,
+      decimals: p.decimals,
+    })),
+  };
 }

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { DomainContext } from '../context/domainContext.ts';
-import { listEntries } from '../ledger/listEntries.ts';
+import type { Severity } from '../findings/finding.ts';
+import { type EntryView, entryView, listEntries } from '../ledger/listEntries.ts';
 import { claimLinkExpiresAt } from '../ledger/rules/claimLinkRules.ts';
 import { addSecretValue } from '../logging/logger.ts';
 import { PayoutNotFoundError } from './errors.ts';
@@ -47,13 +48,9 @@ export interface ShownPayout {
     /** The bearer claim token (returned once by the funding call): same rules. */
     claim_token: string | null;
   };
-  entries: Array<{
-    id: string;
-    kind: string;
-    occurred_at: string;
-    postings: Array<{ account: string; amount: string; symbol: string; decimals: number }>;
-  }>;
-  findings: Array<{ kind: string; severity: string; first_seen_at: string }>;
+  /** The claim link's entries, oldest first. */
+  entries: EntryView[];
+  findings: Array<{ id: string; kind: string; severity: Severity; first_seen_at: string }>;
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -78,8 +75,13 @@ export async function showPayout(
   };
   const entries = p.claimLinkId ? await listEntries(deps.db, { refId: p.claimLinkId, limit: 100 }) : [];
   const refs = [p.id, ...(p.claimLinkId ? [p.claimLinkId] : [])];
-  const findings = await deps.db.execute<{ kind: string; severity: string; first_seen_at: Date }>(sql`
-    select kind, severity, first_seen_at from findings
+  const findings = await deps.db.execute<{
+    id: string;
+    kind: string;
+    severity: Severity;
+    first_seen_at: Date;
+  }>(sql`
+    select id::text, kind, severity, first_seen_at from findings
     where ref_id in (${sql.join(
       refs.map((r) => sql`${r}`),
       sql`, `,
@@ -119,21 +121,9 @@ export async function showPayout(
       claim_url: secret(p.claimUrlEnc),
       claim_token: secret(p.claimTokenEnc),
     },
-    entries: entries
-      .slice()
-      .reverse()
-      .map((e) => ({
-        id: e.id.toString(),
-        kind: e.kind,
-        occurred_at: e.occurredAt.toISOString(),
-        postings: e.postings.map((x) => ({
-          account: x.accountCode,
-          amount: x.amount.toString(),
-          symbol: x.symbol,
-          decimals: x.decimals,
-        })),
-      })),
+    entries: entries.slice().reverse().map(entryView),
     findings: findings.rows.map((f) => ({
+      id: f.id,
       kind: f.kind,
       severity: f.severity,
       first_seen_at: new Date(f.first_seen_at).toISOString(),

@@ -26,7 +26,8 @@ export interface Pipeline {
   logs: string[];
   /** DomainContext on the same database, for library calls (createIntent, trackIntent). */
   payments: DomainContext;
-  startDaemon(roles?: Role[], options?: { port?: number }): Promise<RunningDaemon>;
+  /** A daemon on the pipeline's config, with `config` over it (e.g. a token the harness leaves unset). */
+  startDaemon(roles?: Role[], options?: { port?: number; config?: Partial<Config> }): Promise<RunningDaemon>;
   /** Waits until `check` returns a value (polling), or fails after `ms`. */
   waitFor<T>(check: () => Promise<T | undefined | null | false>, ms?: number): Promise<T>;
 }
@@ -114,7 +115,7 @@ export async function startPipeline(
     },
     async startDaemon(roles = ALL_ROLES, opts = {}) {
       const daemon = await startDaemon({
-        config,
+        config: { ...config, ...opts.config },
         roles,
         logger,
         port: opts.port ?? (daemons.some((d) => d.url.endsWith(`:${port}`)) ? 0 : port),

@@ -1,13 +1,13 @@
 import type { Command } from 'commander';
-import { sql } from 'drizzle-orm';
 import { systemClock } from '../../clock.ts';
+import type { ChainRegistry } from '../../config/chainRegistry.ts';
 import { type Config, loadConfig, secretValues } from '../../config/loadConfig.ts';
 import { createDomainContext, type DomainContext } from '../../context/domainContext.ts';
 import { createDatabase, type Db } from '../../db/database.ts';
-import { listEntries } from '../../ledger/listEntries.ts';
 import { createLogger } from '../../logging/logger.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import { createIntent, IntentNotRecordedError, trackIntent } from '../../payments/createIntent.ts';
+import { showIntent } from '../../payments/showIntent.ts';
 import { checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
 import { type Currency, currencyFromCode } from '../../svc/models/currency.ts';
 import { stableCoinFromSymbol } from '../../svc/models/stableCoin.ts';
@@ -119,62 +119,35 @@ export function registerIntents(program: Command): void {
     .description('the intent as last seen, its status history, ledger entries and open findings')
     .option('--json', 'machine-readable output')
     .action(async (id: string, opts: { json?: boolean }) => {
-      await withDb(async (db) => {
-        const intent = await db.execute<Record<string, unknown>>(sql`
-          select id, store_id, status, amount_coins, coin_symbol, chain_id, actual_paid_amount, service_fee_amount,
-                 net_income_amount, tx_hash, tx_hash_2, tx_to, order_id, tracked_via, tracked_at, settled_by, poll_count
-          from checkout_intents where id = ${id}`);
-        const row = intent.rows[0];
-        if (!row)
+      await withDb(async (db, chains) => {
+        const shown = await showIntent({ db, chains }, id);
+        if (!shown)
           throw new CliError(
             `intent ${id} is not tracked (track it with: stablebooks intents track ${id} --store S)`,
           );
-        const history = await db.execute<{
-          from_status: number | null;
-          to_status: number;
-          source: string;
-          observed_at: Date;
-        }>(
-          sql`select from_status, to_status, source, observed_at from checkout_intent_status_history where intent_id = ${id} order by id`,
-        );
-        const entries = await listEntries(db, { refId: id, limit: 100 });
-        const findings = await db.execute<{ kind: string; severity: string; first_seen_at: Date }>(
-          sql`select kind, severity, first_seen_at from findings where ref_id = ${id} and resolved_at is null order by id`,
-        );
-        const out = {
-          intent: row,
-          history: history.rows,
-          entries: entries.map((e) => ({
-            id: e.id.toString(),
-            kind: e.kind,
-            occurred_at: e.occurredAt.toISOString(),
-            postings: e.postings.map((p) => ({ account: p.accountCode, amount: p.amount.toString() })),
-          })),
-          findings: findings.rows,
-        };
-        printResult(opts.json, out, () =>
+        const { intent: row, history, entries, chain_proof: proof, findings } = shown;
+        printResult(opts.json, shown, () =>
           [
-            `intent ${id} (store ${row.store_id}): ${checkoutStatusName(row.status as never)}, ${row.amount_coins} ${row.coin_symbol} on chain ${row.chain_id}`,
+            `intent ${id} (store ${row.store_id}): ${row.status_name ?? '-'}, ${row.amount_coins} ${row.coin_symbol} on chain ${row.chain_id}`,
             `  paid ${row.actual_paid_amount ?? '-'}, fee ${row.service_fee_amount ?? '-'}, net ${row.net_income_amount ?? '-'}; tracked via ${row.tracked_via}, ${row.poll_count} polls${row.settled_by ? `, settled by ${row.settled_by}` : ''}`,
+            `  payment tx ${proof.tx_hash ?? '-'}: ${proof.proven ? 'proven on chain' : 'not proven on chain'}`,
             'history:',
-            ...history.rows.map(
+            ...history.map(
               (h) =>
-                `  ${new Date(h.observed_at).toISOString()}  ${h.from_status === null ? '(new)' : checkoutStatusName(h.from_status as never)} -> ${checkoutStatusName(h.to_status as never)}  (${h.source})`,
+                `  ${h.observed_at}  ${h.from_status_name ?? '(new)'} -> ${h.to_status_name}  (${h.source})`,
             ),
             'ledger entries:',
             ...(entries.length === 0
               ? ['  none']
               : entries.flatMap((e) => [
-                  `  #${e.id} ${e.kind} at ${e.occurredAt.toISOString()}`,
+                  `  #${e.id} ${e.kind} at ${e.occurred_at}`,
                   ...e.postings.map(
                     (p) =>
-                      `    ${p.accountCode.padEnd(52)} ${formatDecimalAmount(p.amount, p.decimals)} ${p.symbol}`,
+                      `    ${p.account.padEnd(52)} ${formatDecimalAmount(BigInt(p.amount), p.decimals)} ${p.symbol}`,
                   ),
                 ])),
             'open findings:',
-            ...(findings.rows.length === 0
-              ? ['  none']
-              : findings.rows.map((f) => `  ${f.kind} (${f.severity})`)),
+            ...(findings.length === 0 ? ['  none'] : findings.map((f) => `  ${f.kind} (${f.severity})`)),
           ].join('\n'),
         );
       });
@@ -197,11 +170,11 @@ function coinOrFail(symbol: string): 1 | 2 {
   }
 }
 
-async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+async function withDb<T>(fn: (db: Db, chains: ChainRegistry) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env);
   const database = createDatabase(config.databaseUrl, { max: 2 });
   try {
-    return await fn(database.db);
+    return await fn(database.db, config.chains);
   } finally {
     await database.close();
   }
