@@ -33,6 +33,7 @@ const LAYERS = [
   'src/settlement', // books final chain transfers
   'src/inbox', // processes stored webhooks
   'src/recon',
+  'src/export', // journal exports for hledger, beancount, ledger and CSV; reads the ledger
   'jobs',
   'src/daemon',
   'src/dashboards',
@@ -57,6 +58,7 @@ const DOMAIN = [
   'src/payments',
   'src/payouts',
   'src/recon',
+  'src/export', // journal exports for hledger, beancount, ledger and CSV; reads the ledger
   'src/settlement',
 ];
 
