@@ -5,7 +5,7 @@ import { formatDecimalAmount } from '../money/decimalAmount.ts';
 /**
  * The journal export (`stablebooks export`): every ledger entry of a period as a transaction of
  * hledger, beancount or ledger, or as CSV rows, with the balances before the period as one
- * opening transaction. docs/accounting.md, "Exporting the books", states the naming rules.
+ * opening transaction. README.md, "Exporting the books", states its rules.
  *
  * Glossary
  * - period: half-open [from, to) by `occurred_at` (when the movement happened), UTC; either end

@@ -2,7 +2,7 @@ import type { AccountType } from '../ledger/accounts.ts';
 import { type ExportAccount, type ExportAsset, ExportInputError, uniqueNames } from './exportModel.ts';
 
 /**
- * Account and commodity names per tool (docs/accounting.md, "Exporting the books").
+ * Account and commodity names per tool (README.md, "Exporting the books").
  *
  * - Top level from the account's type: asset Assets, liability Liabilities, equity Equity, income
  *   Income, expense Expenses (the names hledger and beancount know as those types).
