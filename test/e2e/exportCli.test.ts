@@ -229,6 +229,10 @@ describe('stablebooks export, read by the real tools', () => {
 
   it('behavior: --store exports one store, and without --from there is no opening transaction', async () => {
     const { file, text } = await exportTo('hledger', ['--store', 'st_b']);
+    // Without --out the same journal goes to stdout.
+    const piped = await runCli(['export', '--format', 'hledger', '--store', 'st_b'], { DATABASE_URL: url });
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toBe(text);
     expect(text).not.toContain('opening balances');
     expect(text).not.toContain(':st_a:');
     const bal = await tool('hledger', [
