@@ -35,6 +35,7 @@ const LAYERS = [
   'src/settlement', // books final chain transfers
   'src/inbox', // processes stored webhooks
   'src/recon',
+  'src/export', // journal exports for hledger, beancount, ledger and CSV; reads the ledger
   'src/api', // the read-only HTTP API: reads the domain, served by the daemon
   'jobs',
   'src/daemon',
@@ -60,6 +61,7 @@ const DOMAIN = [
   'src/payments',
   'src/payouts',
   'src/recon',
+  'src/export', // journal exports for hledger, beancount, ledger and CSV; reads the ledger
   'src/settlement',
   'src/suspense',
 ];

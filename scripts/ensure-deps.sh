@@ -5,7 +5,9 @@
 #   - the Prometheus server (test/e2e/prometheusAlerts.test.ts runs it against the daemon);
 #   - Alertmanager, for its amtool (scripts/check-rules.sh checks grafana/alertmanager.yml);
 #   - Chromium (test/e2e/reportHtml.test.ts opens the HTML report in it through playwright-core,
-#     which never downloads a browser of its own).
+#     which never downloads a browser of its own);
+#   - hledger, beancount (bean-check, bean-query) and ledger: test/e2e/exportCli.test.ts checks
+#     `stablebooks export` files with the tools themselves.
 # Extra commands a caller needs (a benchmark's load generator, say) are given as arguments, each
 # a command whose Debian package and brew formula have its name: `ensure-deps.sh wrk`.
 # As root on Debian/Ubuntu it uses apt-get; on macOS brew; otherwise it prints the exact command.
@@ -32,6 +34,9 @@ have_redis() { command -v redis-server >/dev/null 2>&1; }
 have_prometheus() { command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ]; }
 have_amtool() { command -v amtool >/dev/null 2>&1 || [ -x /usr/bin/amtool ]; }
 have_chromium() { command -v chromium >/dev/null 2>&1; }
+have_hledger() { command -v hledger >/dev/null 2>&1; }
+have_beancheck() { command -v bean-check >/dev/null 2>&1 && command -v bean-query >/dev/null 2>&1; }
+have_ledger() { command -v ledger >/dev/null 2>&1; }
 
 debs=()
 brews=()
@@ -39,6 +44,11 @@ if [ -z "${DATABASE_URL:-}" ] && ! have_postgres; then debs+=(postgresql); brews
 if [ -z "${REDIS_URL:-}" ] && ! have_redis; then debs+=(redis-server); brews+=(redis); fi
 if ! have_prometheus; then debs+=(prometheus); brews+=(prometheus); fi
 if ! have_amtool; then debs+=(prometheus-alertmanager); brews+=(alertmanager); fi
+if ! have_hledger; then debs+=(hledger); brews+=(hledger); fi
+# Debian's beancount is 2.x with bean-query; brew's is 3.x, whose bean-query moved to the separate
+# beanquery (pip install beanquery) if the check above still fails after brew.
+if ! have_beancheck; then debs+=(beancount); brews+=(beancount); fi
+if ! have_ledger; then debs+=(ledger); brews+=(ledger); fi
 # No brew formula: on macOS install Chromium yourself (brew install --cask chromium) if you run
 # the browser test; the test fails and says so when /usr/bin/chromium is missing.
 if ! have_chromium; then debs+=(chromium chromium-driver); fi

@@ -5,6 +5,7 @@ import { coerceError } from '../errors/coerceError.ts';
 import { CliError, EXIT_USAGE } from './CliError.ts';
 import { registerDemo } from './commands/demo.ts';
 import { registerDoctor } from './commands/doctor.ts';
+import { registerExport } from './commands/export.ts';
 import { registerFindings } from './commands/findings.ts';
 import { registerIntents } from './commands/intents.ts';
 import { registerLedger } from './commands/ledger.ts';
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
   registerIntents(program);
   registerPayouts(program);
   registerLedger(program);
+  registerExport(program);
   registerReport(program);
   registerFindings(program);
   registerSuspense(program);

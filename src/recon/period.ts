@@ -21,7 +21,7 @@ export function previousUtcDay(now: Date): Period {
   return { from: new Date(today - DAY_MS), to: new Date(today) };
 }
 
-function parseTime(flag: string, text: string): Date {
+export function parseTime(flag: string, text: string): Date {
   const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(text);
   const ok = dateOnly || /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(text);
   const date = new Date(dateOnly ? `${text}T00:00:00Z` : text);

@@ -18,7 +18,7 @@ export interface CsvFile {
   content: string;
 }
 
-type Cell = string | number | boolean | null;
+export type Cell = string | number | boolean | null;
 
 const NUMERIC_RE = /^-?\d+(?:\.\d+)?$/;
 const FORMULA_START_RE = /^[=+\-@\t\r]/;
@@ -27,7 +27,7 @@ function guardFormula(text: string): string {
   return FORMULA_START_RE.test(text) && !NUMERIC_RE.test(text) ? `'${text}` : text;
 }
 
-function csvField(cell: Cell): string {
+export function csvField(cell: Cell): string {
   const text = cell === null ? '' : guardFormula(String(cell));
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }

@@ -1,0 +1,96 @@
+import { csvField } from '../recon/report/renderCsv.ts';
+import {
+  type ExportBooks,
+  type ExportEntry,
+  type ExportPosting,
+  fixedDecimal,
+  imbalance,
+  type JournalWriter,
+  type OpeningBalances,
+  oneLine,
+  refText,
+  utcDate,
+} from './exportModel.ts';
+import { OPENING_ACCOUNT } from './naming.ts';
+
+/**
+ * CSV for spreadsheets and bookkeeping imports: one row per posting, a header row,
+ * `date,entry_id,description,account,debit,credit,commodity,reference`. The account is the
+ * ledger's own code (`assets:wallet:st_a:1:USDT`); debit and credit are positive decimals with
+ * every decimal of the token, in their own columns; the commodity is the journal formats' one
+ * (`USDT.1`); the reference is the entry's ref id (intent, claim link or chain transfer). The
+ * opening balances come first, with no entry id and the reference `opening`. Quoting and the
+ * spreadsheet-formula guard are the reconciliation report's (src/recon/report/renderCsv.ts).
+ */
+export const CSV_HEADER = [
+  'date',
+  'entry_id',
+  'description',
+  'account',
+  'debit',
+  'credit',
+  'commodity',
+  'reference',
+];
+
+export function csvWriter(books: ExportBooks): JournalWriter {
+  const commodities = new Map(books.assets.map((a) => [a.asset, a]));
+  const row = (cells: string[]) => `${cells.map(csvField).join(',')}\n`;
+  const line = (
+    date: string,
+    entryId: string,
+    text: string,
+    account: string,
+    units: bigint,
+    asset: string,
+    decimals: number,
+    reference: string,
+  ) => {
+    const amount = fixedDecimal(units < 0n ? -units : units, decimals);
+    return row([
+      date,
+      entryId,
+      text,
+      account,
+      units > 0n ? amount : '',
+      units < 0n ? amount : '',
+      commodities.get(asset)?.commodity ?? asset,
+      reference,
+    ]);
+  };
+  const postings = (date: string, entryId: string, text: string, lines: ExportPosting[], ref: string) =>
+    lines
+      .map((p) =>
+        line(date, entryId, text, p.account.code, p.amount, p.account.asset, p.account.decimals, ref),
+      )
+      .join('');
+  return {
+    header: () => row(CSV_HEADER),
+    opening(opening: OpeningBalances) {
+      const date = utcDate(opening.at);
+      const text = `opening balances before ${opening.at.toISOString()}`;
+      let out = postings(date, '', text, opening.lines, 'opening');
+      for (const [asset, sum] of imbalance(opening.lines))
+        out += line(
+          date,
+          '',
+          text,
+          OPENING_ACCOUNT,
+          -sum,
+          asset,
+          commodities.get(asset)?.decimals ?? 0,
+          'opening',
+        );
+      return out;
+    },
+    entry: (e: ExportEntry) =>
+      postings(
+        utcDate(e.occurredAt),
+        e.id.toString(),
+        oneLine(`${e.kind} ${refText(e)}`),
+        e.postings,
+        e.refId,
+      ),
+    warnings: () => [],
+  };
+}
