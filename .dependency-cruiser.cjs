@@ -24,6 +24,7 @@ const LAYERS = [
   'src/ledger', // accounts, posting rules (pure), the poster
   'src/metrics',
   'src/alerts',
+  'src/events', // the outbox of outbound events: written by the booking domains below, signed like alerts
   'src/config', // environment, stores, the chain registry
   'src/context', // the DomainContext every domain function is handed
   'src/chain', // the transfer indexer
@@ -50,6 +51,7 @@ const anyOf = (parts) => parts.map(pathOf).join('|');
 const DOMAIN = [
   'src/alerts',
   'src/chain',
+  'src/events',
   'src/findings',
   'src/inbox',
   'src/intake',
