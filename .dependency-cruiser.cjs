@@ -25,6 +25,7 @@ const LAYERS = [
   'src/ledger', // accounts, posting rules (pure), the poster
   'src/metrics',
   'src/alerts',
+  'src/events', // the outbox of outbound events: written by the booking domains below, signed like alerts
   'src/config', // environment, stores, the chain registry
   'src/context', // the DomainContext every domain function is handed
   'src/suspense', // a person's classification of suspense; the rules that explain a transfer later undo it
@@ -54,6 +55,7 @@ const anyOf = (parts) => parts.map(pathOf).join('|');
 const DOMAIN = [
   'src/alerts',
   'src/chain',
+  'src/events',
   'src/findings',
   'src/inbox',
   'src/intake',

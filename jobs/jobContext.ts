@@ -11,4 +11,6 @@ export interface JobContext {
   pollScale: number;
   metrics: Metrics;
   logger: Logger;
+  /** Whether outbound events are delivered (EVENTS_WEBHOOK_URL set): the outbox prune keeps undelivered ones then. */
+  eventsDeliveryOn?: boolean;
 }

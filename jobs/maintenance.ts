@@ -1,4 +1,5 @@
 import type { Job, Queue } from 'bullmq';
+import { pruneEvents } from '../src/events/deliverEvents.ts';
 import { pruneWebhookNonces, waitingInboxRows } from '../src/intake/inboxMaintenance.ts';
 import { checkpointBalances } from '../src/ledger/balances.ts';
 import { staleTrackedIntents } from '../src/payments/intentTracking.ts';
@@ -9,6 +10,8 @@ import { schedulePoll } from './schedulePoll.ts';
 
 /** A stored webhook with no job after this long gets one (job ids dedupe against a live job). */
 const INBOX_GRACE_MS = 20_000;
+/** How long outbound events stay in the outbox once delivered or given up (README, "Outbound events"). */
+const EVENTS_RETENTION_MS = 7 * 24 * 60 * 60_000;
 /** Longer than the slowest poll interval (10 min): a tracked intent not polled for this long has lost its chain. */
 const POLL_STALE_MS = 15 * 60_000;
 
@@ -37,6 +40,11 @@ export function maintenanceProcessor(ctx: JobContext) {
         return (await checkpointBalances(ctx.domain.db)).accounts;
       case maintenanceJobs.pruneNonces.name:
         return pruneWebhookNonces(ctx.domain.db);
+      case maintenanceJobs.pruneEvents.name:
+        return pruneEvents(ctx.domain.db, {
+          retentionMs: EVENTS_RETENTION_MS,
+          deliveryOn: ctx.eventsDeliveryOn ?? false,
+        });
       default:
         throw new Error(`unknown maintenance job ${job.name}`);
     }

@@ -16,7 +16,9 @@ import { z } from 'zod';
  * - claim-links: the 14-day expiry and the overdue-refund check;
  * - alerts: the alert evaluation (src/alerts/evaluateAlerts.ts), on one job scheduler;
  * - recon: the reconciliation run (src/recon/runReconciliation.ts), on one cron job scheduler
- *   (RECON_CRON, UTC) for the previous UTC day.
+ *   (RECON_CRON, UTC) for the previous UTC day;
+ * - events: the delivery of outbound events from the outbox (src/events/deliverEvents.ts), on one
+ *   job scheduler while EVENTS_WEBHOOK_URL is set.
  */
 export const QUEUE = {
   webhooks: 'webhooks',
@@ -25,6 +27,7 @@ export const QUEUE = {
   claimLinks: 'claim-links',
   alerts: 'alerts',
   recon: 'recon',
+  events: 'events',
   polls: (storeId: string) => `polls-${storeId}`,
 } as const;
 
@@ -63,6 +66,8 @@ export const maintenanceJobs = {
   checkpointBalances: { name: 'ledger.checkpoint', everyMs: 5 * 60_000, data: z.object({}) },
   /** Deletes webhook nonces past their lifetime. */
   pruneNonces: { name: 'nonces.prune', everyMs: 10 * 60_000, data: z.object({}) },
+  /** Deletes outbound events delivered or given up a week ago (every one that old when delivery is off). */
+  pruneEvents: { name: 'events.prune', everyMs: 60 * 60_000, data: z.object({}) },
 } as const;
 
 export const chainJobs = {
@@ -89,6 +94,11 @@ export const claimLinkJobs = {
 export const alertJobs = {
   /** Alert conditions from findings, balance proofs, chain lag and stalled indexers; firing, reminder, resolved messages. */
   evaluate: { name: 'alerts.evaluate', everyMs: 60_000, data: z.object({}) },
+} as const;
+
+export const eventJobs = {
+  /** Delivers the due outbound events (claimed with SKIP LOCKED: any number of workers at once). */
+  deliver: { name: 'events.deliver', everyMs: 2_000, data: z.object({}) },
 } as const;
 
 export const reconJobs = {

@@ -82,7 +82,11 @@ export function slackText(message: AlertMessage): string {
   return `*${head}* ${message.title}\n${message.text}`;
 }
 
-async function post(url: string, body: string, headers: Record<string, string>): Promise<void> {
+/**
+ * One POST of a JSON body; throws a NotifierError (naming the host only) on anything but a 2xx.
+ * Also the outbound events' delivery (src/events/deliverEvents.ts).
+ */
+export async function post(url: string, body: string, headers: Record<string, string>): Promise<void> {
   let response: Response;
   try {
     response = await fetch(url, {

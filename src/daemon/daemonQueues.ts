@@ -11,6 +11,7 @@ export interface DaemonQueues {
   claimLinks: Queue;
   alerts: Queue;
   recon: Queue;
+  events: Queue;
   /** The poll queue of one store (its API key's rate limit), made on first use. */
   polls(storeId: string): Queue;
   /** Every queue made so far, for the collectors and the admin dashboard. */
@@ -34,6 +35,7 @@ export function createDaemonQueues(connection: Redis, prefix: string, logger: Lo
     claimLinks: make(QUEUE.claimLinks),
     alerts: make(QUEUE.alerts),
     recon: make(QUEUE.recon),
+    events: make(QUEUE.events),
   };
   const polls = new Map<string, Queue>();
   const all = () => [...Object.values(fixed), ...polls.values()];

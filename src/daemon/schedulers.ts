@@ -1,4 +1,11 @@
-import { alertJobs, chainJobs, claimLinkJobs, maintenanceJobs, reconJobs } from '../../jobs/queues.ts';
+import {
+  alertJobs,
+  chainJobs,
+  claimLinkJobs,
+  eventJobs,
+  maintenanceJobs,
+  reconJobs,
+} from '../../jobs/queues.ts';
 import type { DaemonPart, DaemonRuntime } from './daemonRuntime.ts';
 
 /**
@@ -52,6 +59,16 @@ export async function startSchedulers(rt: DaemonRuntime): Promise<DaemonPart> {
         { every: every(job.everyMs) },
         { name: job.name, data: {} },
       );
+    }
+    // Outbound events only while EVENTS_WEBHOOK_URL is set; a scheduler an earlier configuration left goes.
+    if (config.eventsWebhookUrl) {
+      await queues.events.upsertJobScheduler(
+        eventJobs.deliver.name,
+        { every: every(eventJobs.deliver.everyMs) },
+        { name: eventJobs.deliver.name, data: {} },
+      );
+    } else {
+      await queues.events.removeJobScheduler(eventJobs.deliver.name);
     }
   };
   await upsertSchedulers();

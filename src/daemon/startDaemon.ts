@@ -72,6 +72,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     pollScale: config.pollIntervalScale,
     metrics: rt.metrics,
     logger,
+    eventsDeliveryOn: config.eventsWebhookUrl !== undefined,
   };
   // The operations server starts first and stops last: /readyz and /metrics answer while the
   // workers drain.
@@ -151,7 +152,11 @@ async function createRuntime(options: DaemonOptions, shutdown: Shutdown): Promis
   const queues = createDaemonQueues(redis, config.queuePrefix, logger);
   shutdown.add('queues', () => queues.close());
   for (const store of config.stores) queues.polls(store.storeId);
-  attachCollectors(metrics, { db: database.db, queues: queues.all() });
+  attachCollectors(metrics, {
+    db: database.db,
+    queues: queues.all(),
+    eventsDeliveryOn: config.eventsWebhookUrl !== undefined,
+  });
 
   const domain = createDomainContext(config, {
     db: database.db,

@@ -2,6 +2,7 @@ import { type Processor, Worker } from 'bullmq';
 import { alertProcessor } from '../../jobs/alerts.ts';
 import { type ChainJobDeps, chainProcessor } from '../../jobs/chain.ts';
 import { claimLinkProcessor } from '../../jobs/claimLinks.ts';
+import { eventsProcessor } from '../../jobs/events.ts';
 import type { JobContext } from '../../jobs/jobContext.ts';
 import { maintenanceProcessor } from '../../jobs/maintenance.ts';
 import { pollProcessor } from '../../jobs/pollIntent.ts';
@@ -12,6 +13,7 @@ import { withRetryability } from '../../jobs/withRetryability.ts';
 import type { AlertDeps } from '../alerts/evaluateAlerts.ts';
 import { createNotifiers, DEFAULT_RETRY } from '../alerts/notifiers.ts';
 import { secretValues } from '../config/loadConfig.ts';
+import type { DeliveryDeps } from '../events/deliverEvents.ts';
 import type { DaemonPart, DaemonRuntime } from './daemonRuntime.ts';
 
 /**
@@ -67,6 +69,7 @@ export function startWorkers(rt: DaemonRuntime, ctx: JobContext): DaemonPart {
     { concurrency: 1 },
   );
   run(QUEUE.maintenance, 'maintenance', maintenanceProcessor(ctx), { concurrency: 1 });
+  run(QUEUE.events, 'events', eventsProcessor(eventDeliveryDeps(rt)), { concurrency: 1 });
 
   return {
     stop: async () => {
@@ -90,6 +93,20 @@ function chainJobDeps(rt: DaemonRuntime): ChainJobDeps {
     verify: { db: database.db, chains: config.chains, stores: config.stores, rpcs, clock, graceMs },
     prove: { db: database.db, config, rpcs, clock },
     metrics,
+  };
+}
+
+/** Delivery of the outbound events, or undefined without EVENTS_WEBHOOK_URL (loadConfig requires the secret with it). */
+function eventDeliveryDeps(rt: DaemonRuntime): DeliveryDeps | undefined {
+  const { eventsWebhookUrl: url, eventsWebhookSecret: secret } = rt.config;
+  if (!url || !secret) return undefined;
+  return {
+    db: rt.database.db,
+    clock: rt.clock,
+    logger: rt.logger,
+    url,
+    secret,
+    onOutcome: (outcome) => rt.metrics.eventsDelivered.inc({ outcome }),
   };
 }
 

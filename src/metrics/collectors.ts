@@ -24,6 +24,11 @@ export interface CollectorDeps {
   ttlMs?: number;
   /** Statement timeout of each database read (default 5 s). */
   statementTimeoutMs?: number;
+  /**
+   * Whether outbound events are delivered (EVENTS_WEBHOOK_URL set): only then is the outbox's
+   * backlog reported (without delivery every event stays pending until pruned, and that is no backlog).
+   */
+  eventsDeliveryOn?: boolean;
 }
 
 const QUEUE_STATES = [
@@ -43,9 +48,11 @@ const STATUS_NAMES = new Map<number, string>(
 export function attachCollectors(metrics: Metrics, deps: CollectorDeps): void {
   const ttlMs = deps.ttlMs ?? 5_000;
   metrics.sources.database = cached(ttlMs, () =>
-    readDatabase(metrics, deps.db, deps.statementTimeoutMs ?? 5_000).catch(() => {
-      metrics.scrapeErrors.inc({ source: 'database' });
-    }),
+    readDatabase(metrics, deps.db, deps.statementTimeoutMs ?? 5_000, deps.eventsDeliveryOn ?? false).catch(
+      () => {
+        metrics.scrapeErrors.inc({ source: 'database' });
+      },
+    ),
   );
   metrics.sources.queues = cached(ttlMs, () =>
     readQueues(metrics, deps.queues).catch(() => {
@@ -75,7 +82,12 @@ function name(value: string | null | undefined, none = 'none'): string {
   return /^[a-z][a-z0-9_.:-]{0,63}$/i.test(value) && !/[0-9a-f]{16}/i.test(value) ? value : 'other';
 }
 
-async function readDatabase(metrics: Metrics, db: Db, statementTimeoutMs: number): Promise<void> {
+async function readDatabase(
+  metrics: Metrics,
+  db: Db,
+  statementTimeoutMs: number,
+  eventsDeliveryOn: boolean,
+): Promise<void> {
   const read = await db.transaction(async (tx) => {
     // A read-only snapshot, bounded in time: a slow scrape must never hold up PostgreSQL.
     await tx.execute(sql.raw(`set transaction read only`));
@@ -96,7 +108,13 @@ async function readDatabase(metrics: Metrics, db: Db, statementTimeoutMs: number
       from recon_runs where status = 'completed' order by store_key, finished_at desc`);
     // Balances from the checkpoints plus their tails (src/ledger/balances.ts), not a full scan.
     const accounts = await balances(tx);
+    // The outbox's undelivered rows, through its partial index of them.
+    const events = eventsDeliveryOn
+      ? await tx.execute<{ n: string }>(sql`
+          select count(*)::text as n from event_outbox where delivered_at is null and given_up_at is null`)
+      : undefined;
     return {
+      eventsPending: events?.rows[0]?.n,
       recon: recon.rows,
       intents: intents.rows,
       entries: entries.rows,
@@ -122,6 +140,8 @@ async function readDatabase(metrics: Metrics, db: Db, statementTimeoutMs: number
       { create_outcome: name(r.create_outcome), link_status: name(r.link_status) },
       Number(r.n),
     );
+
+  if (read.eventsPending !== undefined) metrics.eventsOutboxPending.set(Number(read.eventsPending));
 
   metrics.reconLastSuccess.reset();
   metrics.reconLastPassed.reset();

@@ -71,6 +71,7 @@ export const JOB_QUEUES = [
   'claim-links',
   'alerts',
   'recon',
+  'events',
   'polls',
 ] as const;
 
@@ -89,6 +90,9 @@ export const RECON_RUN_OUTCOMES = ['completed', 'failed'] as const;
 /** The alert notifiers (src/alerts/routes.ts) and the outcomes of their messages. */
 export const ALERT_NOTIFIERS = ['webhook', 'slack'] as const;
 export const ALERT_NOTIFICATION_OUTCOMES = ['sent', 'retried', 'failed'] as const;
+
+/** `stablebooks_events_delivered_total` outcomes (src/events/deliverEvents.ts). */
+export const EVENT_DELIVERY_OUTCOMES = ['delivered', 'failed', 'given_up'] as const;
 
 /** The roles a store's wallet is proven in (src/recon/balanceProofs.ts). */
 export const BALANCE_PROOF_ROLES = ['merchant', 'custody'] as const;
@@ -126,6 +130,7 @@ export function initialiseLabels(metrics: Metrics, config?: LabelConfig): void {
   for (const notifier of ALERT_NOTIFIERS)
     for (const outcome of ALERT_NOTIFICATION_OUTCOMES)
       metrics.alertNotifications.inc({ notifier, outcome }, 0);
+  for (const outcome of EVENT_DELIVERY_OUTCOMES) metrics.eventsDelivered.inc({ outcome }, 0);
   if (!config) return;
 
   for (const chainId of config.rpcUrls.keys()) {

@@ -133,6 +133,18 @@ export function createMetrics() {
       collect: fromDatabase,
       registers: [registry],
     }),
+    eventsOutboxPending: new Gauge({
+      name: 'stablebooks_events_outbox_pending',
+      help: 'Outbound events in the outbox neither delivered nor given up (read from PostgreSQL at scrape time while EVENTS_WEBHOOK_URL is set; 0 without it)',
+      collect: fromDatabase,
+      registers: [registry],
+    }),
+    eventsDelivered: new Counter({
+      name: 'stablebooks_events_delivered_total',
+      help: 'Delivery attempts of outbound events in this process, by outcome: delivered (a 2xx), failed (retried later with backoff), given_up (not delivered within 3 days; kept, never sent again)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     queueJobs: new Gauge({
       name: 'stablebooks_queue_jobs',
       help: 'Jobs in each BullMQ queue by state (waiting, active, delayed, prioritized, waiting-children, failed, completed); the per-store poll queues are summed as polls',

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { DbExecutor } from '../db/database.ts';
+import { type EventDraft, paymentBookedId, recordEvent, tokenData } from '../events/recordEvent.ts';
 import type { FindingDraft } from '../findings/finding.ts';
 import { resolveFinding } from '../findings/recordFinding.ts';
 import { accountCode, type Token } from '../ledger/accounts.ts';
@@ -9,7 +10,7 @@ import type { EntryDraft, RuleOutcome } from '../ledger/entryDraft.ts';
 import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { type PostedEntry, postEntry } from '../ledger/postEntry.ts';
 import { checkoutConfirmed } from '../ledger/rules/checkoutRules.ts';
-import { AmountFormatError, POSTING_DIGITS } from '../money/decimalAmount.ts';
+import { AmountFormatError, formatDecimalAmount, POSTING_DIGITS } from '../money/decimalAmount.ts';
 
 /** What rule 1 needs of a CONFIRMED intent, as stored in checkout_intents (decimal strings as sent). */
 export interface ConfirmedIntentFacts {
@@ -119,6 +120,7 @@ export async function bookConfirmation(
     });
   }
   let outcome: RuleOutcome;
+  const revision = facts.revision ?? (await confirmedRevision(tx, facts.intentId));
   try {
     outcome = checkoutConfirmed({
       storeId: facts.storeId,
@@ -133,7 +135,7 @@ export async function bookConfirmation(
       txHash: facts.txHash,
       txHash2: facts.txHash2,
       provenNet,
-      revision: facts.revision ?? (await confirmedRevision(tx, facts.intentId)),
+      revision,
     });
   } catch (err) {
     if (!(err instanceof AmountFormatError)) throw err;
@@ -145,6 +147,8 @@ export async function bookConfirmation(
   if (!outcome.entry) return { posted: null, findings: outcome.findings, settled: true };
   try {
     const posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+    // The event goes with the entry, in its transaction: only an entry written now has none yet.
+    if (posted.created) await recordEvent(tx, bookedEvent(facts, token, revision, posted, outcome.entry));
     await resolveBookingFindings(tx, facts);
     return { posted, findings: outcome.findings, settled: true };
   } catch (err) {
@@ -153,6 +157,37 @@ export async function bookConfirmation(
     await resolveBookingFindings(tx, facts);
     return { posted: null, findings: [...outcome.findings, ...changed], settled: true };
   }
+}
+
+/** `payment.booked`: the amounts as the service sent them, and N as booked (the in_transit debit). */
+function bookedEvent(
+  facts: ConfirmedIntentFacts,
+  token: Token,
+  revision: number,
+  posted: PostedEntry,
+  entry: EntryDraft,
+): EventDraft {
+  const net = entry.lines.find((l) => l.account.kind === 'assets:in_transit')?.amount;
+  return {
+    id: paymentBookedId(facts.intentId, revision),
+    type: 'payment.booked',
+    occurredAt: facts.confirmedAt,
+    data: {
+      intent_id: facts.intentId,
+      store_id: facts.storeId,
+      entry_id: posted.id.toString(),
+      revision,
+      ...tokenData(token),
+      amount: facts.amountCoins,
+      paid_amount: facts.actualPaidAmount,
+      fee_amount: facts.serviceFeeAmount,
+      net_amount: net === undefined ? facts.netIncomeAmount : formatDecimalAmount(net, token.decimals),
+      amount_cents: facts.amountCents === null ? null : facts.amountCents.toString(),
+      currency: facts.currency,
+      tx_hash: facts.txHash2 ?? facts.txHash,
+      confirmed_at: facts.confirmedAt.toISOString(),
+    },
+  };
 }
 
 /**

@@ -5,6 +5,7 @@ import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { StoreWallets } from '../config/stores.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
+import { type EventDraft, paymentProvenId, recordEvent, tokenData } from '../events/recordEvent.ts';
 import type { FindingDraft } from '../findings/finding.ts';
 import { resolveFinding } from '../findings/recordFinding.ts';
 import type { Token } from '../ledger/accounts.ts';
@@ -363,15 +364,49 @@ async function bookProof(
     findings.push(amountMismatch(claim.intent, terms.token, paying, terms.inTransit, terms.paid));
   }
   let proven: PostedEntry | null = null;
+  let created = false;
   for (const row of paying) {
     const outcome = await proveWithLog(tx, deps, claim, row, terms);
     findings.push(...outcome.findings);
     proven ??= outcome.posted;
+    created ||= outcome.posted?.created === true;
   }
+  // The event goes with the entries, in their transaction: one per proof, however many logs.
+  if (proven && created) await recordEvent(tx, provenEvent(claim, paying, terms, proven));
   // The payment is on chain: verification's findings about it (not found, reverted, no transfer;
   // a node that lagged at the grace) have cleared.
   if (proven) await resolveVerificationFindings(tx, { type: 'checkout_intent', id: claim.intentId });
   return { proven, findings };
+}
+
+/** `payment.proven`: the logs that proved the intent, what they paid and what rule 1 expected. */
+function provenEvent(
+  claim: ClaimedPayment,
+  paying: TransferRow[],
+  terms: ProofTerms,
+  proven: PostedEntry,
+): EventDraft {
+  const facts = paying.map(transferFact);
+  const first = facts[0];
+  if (!first) throw new Error(`payment.proven of ${claim.intentId} without a log`);
+  const fmt = (units: bigint) => formatDecimalAmount(units, terms.token.decimals);
+  return {
+    id: paymentProvenId(claim.intentId, chainTransferId(first)),
+    type: 'payment.proven',
+    occurredAt: first.occurredAt,
+    data: {
+      intent_id: claim.intentId,
+      store_id: claim.intent.store_id,
+      entry_id: proven.id.toString(),
+      ...tokenData(terms.token),
+      tx_hash: first.txHash.toLowerCase(),
+      log_indexes: facts.map((f) => f.logIndex),
+      block_number: Number(first.blockNumber),
+      amount: fmt(terms.paid),
+      expected_amount: fmt(terms.inTransit),
+      mismatch: terms.mismatch,
+    },
+  };
 }
 
 /** Rule 2 for one paying log: posts its entry (null when there is none) and marks the row. */

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { DomainContext } from '../context/domainContext.ts';
 import type { DbExecutor } from '../db/database.ts';
+import { payoutSettledId, recordEvent, tokenData } from '../events/recordEvent.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { postEntry } from '../ledger/postEntry.ts';
@@ -76,7 +77,22 @@ export async function markExpired(
              link_status = 'expired', updated_at = greatest(updated_at, now())
       where id = ${id}`);
   try {
-    await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+    const posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+    const fact = linkFactOf(deps, payout);
+    await recordEvent(tx, {
+      id: payoutSettledId(id, 'expired'),
+      type: 'payout.settled',
+      occurredAt: outcome.entry.occurredAt,
+      data: {
+        payout_id: id,
+        claim_link_id: fact.claimLinkId,
+        store_id: fact.storeId,
+        outcome: 'expired',
+        ...tokenData(fact.token),
+        amount: fact.amount,
+        entry_id: posted.id.toString(),
+      },
+    });
   } catch (err) {
     if (!(err instanceof IdempotencyConflictError)) throw err;
     await recordFinding(

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { type MatchDecision, markApplied, type TransferRow, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
+import { recordEvent } from '../events/recordEvent.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import type { RuleOutcome } from '../ledger/entryDraft.ts';
 import { chainTransferDetails } from '../ledger/rules/chainTransferFact.ts';
@@ -16,6 +17,7 @@ import {
   type Link,
   linkBalances,
   type PayoutRow,
+  payoutSettledEvent,
   post,
 } from './claimLinkPool.ts';
 
@@ -80,6 +82,10 @@ export async function applyPayoutFromPool(
   }
   await post(tx, deps, outcome, storeId);
   await markClaimed(tx, payout.id, fact.occurredAt);
+  await recordEvent(
+    tx,
+    payoutSettledEvent(link, 'claimed', fact, { after_expiry: held?.pool !== link.amount }),
+  );
   await resolveFinding(tx, 'expiry_refund_overdue', { type: 'claim_link', id: linkId });
   await markApplied(tx, row.id, ['claim_link_claimed'], linkId, storeId);
   return { kind: 'applied' };

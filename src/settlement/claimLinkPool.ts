@@ -1,9 +1,11 @@
 import { sql } from 'drizzle-orm';
 import type { DbExecutor } from '../db/database.ts';
+import { type EventDraft, payoutSettledId, tokenData } from '../events/recordEvent.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { account, accountCode } from '../ledger/accounts.ts';
 import type { RuleOutcome } from '../ledger/entryDraft.ts';
 import { postEntry } from '../ledger/postEntry.ts';
+import { type ChainTransferFact, chainTransferId } from '../ledger/rules/chainTransferFact.ts';
 import type { ClaimLinkFactBase } from '../ledger/rules/claimLinkRules.ts';
 import type { SettlementDeps } from './settlementDeps.ts';
 
@@ -58,6 +60,35 @@ export async function post(
   if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
   for (const f of outcome.findings) await recordFinding(tx, f, storeId);
   return outcome.entry !== null;
+}
+
+/**
+ * `payout.settled` of a claim or refund booked from a pool's transfer: its id names the transfer,
+ * so the same booking never writes a second event.
+ */
+export function payoutSettledEvent(
+  link: Link,
+  outcome: 'claimed' | 'refunded',
+  transfer: ChainTransferFact,
+  extra: Record<string, unknown> = {},
+): EventDraft {
+  const { payout, base } = link;
+  return {
+    id: payoutSettledId(payout.id, outcome, chainTransferId(transfer)),
+    type: 'payout.settled',
+    occurredAt: transfer.occurredAt,
+    data: {
+      payout_id: payout.id,
+      claim_link_id: base.claimLinkId,
+      store_id: base.storeId,
+      outcome,
+      ...tokenData(base.token),
+      amount: base.amount,
+      tx_hash: transfer.txHash.toLowerCase(),
+      log_index: transfer.logIndex,
+      ...extra,
+    },
+  };
 }
 
 /** A payout with its link, as the pool matchers below use it. */

@@ -1,5 +1,6 @@
 import { type MatchDecision, markApplied, type TransferRow, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
+import { recordEvent } from '../events/recordEvent.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import { chainTransferDetails } from '../ledger/rules/chainTransferFact.ts';
 import { unmatchedTransfer } from '../ledger/rules/chainTransferRules.ts';
@@ -13,6 +14,7 @@ import {
   type Link,
   linkBalances,
   type PayoutRow,
+  payoutSettledEvent,
   post,
 } from './claimLinkPool.ts';
 
@@ -67,6 +69,7 @@ export async function applyRefund(
   }
   await post(tx, deps, claimLinkRefunded({ ...base, transfer: fact }), storeId);
   await markRefunded(tx, payout.id, deps.clock.now(), row.tx_hash);
+  await recordEvent(tx, payoutSettledEvent(link, 'refunded', fact));
   const ref = { type: 'claim_link', id: linkId };
   await resolveFinding(tx, 'refund_overdue', ref);
   await resolveFinding(tx, 'expiry_refund_overdue', ref);

@@ -316,7 +316,10 @@ describe('read API: findings', () => {
     const open = await get('/findings', '/findings?kind=payment_tx_reverted');
     expect((open.body.findings as Array<{ ref_id: string }>).map((f) => f.ref_id)).toEqual(['a2', 'a1']);
     expect(open.body.next_cursor).toBeNull();
-    const critical = await get('/findings', '/findings?kind=payment_tx_reverted&severity=critical&store=st_a');
+    const critical = await get(
+      '/findings',
+      '/findings?kind=payment_tx_reverted&severity=critical&store=st_a',
+    );
     expect((critical.body.findings as Array<{ ref_id: string }>).map((f) => f.ref_id)).toEqual(['a1']);
     const resolved = await get('/findings', '/findings?status=resolved');
     expect(resolved.body.findings).toEqual([

@@ -46,6 +46,8 @@ export interface DaemonEnvOptions {
   pollIntervalScale?: number;
   pollsPerSecond?: number;
   logLevel?: string;
+  /** EVENTS_WEBHOOK_URL and EVENTS_WEBHOOK_SECRET: outbound events delivered there. */
+  eventsWebhook?: { url: string; secret: string };
 }
 
 /**
@@ -104,6 +106,9 @@ export function daemonEnv(options: DaemonEnvOptions): Record<string, string> {
     POLLS_PER_SECOND: String(options.pollsPerSecond ?? 50),
     LOG_LEVEL: options.logLevel ?? 'info',
     REPORTS_DIR: join(options.dir, 'reports'),
+    ...(options.eventsWebhook
+      ? { EVENTS_WEBHOOK_URL: options.eventsWebhook.url, EVENTS_WEBHOOK_SECRET: options.eventsWebhook.secret }
+      : {}),
   };
 }
 

@@ -82,7 +82,11 @@ export async function startProcessCluster(options: { concurrency?: number } = {}
    */
   async function setup(
     label: string,
-    where: { redisUrl?: string; database?: { db: Db; url: string } } = {},
+    where: {
+      redisUrl?: string;
+      database?: { db: Db; url: string };
+      eventsWebhook?: { url: string; secret: string };
+    } = {},
   ): Promise<ClusterCase> {
     const database = where.database ?? (await createMigratedDatabase(`procs_${label}`, { max: 4 }));
     const queuePrefix = `sbproc-${label}-${randomBytes(4).toString('hex')}`;
@@ -98,6 +102,7 @@ export async function startProcessCluster(options: { concurrency?: number } = {}
       queuePrefix,
       // Sweeps every 0.6 s; a stored webhook without a job is re-enqueued after 4 s.
       pollIntervalScale: 0.02,
+      ...(where.eventsWebhook ? { eventsWebhook: where.eventsWebhook } : {}),
     });
     return {
       label,

@@ -132,6 +132,26 @@ describe('metrics collectors', () => {
     expect(values('stablebooks_metrics_scrape_errors_total')).toEqual([]);
   });
 
+  it('behavior: the outbox backlog is reported only while events are delivered (EVENTS_WEBHOOK_URL)', async () => {
+    await db.execute(sql`
+      insert into event_outbox (event_id, type, occurred_at, payload, delivered_at)
+      values ('payment.booked:m1', 'payment.booked', now(), '{}', now()),
+             ('payment.booked:m2', 'payment.booked', now(), '{}', null)`);
+    const { rows } = await db.execute<{ n: number }>(
+      sql`select count(*)::int as n from event_outbox where delivered_at is null and given_up_at is null`,
+    );
+    const pending = async (eventsDeliveryOn: boolean) => {
+      const metrics = createMetrics();
+      attachCollectors(metrics, { db, queues, eventsDeliveryOn });
+      const json = await metrics.registry.getMetricsAsJSON();
+      return json.find((m) => m.name === 'stablebooks_events_outbox_pending')?.values.map((v) => v.value);
+    };
+    expect(rows[0]?.n).toBeGreaterThan(0);
+    expect(await pending(true)).toEqual([rows[0]?.n]);
+    // Without delivery every event stays pending until pruned: no backlog, the gauge stays 0.
+    expect(await pending(false)).toEqual([0]);
+  });
+
   it('invariant: no label value is an id or an amount, and each metric has a bounded number of series', async () => {
     const metrics = createMetrics();
     attachCollectors(metrics, { db, queues });

@@ -5,10 +5,12 @@ import { systemClock } from '../../../src/clock.ts';
 import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import type { Config } from '../../../src/config/loadConfig.ts';
 import type { StoreConfig } from '../../../src/config/stores.ts';
+import type { DeliveryOutcome } from '../../../src/events/deliverEvents.ts';
 import { registerIntakeRoutes } from '../../../src/intake/intakeRoutes.ts';
 import { type IntakeDeps, receiveWebhook } from '../../../src/intake/receiveWebhook.ts';
 import {
   ALERT_NOTIFIERS,
+  EVENT_DELIVERY_OUTCOMES,
   INTAKE_ERROR_REASONS,
   initialiseLabels,
   JOB_QUEUES,
@@ -23,6 +25,10 @@ import { createMetrics } from '../../../src/metrics/metrics.ts';
  * the start, once initialiseLabels has run: prom-client leaves a labelled metric out of /metrics
  * until a series of it is counted, so rate() and absent() would see nothing until the first event.
  */
+
+// The outbound events' delivery outcomes are exactly the known ones, both ways.
+const _outcomesKnown: readonly DeliveryOutcome[] = EVENT_DELIVERY_OUTCOMES;
+const _outcomesAll = (o: DeliveryOutcome): (typeof EVENT_DELIVERY_OUTCOMES)[number] => o;
 
 // src/config's Config is a LabelConfig: the daemon passes its configuration as it is.
 const _configFits: (c: Config) => LabelConfig = (c) => c;
@@ -112,6 +118,9 @@ describe('initialiseLabels', () => {
     expect(
       samples(text, 'stablebooks_alert_notifications_total').get('{notifier="slack",outcome="failed"}'),
     ).toBe(0);
+    expect(samples(text, 'stablebooks_events_delivered_total')).toEqual(
+      new Map(EVENT_DELIVERY_OUTCOMES.map((o) => [`{outcome="${o}"}`, 0])),
+    );
   });
 
   it('behavior: without a configuration the chain series are left out, the others are there', async () => {
