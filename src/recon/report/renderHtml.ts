@@ -626,6 +626,33 @@ const trialBalanceSection: Section = (ctx) =>
   });
 
 /** The page, top to bottom. A new block of the report is a new Section and one line here. */
+const suspenseSection: Section = (ctx) => {
+  const { unclassified, classified } = ctx.report.suspense;
+  return [
+    table({
+      id: 'suspense-unclassified',
+      title: 'Suspense waiting for a person',
+      note: 'Money that came into a watched wallet and that nothing explains yet (stablebooks suspense list; classify it with stablebooks suspense classify).',
+      header: ['store', 'token', 'items', 'amount'],
+      rows: unclassified.map((u) => [u.storeId, tokenName(ctx, u), u.count, formatAmount(u.amount)]),
+      numeric: [2, 3],
+    }),
+    table({
+      id: 'suspense-classified',
+      title: 'Suspense classified by a person',
+      header: ['classification', 'store', 'token', 'items', 'amount'],
+      rows: classified.map((c) => [
+        c.classification.replaceAll('_', ' '),
+        c.storeId,
+        tokenName(ctx, c),
+        c.count,
+        formatAmount(c.amount),
+      ]),
+      numeric: [3, 4],
+    }),
+  ].join('\n');
+};
+
 const SECTIONS: Section[] = [
   headlineSection,
   glanceSection,
@@ -636,6 +663,7 @@ const SECTIONS: Section[] = [
   fiatSection,
   differencesSection,
   payoutsSection,
+  suspenseSection,
   findingsSection,
   proofsSection,
   trialBalanceSection,

@@ -270,6 +270,23 @@ describe('renderMarkdown', () => {
 });
 
 describe('renderHtml', () => {
+  it('behavior: suspense waiting for a person and suspense a person classified, apart', () => {
+    const html = renderHtml(sampleReport());
+    const section = (id: string) =>
+      html.slice(
+        html.indexOf(`<section id="${id}">`),
+        html.indexOf('</section>', html.indexOf(`<section id="${id}">`)),
+      );
+    expect(section('suspense-unclassified')).toContain('Suspense waiting for a person');
+    expect(section('suspense-unclassified')).toMatch(
+      /<td>st_a<\/td><td>USDC \(8453\)<\/td><td class="num">2<\/td><td class="num">37\.50<\/td>/,
+    );
+    expect(section('suspense-classified')).toMatch(
+      /<td>owner contribution<\/td><td>st_a<\/td><td>USDT \(1\)<\/td><td class="num">1<\/td><td class="num">1,000\.00<\/td>/,
+    );
+    expect(section('suspense-unclassified')).not.toContain('owner contribution');
+  });
+
   it('error: hostile strings from findings are escaped', () => {
     const html = renderHtml(sampleReport());
     expect(html).not.toContain('<script');
