@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
-import { recordFinding } from '../findings/recordFinding.ts';
+import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import { reverseEntry } from '../ledger/postEntry.ts';
 import { type ChainEntryRole, reorgReversal } from '../ledger/rules/chainTransferRules.ts';
 import { unwindProvenSuspense } from '../payments/provenPaymentSuspense.ts';
@@ -50,6 +50,11 @@ export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: s
       if (role.kind === 'transfer_in_unmatched')
         await supersedeClassification(tx, BigInt(reversed.id), `rule 3: ${reason}`);
       await reverseEntry(tx, BigInt(reversed.id), reason);
+      // The money left suspense with its entry: its finding has no cause any more (the
+      // reorged_transfer finding tells the story). If the replacement block books it to
+      // suspense again, rule 9 opens it again.
+      if (role.kind === 'transfer_in_unmatched')
+        await resolveFinding(tx, 'unmatched_transfer_in', { type: 'chain_transfer', id: reversed.ref_id });
       if (role.kind === 'payment_proof') await unwindProvenSuspense(tx, reversed.ref_id, reason);
     }
     if (role.kind === 'payment_returned') await reopenReturnedPayment(tx, deps, row);
