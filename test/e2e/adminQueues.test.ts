@@ -92,7 +92,16 @@ describe('admin: the queue dashboard behind ADMIN_TOKEN', () => {
   });
 
   it('behavior: the API lists every queue of the daemon with its counts', async () => {
-    const names = ['webhooks', 'maintenance', 'chain', 'claim-links', 'alerts', 'recon', 'events', 'polls-st_a'];
+    const names = [
+      'webhooks',
+      'maintenance',
+      'chain',
+      'claim-links',
+      'alerts',
+      'recon',
+      'events',
+      'polls-st_a',
+    ];
     // The scheduler role has put the sweepers' next runs on their queues.
     const body = await pipeline.waitFor(async () => {
       const res = await fetch(at('/admin/queues/api/queues'), { headers: bearer });
