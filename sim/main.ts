@@ -4,12 +4,13 @@ import { runMigrations } from '../src/db/migrate.ts';
 import { startEphemeralPostgres } from '../src/devservices/postgres.ts';
 import { runWorld } from './runWorld.ts';
 import { ALL_FAULTS, type Fault, type SimEvent, scheduleEvents } from './schedule.ts';
+import { ALL_SHAPES, parseShapes, SHAPES, type Shape } from './shapes.ts';
 import { shrinkEvents } from './shrink.ts';
 import { generateWorld } from './world.ts';
 
 /**
  * `npm run sim -- [--seeds N | --seed S] [--from K] [--events K] [--intents K] [--faults LIST]
- * [--only I,J,...]`: plays seeded worlds to the product and judges each against the oracle. One
+ * [--shapes LIST|all|none|list] [--only I,J,...]`: plays seeded worlds to the product and judges each against the oracle. One
  * line per failing seed (with a shrunk event list and the command that replays it), then
  * `N passed, M failed`. The same arguments give the same worlds, events and results.
  */
@@ -18,6 +19,7 @@ interface Options {
   events: number;
   intents: number;
   faults: Set<Fault>;
+  shapes: Set<Shape>;
   only?: number[];
   shrink: boolean;
   /** Every problem of a failing seed, not just the first. */
@@ -45,6 +47,7 @@ function parse(argv: string[]): Options {
     '--events',
     '--intents',
     '--faults',
+    '--shapes',
     '--only',
     '--no-shrink',
     '--verbose',
@@ -70,11 +73,13 @@ function parse(argv: string[]): Options {
     if (!ALL_FAULTS.includes(f))
       throw new Error(`--faults: unknown fault ${f} (known: ${ALL_FAULTS.join(',')})`);
   const only = args.get('--only');
+  const shapes = parseShapes(args.get('--shapes') ?? 'all');
   return {
     seeds,
     events: whole('--events', 300),
     intents: whole('--intents', 8),
     faults,
+    shapes,
     only: only === undefined ? undefined : only.split(',').map(Number),
     shrink: !args.has('--no-shrink') && only === undefined,
     verbose: args.has('--verbose'),
@@ -83,7 +88,16 @@ function parse(argv: string[]): Options {
 }
 
 async function main(): Promise<number> {
+  if (process.argv.slice(2).join(' ').includes('--shapes list')) {
+    for (const name of ALL_SHAPES) console.log(`${name.padEnd(24)} ${SHAPES[name]}`);
+    return 0;
+  }
   const options = parse(process.argv.slice(2));
+  const worldOptions = {
+    intents: options.intents,
+    contradict: options.faults.has('contradict'),
+    shapes: options.shapes,
+  };
   const { adminUrl, stop } = await postgres();
   const template = `sim_template_${process.pid}`;
   await admin(adminUrl, `create database ${template}`);
@@ -98,11 +112,7 @@ async function main(): Promise<number> {
     await admin(adminUrl, `create database ${name} template ${template}`);
     const database = createDatabase(dbUrl(adminUrl, name), { max: 6 });
     try {
-      return await runWorld(
-        database,
-        generateWorld(seed, { intents: options.intents, contradict: options.faults.has('contradict') }),
-        events,
-      );
+      return await runWorld(database, generateWorld(seed, worldOptions), events);
     } finally {
       await database.close();
       // SIM_KEEP_DB: keep each run's database for inspection (its URL on stderr).
@@ -112,10 +122,7 @@ async function main(): Promise<number> {
   };
   try {
     for (const seed of options.seeds) {
-      const world = generateWorld(seed, {
-        intents: options.intents,
-        contradict: options.faults.has('contradict'),
-      });
+      const world = generateWorld(seed, worldOptions);
       let events = scheduleEvents(world, seed, { faults: options.faults, maxEvents: options.events });
       if (options.only)
         events = options.only.map((i) => events[i]).filter((e): e is SimEvent => e !== undefined);
@@ -131,7 +138,7 @@ async function main(): Promise<number> {
             async (subset) => (await run(seed, subset)).problems.length > 0,
           );
           const indices = kept.map((e) => events.indexOf(e));
-          line += `\n  shrunk to ${kept.length} of ${events.length} events; replay: npm run sim -- --seed ${seed} --events ${options.events} --intents ${options.intents} --faults ${[...options.faults].join(',') || 'none'} --only ${indices.join(',')}`;
+          line += `\n  shrunk to ${kept.length} of ${events.length} events; replay: npm run sim -- --seed ${seed} --events ${options.events} --intents ${options.intents} --faults ${[...options.faults].join(',') || 'none'} --shapes ${[...options.shapes].join(',') || 'none'} --only ${indices.join(',')}`;
         }
         if (options.verbose) line += result.problems.map((p) => `\n    ${p}`).join('');
         console.log(line);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Hex } from 'viem';
 import { seededRandom } from '../src/seededRandom.ts';
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
+import type { Shape } from './shapes.ts';
 
 /**
  * A seeded world: the stores and their wallets, the tokens, and what happens in it (checkout
@@ -137,6 +138,8 @@ export interface WorldOptions {
   intents: number;
   /** The service contradicts itself: a confirmed intent later CANCELED (and maybe confirmed again). */
   contradict?: boolean;
+  /** The shapes this world may take (sim/shapes.ts); none when absent. */
+  shapes?: ReadonlySet<Shape>;
 }
 
 export function generateWorld(seed: string, options: WorldOptions): World {
