@@ -50,7 +50,7 @@ export async function lockPayingLogs(
       sql`
       select ${transferColumns} from chain_transfers
       where id = any(${sql.param(free.map((l) => l.id))}::bigint[]) and state = 'final'
-        and (matched_as is null or (matched_as like '%transfer_in_unmatched%' and matched_as not like '%payment%'))
+        and (matched_as is null or (matched_as not like '%payment%' and matched_as not like '%claim_link_refund%'))
         and (matched_ref is null or matched_ref = ${intentId})
       for update skip locked`,
     )
@@ -118,9 +118,10 @@ function splitPayment<T extends { log_index: number; value: string }>(
   return null;
 }
 
-/** A log no proof has taken: unmatched, or booked to suspense only (a proof may move it). */
+/**
+ * A log no proof has taken: its inflow undecided (only the sender's side may be: an owner transfer
+ * out of another wallet of ours), or booked to suspense (a proof may move it); never a refund.
+ */
 function isFree(matchedAs: string | null): boolean {
-  return (
-    matchedAs === null || (matchedAs.includes('transfer_in_unmatched') && !matchedAs.includes('payment'))
-  );
+  return matchedAs === null || (!matchedAs.includes('payment') && !matchedAs.includes('claim_link_refund'));
 }

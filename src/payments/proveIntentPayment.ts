@@ -432,14 +432,17 @@ async function proveWithLog(
   const kinds = (row.matched_as ?? '').split(',').filter((k) => k !== '');
   if (!outcome.entry) {
     // Nothing to book (a log of value 0): the intent is decided, a person looks.
-    await markApplied(tx, row.id, [...kinds, 'payment_mismatch'], intentId, storeId);
+    await markApplied(tx, row.id, ['payment_mismatch'], intentId, storeId, { store: 'replace' });
     return { posted: null, findings: outcome.findings };
   }
   if (kinds.includes('transfer_in_unmatched')) await moveOutOfSuspense(tx, fact, intentId);
   const posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
-  const stillBooked = kinds.filter((k) => k !== 'transfer_in_unmatched');
   const marks = terms.mismatch ? ['payment_proof', 'payment_mismatch'] : ['payment_proof'];
-  await markApplied(tx, row.id, [...stillBooked, ...marks], intentId, storeId);
+  // The inflow's decision only: the sender's side, when it is a wallet of ours, stays its own.
+  await markApplied(tx, row.id, marks, intentId, storeId, {
+    remove: ['transfer_in_unmatched'],
+    store: 'replace',
+  });
   return { posted, findings: outcome.findings };
 }
 

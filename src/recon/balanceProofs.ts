@@ -382,14 +382,14 @@ async function waitingTransfers(
   const { rows } = await tx.execute<{ unbooked: string; ahead: string; orphaned: string }>(sql`
     select
       count(*) filter (where state in ('pending', 'final') and applied_at is null and block_number <= ${b}::bigint)::text as unbooked,
-      count(*) filter (where state = 'final' and applied_at is not null and block_number > ${b}::bigint)::text as ahead,
-      count(*) filter (where state = 'orphaned' and applied_at is not null and unwound_at is null)::text as orphaned
+      count(*) filter (where state = 'final' and matched_as is not null and block_number > ${b}::bigint)::text as ahead,
+      count(*) filter (where state = 'orphaned' and matched_as is not null and unwound_at is null)::text as orphaned
     from chain_transfers
     where chain_id = ${target.chainId} and token = ${token.address.toLowerCase()}
       and (from_address = ${target.wallet} or to_address = ${target.wallet})
       and ((state in ('pending', 'final') and applied_at is null and block_number <= ${b}::bigint)
-        or (state = 'final' and applied_at is not null and block_number > ${b}::bigint)
-        or (state = 'orphaned' and applied_at is not null and unwound_at is null))`);
+        or (state = 'final' and matched_as is not null and block_number > ${b}::bigint)
+        or (state = 'orphaned' and matched_as is not null and unwound_at is null))`);
   const r = rows[0];
   const unbooked = Number(r?.unbooked ?? 0);
   const ahead = Number(r?.ahead ?? 0);

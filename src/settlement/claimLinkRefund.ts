@@ -19,8 +19,10 @@ import {
 } from './claimLinkPool.ts';
 
 /**
- * A final transfer out of a link's pool back to custody: the link's refund (rule 8), closing the
- * link first (rule 7) when our books still hold it open.
+ * A final transfer out of a link's pool back to custody: a piece of the link's refund (rule 8),
+ * closing the link first (rule 7) when our books still hold it open. The refund is whole, and the
+ * payout refunded, with the piece that clears the receivable. Custody's inflow is decided with
+ * the pool's outflow (inflowToo).
  */
 export async function applyRefund(
   tx: DbExecutor,
@@ -36,9 +38,9 @@ export async function applyRefund(
   if (!payout.claimed_at && !payout.cancelled_at && !payout.expired_at)
     await closeLink(tx, deps, payout, base, row);
   const held = await linkBalances(tx, base);
-  if (held.receivable !== link.amount) {
-    // Rule 8 clears the receivable rule 7 created. Without one (claimed, refunded already, or a
-    // close that conflicted), posting it would leave a negative receivable nobody looks at:
+  if (held.receivable <= 0n) {
+    // Rule 8 clears the receivable rule 7 created. Without one (claimed, refunded whole already,
+    // or a close that conflicted), posting it would leave a negative receivable nobody looks at:
     // suspense (rule 9) keeps custody proven and the money visible until a person decides.
     const outcome = unmatchedTransfer({
       storeId,
@@ -65,17 +67,26 @@ export async function applyRefund(
       storeId,
     );
     await markApplied(tx, row.id, booked ? ['transfer_in_unmatched'] : [], linkId, storeId);
-    return { kind: 'applied' };
+    return { kind: 'applied', inflowToo: true };
   }
-  await post(tx, deps, claimLinkRefunded({ ...base, transfer: fact }), storeId);
+  await post(tx, deps, claimLinkRefunded({ ...base, transfer: fact, receivable: held.receivable }), storeId);
+  if (fact.amount < held.receivable) {
+    // A piece: the rest is still owed (refund_overdue watches it, as it does a refund not begun),
+    // and the pool stays open (watchedWallets closes it on `claim_link_refunded` only).
+    await markApplied(tx, row.id, [REFUND_PIECE], linkId, storeId);
+    return { kind: 'applied', inflowToo: true };
+  }
   await markRefunded(tx, payout.id, deps.clock.now(), row.tx_hash);
   await recordEvent(tx, payoutSettledEvent(link, 'refunded', fact));
   const ref = { type: 'claim_link', id: linkId };
   await resolveFinding(tx, 'refund_overdue', ref);
   await resolveFinding(tx, 'expiry_refund_overdue', ref);
   await markApplied(tx, row.id, ['claim_link_refunded'], linkId, storeId);
-  return { kind: 'applied' };
+  return { kind: 'applied', inflowToo: true };
 }
+
+/** matched_as of a refund's piece that left part of the receivable owed. */
+export const REFUND_PIECE = 'claim_link_refund_piece';
 
 /**
  * A refund arrived for a link our books still hold open: it expired (14 days after funding) or it

@@ -210,7 +210,7 @@ function inSuspenseUnclaimed(p: SQL) {
 function laterOwnerTransferOut(p: SQL) {
   return sql`select r.id from chain_transfers r
     where r.chain_id = ${p}.chain_id and r.from_address = ${p}.to_address and r.to_address = ${p}.from_address
-      and r.state = 'final' and r.matched_as = 'transfer_out_unmatched'
+      and r.state = 'final' and r.matched_as like '%transfer_out_unmatched%'
       and r.token = ${p}.token and r.value = ${p}.value
       and (r.block_number, r.log_index) > (${p}.block_number, ${p}.log_index)
     order by r.block_number, r.log_index`;
@@ -246,7 +246,7 @@ async function rematchIntent(
       await tx.execute<TransferRow>(sql`
         select ${transferColumns} from chain_transfers r
         where r.chain_id = ${paid.chain_id}::bigint and r.from_address = ${paid.to_address}
-          and r.to_address = ${paid.from_address} and r.state = 'final' and r.matched_as = 'transfer_out_unmatched'
+          and r.to_address = ${paid.from_address} and r.state = 'final' and r.matched_as like '%transfer_out_unmatched%'
           and r.token = ${paid.token} and r.value = ${paid.value}::numeric
           and (r.block_number, r.log_index) > (${paid.block_number}::bigint, ${paid.log_index}::int)
         order by r.block_number, r.log_index
@@ -313,7 +313,9 @@ async function rebookReturn(
     type: 'chain_transfer',
     id: chainTransferId(returnedFact),
   });
-  await markApplied(tx, returned.id, ['payment_returned'], intentId, arrivalStore);
+  await markApplied(tx, returned.id, ['payment_returned'], intentId, arrivalStore, {
+    remove: ['transfer_out_unmatched'],
+  });
   await tx.execute(sql`update chain_transfers set matched_ref = ${intentId} where id = ${paid.id}::bigint`);
   return true;
 }

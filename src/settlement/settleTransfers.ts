@@ -1,5 +1,7 @@
 import { sql } from 'drizzle-orm';
 import {
+  decidedSides,
+  finishRow,
   type MatchDecision,
   markApplied,
   type TransferRow,
@@ -58,7 +60,7 @@ export async function settleTransfers(
 
   const orphaned = await deps.db.execute<{ id: string }>(sql`
     select id::text from chain_transfers
-    where chain_id = ${chainId} and state = 'orphaned' and applied_at is not null and unwound_at is null
+    where chain_id = ${chainId} and state = 'orphaned' and matched_as is not null and unwound_at is null
     order by block_number, log_index limit ${limit}`);
   for (const { id } of orphaned.rows) {
     if (await deps.db.transaction((tx) => unwindOrphaned(tx, deps, id))) outcome.unwound++;
@@ -105,20 +107,28 @@ export async function settleTransfers(
 /** A decision, and the pool wallet a funding may have made watched (its address, lowercase). */
 type RowDecision = MatchDecision & { learntPool?: string };
 
+/**
+ * One final row, as two facts: the receiver's inflow and the sender's outflow, each explained by
+ * its own rule (or sent to rule 9) and recorded on its own (markApplied), whichever wallets of
+ * ours are at either end. A rule that explains one side never decides the other: a store's
+ * merchant wallet paying another store's intent is that intent's proof and the first store's owner
+ * transfer. The row is finished (applied_at) once both are decided; a side that must wait (the
+ * grace, a create outcome) leaves the row for a later pass with what was decided already recorded,
+ * so it is never decided twice.
+ */
 async function applyOne(
   tx: DbExecutor,
   deps: SettlementDeps,
   row: TransferRow,
   wallets: Map<string, WatchedWallet>,
 ): Promise<RowDecision> {
-  const from = wallets.get(row.from_address);
+  let from = wallets.get(row.from_address);
   const to = wallets.get(row.to_address);
   const graceOver =
     row.final_at !== null &&
     deps.clock.now().getTime() - new Date(row.final_at).getTime() >= deps.unmatchedGraceMs;
+  const decided = decidedSides(row.matched_as);
 
-  // Money leaving a claim-link pool: its claim, its refund, or the service's own fee settlement.
-  if (from?.role === 'pool') return applyClaimLinkTransfer(tx, deps, row, from);
   // From an address this batch does not watch into custody: a pool another matcher run learnt
   // after this one read its wallets (then it is that pool's refund), or is learning right now
   // (its funding still unapplied: wait for it). Rare (owner deposits), so the two lookups cost
@@ -127,35 +137,73 @@ async function applyOne(
     const pool = await watchedPool(tx, Number(row.chain_id), row.from_address);
     if (pool) {
       wallets.set(pool.address, pool);
-      return applyClaimLinkTransfer(tx, deps, row, pool);
-    }
-    const fundingPending = await tx.execute(sql`
-      select 1 from chain_transfers
-      where chain_id = ${row.chain_id} and to_address = ${row.from_address} and from_address = ${row.to_address}
-        and state = 'final' and applied_at is null and id <> ${row.id}
-      limit 1`);
-    if (fundingPending.rows.length > 0) return { kind: 'deferred' };
-  }
-  // Money leaving a custody wallet: a claim link's funding, when a payout explains it.
-  if (from?.role === 'custody') {
-    const funding = await applyCustodyOutflow(tx, deps, row, from);
-    // An applied funding inserted its pool into chain_watched_wallets (unless it was there already).
-    if (funding !== 'unmatched') {
-      return funding.kind === 'applied' && !wallets.has(row.to_address)
-        ? { ...funding, learntPool: row.to_address }
-        : funding;
+      from = pool;
+    } else {
+      const fundingPending = await tx.execute(sql`
+        select 1 from chain_transfers
+        where chain_id = ${row.chain_id} and to_address = ${row.from_address} and from_address = ${row.to_address}
+          and state = 'final' and applied_at is null and id <> ${row.id}
+        limit 1`);
+      if (fundingPending.rows.length > 0) return { kind: 'deferred' };
     }
   }
-  // Money leaving a merchant wallet: an intent's payment the service sent back to its payer.
-  const merchantStore = from?.role === 'merchant' ? from.storeIds[0] : undefined;
-  if (merchantStore) {
-    const returned = await applyPaymentReturn(tx, deps, row, merchantStore, graceOver);
-    if (returned) return returned;
+  // Money leaving a claim-link pool: its claim, its refund (which is custody's inflow too), or the
+  // service's own fee settlement. Never waits, so it goes first.
+  if (from?.role === 'pool' && !decided.outflow) {
+    const pooled = await applyClaimLinkTransfer(tx, deps, row, from);
+    if (pooled.kind === 'deferred') return pooled;
+    decided.outflow = true;
+    decided.inflow ||= pooled.inflowToo === true;
   }
+
+  // The receiver's inflow: a merchant wallet's waits for the intent that may explain it.
+  if (!decided.inflow && (to?.role === 'merchant' || to?.role === 'custody')) {
+    const inflow = await applyInflow(tx, deps, row, to, graceOver);
+    if (inflow.kind === 'deferred') return inflow;
+  }
+
+  // The sender's outflow: a custody wallet's may fund a claim link, a merchant wallet's may send
+  // a payment back; else rule 9.
+  let learntPool: string | undefined;
+  if (!decided.outflow && (from?.role === 'merchant' || from?.role === 'custody')) {
+    let explained = false;
+    if (from.role === 'custody') {
+      const funding = await applyCustodyOutflow(tx, deps, row, from);
+      if (funding !== 'unmatched') {
+        if (funding.kind === 'deferred') return funding;
+        explained = true;
+        // An applied funding inserted its pool into chain_watched_wallets (unless it was there already).
+        if (!wallets.has(row.to_address)) learntPool = row.to_address;
+      }
+    }
+    const merchantStore = from.role === 'merchant' ? from.storeIds[0] : undefined;
+    if (!explained && merchantStore) {
+      const returned = await applyPaymentReturn(tx, deps, row, merchantStore, graceOver);
+      if (returned?.kind === 'deferred') return returned;
+      explained = returned !== null;
+    }
+    if (!explained) await bookUnmatched(tx, deps, row, from, row.from_address, from.storeIds[0]);
+  }
+  await finishRow(tx, row.id);
+  return learntPool ? { kind: 'applied', learntPool } : { kind: 'applied' };
+}
+
+/**
+ * The inflow of a merchant or custody wallet: into a merchant wallet, the proof of the intents its
+ * transaction pays (rule 2), or after the grace rule 9; into custody, rule 9 at once (a pool's
+ * refund is decided with the pool's outflow). Deferred while the intent may still explain it.
+ */
+async function applyInflow(
+  tx: DbExecutor,
+  deps: SettlementDeps,
+  row: TransferRow,
+  to: WatchedWallet,
+  graceOver: boolean,
+): Promise<MatchDecision> {
   // The store of an intent this transaction pays: in a merchant wallet shared by stores, what
   // no rule books (a failed intent's payment kept) is still that store's, not the first one's.
   let intentStore: string | undefined;
-  if (to?.role === 'merchant') {
+  if (to.role === 'merchant') {
     // Every intent this transaction pays: one transaction may pay several (a batch payment).
     const intents = (
       await tx.execute<{ id: string; status: number | null; store_id: string }>(sql`
@@ -188,32 +236,35 @@ async function applyOne(
       if (!terminalFailure && !graceOver) return { kind: 'deferred' };
     }
   }
-  const booked: string[] = [];
-  let storeId: string | null = null;
-  for (const [wallet, address] of [
-    [to, row.to_address],
-    [from, row.from_address],
-  ] as const) {
-    if (!wallet || wallet.role === 'pool') continue;
-    const store = (wallet === to ? intentStore : undefined) ?? wallet.storeIds[0];
-    if (!store) continue;
-    const result = unmatchedTransfer({
-      storeId: store,
-      transfer: transferFact(row),
-      token: deps.config.chains.token(Number(row.chain_id), row.token) ?? null,
-      wallet: { address: address as `0x${string}`, role: wallet.role as WatchedWalletRole },
-    });
-    if (result.entry) {
-      await postEntry(tx, result.entry, { accounts: deps.accounts });
-      booked.push(
-        result.entry.kind === 'chain.transfer_in_unmatched'
-          ? 'transfer_in_unmatched'
-          : 'transfer_out_unmatched',
-      );
-    }
-    for (const f of result.findings) await recordFinding(tx, f, store);
-    storeId ??= store;
-  }
-  await markApplied(tx, row.id, booked, null, storeId);
+  await bookUnmatched(tx, deps, row, to, row.to_address, intentStore ?? to.storeIds[0]);
   return { kind: 'applied' };
+}
+
+/** Rule 9 for one side of a row: the wallet's own store, a finding, and the side recorded. */
+async function bookUnmatched(
+  tx: DbExecutor,
+  deps: SettlementDeps,
+  row: TransferRow,
+  wallet: WatchedWallet,
+  address: string,
+  store: string | undefined,
+): Promise<void> {
+  if (!store) return;
+  const result = unmatchedTransfer({
+    storeId: store,
+    transfer: transferFact(row),
+    token: deps.config.chains.token(Number(row.chain_id), row.token) ?? null,
+    wallet: { address: address as `0x${string}`, role: wallet.role as WatchedWalletRole },
+  });
+  const booked: string[] = [];
+  if (result.entry) {
+    await postEntry(tx, result.entry, { accounts: deps.accounts });
+    booked.push(
+      result.entry.kind === 'chain.transfer_in_unmatched'
+        ? 'transfer_in_unmatched'
+        : 'transfer_out_unmatched',
+    );
+  }
+  for (const f of result.findings) await recordFinding(tx, f, store);
+  await markApplied(tx, row.id, booked, null, store);
 }

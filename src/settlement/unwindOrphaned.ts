@@ -7,6 +7,7 @@ import { type ChainEntryRole, reorgReversal } from '../ledger/rules/chainTransfe
 import { unwindProvenSuspense } from '../payments/provenPaymentSuspense.ts';
 import { unmarkClaimed, unmarkRefunded } from '../payouts/chainSettlement.ts';
 import { supersedeClassification } from '../suspense/classifySuspense.ts';
+import { REFUND_PIECE } from './claimLinkRefund.ts';
 import { reopenReturnedPayment } from './paymentReturns.ts';
 import type { SettlementDeps } from './settlementDeps.ts';
 
@@ -15,7 +16,7 @@ export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: s
   const row = (
     await tx.execute<TransferRow>(sql`
       select ${transferColumns} from chain_transfers
-      where id = ${id}::bigint and state = 'orphaned' and applied_at is not null and unwound_at is null
+      where id = ${id}::bigint and state = 'orphaned' and matched_as is not null and unwound_at is null
       for update skip locked`)
   ).rows[0];
   if (!row) return false;
@@ -32,6 +33,9 @@ export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: s
       case 'claim_link_claimed':
       case 'claim_link_refunded':
         return [{ kind, claimLinkId: link }];
+      // A refund's piece is booked under the refund's key (rule 8 per inclusion).
+      case REFUND_PIECE:
+        return [{ kind: 'claim_link_refunded', claimLinkId: link }];
       default:
         return [];
     }

@@ -7,8 +7,9 @@
  * - link: one claim-link auto-payout; `amount` is its claimable amount as the service sent it;
  * - custody: the business wallet that funds links and receives their refunds;
  * - pool: the service's wallet holding funded, unclaimed links (assets:claim_pool in our books);
- * - receivable: what a cancelled or expired link owes us until its refund arrives; always the
- *   link amount, so a refund of R clears it and R - amount settles against payout_fees;
+ * - receivable: what a cancelled or expired link owes us until its refund arrives: the link
+ *   amount at close, cleared by the refund's pieces (an excess in the clearing piece is a funding
+ *   overpayment returned, credited to payout_fees);
  * - expiry: 14 days after funding, for a link neither claimed nor cancelled.
  *
  * Keys: facts from the API are keyed by link (`claim_link:funded:<id>`, `claim_link:closed:<id>`);
@@ -345,17 +346,22 @@ export function claimLinkExpired(fact: ClaimLinkExpiryFact): RuleOutcome {
 }
 
 /**
- * Rule 8: the refund of a cancelled or expired link arrived on chain with value R where the
- * receivable holds E (the link amount): debit custody R, credit refund_receivable E; R < E: debit
- * payout_fees E - R (fees kept at funding); R > E: credit payout_fees R - E (funding overpayment
- * returned). A transfer of 0 is no refund (anyone can emit one): no entry.
+ * Rule 8, one piece at a time: a transfer of value R from the link's pool to custody while the
+ * link's entries hold E in refund_receivable (the link amount unless earlier pieces arrived):
+ * debit custody R, credit refund_receivable min(R, E); R > E: credit payout_fees R - E (a funding
+ * overpayment returned). R < E leaves E - R owed: a refund may come in several transfers, and a
+ * first piece cannot be told from a short refund, so nothing is written off as fees (the rest
+ * waits in the receivable, and refund_overdue says so). A transfer of 0 is no refund (anyone can
+ * emit one): no entry.
  */
-export function claimLinkRefunded(fact: ClaimLinkTransferFact): RuleOutcome {
+export function claimLinkRefunded(fact: ClaimLinkTransferFact & { receivable?: bigint }): RuleOutcome {
   checkTransfer(fact);
-  const E = linkAmount(fact);
+  const E = fact.receivable ?? linkAmount(fact);
   const R = fact.transfer.amount;
-  if (R === 0n) return { entry: null, findings: [] };
+  if (R === 0n || E <= 0n) return { entry: null, findings: [] };
   const acct = accounts(fact);
+  const cleared = R < E ? R : E;
+  const fmt = (units: bigint) => formatDecimalAmount(units, fact.token.decimals);
   const entry = draftEntry(
     {
       idempotencyKey: claimLinkRefundedKey(fact.claimLinkId, fact.transfer),
@@ -365,15 +371,16 @@ export function claimLinkRefunded(fact: ClaimLinkTransferFact): RuleOutcome {
       ref: linkRef(fact.claimLinkId),
       metadata: {
         amount: fact.amount,
-        refunded: formatDecimalAmount(R, fact.token.decimals),
+        refunded: fmt(R),
+        receivable_before: fmt(E),
+        receivable_left: fmt(E - cleared),
         ...chainTransferDetails(fact.transfer),
       },
     },
     [
       debit(acct('assets:custody'), R),
-      debit(acct('expense:payout_fees'), R < E ? E - R : 0n),
-      credit(acct('assets:refund_receivable'), E),
-      credit(acct('expense:payout_fees'), R > E ? R - E : 0n),
+      credit(acct('assets:refund_receivable'), cleared),
+      credit(acct('expense:payout_fees'), R - cleared),
     ],
   );
   return { entry, findings: [] };

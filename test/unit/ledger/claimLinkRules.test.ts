@@ -276,13 +276,32 @@ describe('claimLinkRefunded (rule 8)', () => {
     });
   });
 
-  it('behavior: refund smaller than expected debits the difference to payout_fees', () => {
+  it('behavior: a refund smaller than the receivable clears what arrived and leaves the rest owed (no fees written off)', () => {
     const { entry } = claimLinkRefunded({ ...link(), transfer: refundTransfer(USDC_BASE, 24_750_000n) });
     expect(linesByKind(entry)).toEqual({
       'assets:custody': 24_750_000n,
-      'expense:payout_fees': 250_000n,
-      'assets:refund_receivable': -25_000_000n,
+      'assets:refund_receivable': -24_750_000n,
     });
+    expect(entry?.metadata).toMatchObject({ receivable_before: '25', receivable_left: '0.25' });
+  });
+
+  it('behavior: the piece that clears what is still owed clears only that; its excess is a funding overpayment returned', () => {
+    const second = claimLinkRefunded({
+      ...link(),
+      transfer: refundTransfer(USDC_BASE, 10_000_000n),
+      receivable: 8_000_000n,
+    });
+    expect(linesByKind(second.entry)).toEqual({
+      'assets:custody': 10_000_000n,
+      'assets:refund_receivable': -8_000_000n,
+      'expense:payout_fees': -2_000_000n,
+    });
+  });
+
+  it('error: nothing owed any more is no refund for this rule (the caller sends it to suspense)', () => {
+    expect(
+      claimLinkRefunded({ ...link(), transfer: refundTransfer(USDC_BASE, 1_000_000n), receivable: 0n }),
+    ).toEqual({ entry: null, findings: [] });
   });
 
   it('behavior: refund larger than expected credits the difference back out of payout_fees', () => {
@@ -301,8 +320,7 @@ describe('claimLinkRefunded (rule 8)', () => {
     });
     expect(linesByKind(entry)).toEqual({
       'assets:custody': 25n * 10n ** 18n - 1n,
-      'expense:payout_fees': 1n,
-      'assets:refund_receivable': -(25n * 10n ** 18n),
+      'assets:refund_receivable': -(25n * 10n ** 18n - 1n),
     });
   });
 });
@@ -336,11 +354,13 @@ describe('claim-link lifecycles (rules 5-8 together)', () => {
     push(claimLinkRefunded({ ...link(), transfer: refundTransfer(USDC_BASE, refund) }).entry);
     const totals = trialBalance(entries);
     expect(balanceOf(totals, 'assets:claim_pool', USDC_BASE)).toBe(0n);
-    expect(balanceOf(totals, 'assets:refund_receivable', USDC_BASE)).toBe(0n);
+    const A = 25_000_000n;
+    // what did not come back is still owed (a refund may come in pieces: rule 8 writes nothing off).
+    expect(balanceOf(totals, 'assets:refund_receivable', USDC_BASE)).toBe(refund < A ? A - refund : 0n);
     // custody moved exactly what the chain moved: -X out at funding, +refund back.
     expect(balanceOf(totals, 'assets:custody', USDC_BASE)).toBe(refund - X);
-    // what did not come back is the cost of the payout.
-    expect(balanceOf(totals, 'expense:payout_fees', USDC_BASE)).toBe(X - refund);
+    // the fees kept at funding, less an overpayment the refund returned.
+    expect(balanceOf(totals, 'expense:payout_fees', USDC_BASE)).toBe(X - A - (refund > A ? refund - A : 0n));
     expect(balanceOf(totals, 'expense:payouts', USDC_BASE)).toBe(0n);
   });
 
