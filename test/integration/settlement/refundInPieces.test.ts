@@ -273,7 +273,8 @@ describe('a cancel refund paid back to custody in pieces', () => {
     const second = await kit.chain.transfer('USDT', pool, kit.custody, 1_000_000n);
     await settle();
     expect(await refundLines(linkId)).toEqual(piecesOf2And1);
-    expect(await matchedAs(first.txHash)).toEqual(['claim_link_refunded']);
+    // A piece that left money owed is named as such (the pool stays watched); the clearing one closes it.
+    expect(await matchedAs(first.txHash)).toEqual(['claim_link_refund_piece']);
     expect(await matchedAs(second.txHash)).toEqual(['claim_link_refunded']);
     // Only the funding fee stays in payout_fees; nothing owed, nothing in suspense.
     expect(await held(linkId)).toEqual({ 'expense:payout_fees': FEE });
@@ -293,7 +294,7 @@ describe('a cancel refund paid back to custody in pieces', () => {
     const refund = await refundInOneTransaction(pool, [2_000_000n, 1_000_000n]);
     await settle();
     expect(await refundLines(linkId)).toEqual(piecesOf2And1);
-    expect(await matchedAs(refund.txHash)).toEqual(['claim_link_refunded', 'claim_link_refunded']);
+    expect(await matchedAs(refund.txHash)).toEqual(['claim_link_refund_piece', 'claim_link_refunded']);
     expect(await held(linkId)).toEqual({ 'expense:payout_fees': FEE });
     expect(await refundedAt(linkId)).not.toBeNull();
     expect(await suspenseEntries([refund.txHash])).toBe(0);
