@@ -1,4 +1,4 @@
-import { SIM_CHAIN_ID, type SimIntent, type World } from './world.ts';
+import { SIM_CHAIN_ID, type SimIntent, type SimPayout, type World } from './world.ts';
 
 /**
  * What the books must say, computed from the world's ground truth alone (what moved on the chain,
@@ -31,6 +31,7 @@ export type SuspenseCauses = Set<string>;
 
 export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = new Set()): Balances {
   const { world, mined, known } = truth;
+  const merchantOf = (storeId: string) => world.stores.find((s) => s.storeId === storeId)?.merchant ?? '';
   const out: Balances = new Map();
   const add = (kind: string, storeId: string, symbol: string, amount: bigint, tx?: string | null) => {
     if (kind === 'assets:suspense' && tx) causes.add(tx);
@@ -38,8 +39,28 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     const code = `${kind}:${storeId}:${SIM_CHAIN_ID}:${symbol}`;
     out.set(code, (out.get(code) ?? 0n) + amount);
   };
-  // A transfer into or out of a merchant wallet shared by stores belongs to the first of them.
-  const ownerOf = (address: string) => world.stores.find((s) => s.merchant === address)?.storeId;
+  // A watched wallet's store and account: a merchant wallet shared by stores belongs to the first
+  // of them; a custody wallet is one store's.
+  const walletOf = (address: string): { storeId: string; kind: string } | undefined => {
+    const merchant = world.stores.find((s) => s.merchant === address);
+    if (merchant) return { storeId: merchant.storeId, kind: 'assets:wallet' };
+    const custody = world.stores.find((s) => s.custody === address);
+    return custody ? { storeId: custody.storeId, kind: 'assets:custody' } : undefined;
+  };
+  // Rule 9 for one side of a transfer that touches a wallet of ours (a transfer between two of
+  // them is two facts: each side is booked on its own, whatever explains the other).
+  const unmatchedIn = (address: string, symbol: string, value: bigint, tx: string) => {
+    const w = walletOf(address);
+    if (!w) return;
+    add(w.kind, w.storeId, symbol, value);
+    add('assets:suspense', w.storeId, symbol, -value, tx);
+  };
+  const unmatchedOut = (address: string, symbol: string, value: bigint) => {
+    const w = walletOf(address);
+    if (!w) return;
+    add(w.kind, w.storeId, symbol, -value);
+    add('equity:owner_transfers', w.storeId, symbol, value);
+  };
 
   for (const intent of world.intents) {
     const final = finalStatus(intent);
@@ -48,6 +69,11 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     const N = intent.P - intent.F;
     const payingTx = intent.route === 'temp' ? intent.tx2 : intent.tx1;
     const paid = payingTx !== null && mined.has(payingTx);
+    // A payer that is a wallet of ours: its outflow is its own fact (an owner transfer), whatever
+    // the intent is; so is a payment sent back into it (suspense).
+    if (mined.has(intent.tx1)) unmatchedOut(intent.payer, sym, intent.P);
+    if (intent.returnTx !== null && mined.has(intent.returnTx))
+      unmatchedIn(intent.payer, sym, intent.P, intent.returnTx);
     if (final === CONFIRMED && known.has(intent.id)) {
       // Rule 1, then rule 2 once the paying transfer is final on chain.
       add('income:sales', s, sym, -intent.R);
@@ -70,10 +96,7 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
       add('assets:wallet', s, sym, intoMerchant);
       add('assets:suspense', s, sym, -intoMerchant, payingTx);
     }
-    if (returnMined && !returned) {
-      add('assets:wallet', s, sym, -intent.P);
-      add('equity:owner_transfers', s, sym, intent.P);
-    }
+    if (returnMined && !returned) unmatchedOut(merchantOf(s), sym, intent.P);
   }
 
   // Claim links: rule 5 (the API's answer, then the funding's fee on chain), rule 6 (claimed),
@@ -86,15 +109,30 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     add('assets:claim_pool', p.storeId, sym, p.A);
     add('assets:custody', p.storeId, sym, -(p.A + p.F));
     add('expense:payout_fees', p.storeId, sym, p.F);
+    const refunded = refundPieces(p).filter((r) => mined.has(r.txHash));
+    const S = refunded.reduce((sum, r) => sum + r.value, 0n);
     if (status === 'claimed' && mined.has(p.claimTx)) {
       add('assets:claim_pool', p.storeId, sym, -p.A);
       add('expense:payouts', p.storeId, sym, p.A);
+      // A refund of a claimed link (the service contradicting itself) is owed nothing: suspense.
+      for (const r of refunded) {
+        add('assets:custody', p.storeId, sym, r.value);
+        add('assets:suspense', p.storeId, sym, -r.value, r.txHash);
+      }
     }
-    if ((status === 'cancelled' || status === 'expired') && mined.has(p.refundTx)) {
+    if ((status === 'cancelled' || status === 'expired') && S > 0n) {
+      // Rule 7 moves A to the receivable; rule 8 clears it piece by piece, never below zero: what
+      // never came stays owed, an excess is a funding overpayment returned out of payout_fees.
+      const cleared = S < p.A ? S : p.A;
       add('assets:claim_pool', p.storeId, sym, -p.A);
-      add('assets:custody', p.storeId, sym, p.A);
+      add('assets:refund_receivable', p.storeId, sym, p.A - cleared);
+      add('assets:custody', p.storeId, sym, S);
+      add('expense:payout_fees', p.storeId, sym, -(S - cleared));
     }
   }
+  // A claim into a wallet of ours: the claim is the pool's (above), the arrival is the wallet's.
+  for (const p of world.payouts)
+    if (mined.has(p.claimTx)) unmatchedIn(p.recipient, p.token.symbol, p.A, p.claimTx);
   // The owner's deposits into custody explain nothing: suspense (rule 9).
   for (const d of world.deposits) {
     if (!mined.has(d.txHash)) continue;
@@ -106,18 +144,15 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     if (!mined.has(stray.txHash)) continue;
     const token = world.tokens.find((t) => t.address === stray.token);
     if (!token) continue; // a look-alike contract is never money
-    const into = ownerOf(stray.to);
-    const outOf = ownerOf(stray.from);
-    if (into) {
-      add('assets:wallet', into, token.symbol, stray.value);
-      add('assets:suspense', into, token.symbol, -stray.value, stray.txHash);
-    }
-    if (outOf) {
-      add('assets:wallet', outOf, token.symbol, -stray.value);
-      add('equity:owner_transfers', outOf, token.symbol, stray.value);
-    }
+    unmatchedIn(stray.to, token.symbol, stray.value, stray.txHash);
+    unmatchedOut(stray.from, token.symbol, stray.value);
   }
   return out;
+}
+
+/** The link's refund as the service pays it: the world's pieces, or one transfer of A. */
+export function refundPieces(p: SimPayout): Array<{ value: bigint; txHash: string }> {
+  return p.refundPieces ?? [{ value: p.A, txHash: p.refundTx }];
 }
 
 export function finalStatus(intent: SimIntent): number {

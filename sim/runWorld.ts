@@ -361,6 +361,33 @@ async function judge(
     }
   }
 
+  // Every claim-link pool of ours against the chain: what the books hold for a store's links
+  // (claim_pool and refund_receivable) is what their pools still hold for it, less a funding fee
+  // the service has not swept yet; a pool the service overdrew (a refund of a claimed link, an
+  // overpayment returned) holds nothing for us.
+  for (const token of world.tokens) {
+    for (const store of world.stores) {
+      const links = world.payouts.filter(
+        (p) =>
+          p.storeId === store.storeId &&
+          p.token === token &&
+          facts.knownLinks.has(p.referenceId) &&
+          chain.blockOf(p.fundingTx) !== undefined,
+      );
+      let onChain = 0n;
+      for (const p of links) {
+        const unswept = p.F > 0n && chain.blockOf(p.sweepTx) === undefined ? p.F : 0n;
+        const held = chain.balanceOf(token.address, p.pool) - unswept;
+        onChain += held > 0n ? held : 0n;
+      }
+      const code = (kind: string) => `${kind}:${store.storeId}:${SIM_CHAIN_ID}:${token.symbol}`;
+      const ledger =
+        (actual.get(code('assets:claim_pool')) ?? 0n) + (actual.get(code('assets:refund_receivable')) ?? 0n);
+      if (ledger !== onChain)
+        problems.push(`pools of ${store.storeId} ${token.symbol}: ledger ${ledger}, chain ${onChain}`);
+    }
+  }
+
   const mined = new Set<string>();
   for (const tx of [...worldTransfers(world).values(), ...facts.serviceSent])
     if (chain.blockOf(tx.txHash) !== undefined) mined.add(tx.txHash);

@@ -102,10 +102,29 @@ export function createServiceDouble(
     value: bigint,
     txHash: `0x${string}`,
   ) => send({ token: p.token.address, from, to, value, txHash });
+  /** Refund pieces waiting for their time (shape refund_pieces: some come late). */
+  let queued: Array<{ at: number; p: SimPayout; value: bigint; txHash: `0x${string}` }> = [];
+  let clock = 0;
+  const release = (now: number) => {
+    clock = Math.max(clock, now);
+    const due = queued.filter((q) => q.at <= clock);
+    queued = queued.filter((q) => q.at > clock);
+    for (const q of due)
+      transfer(q.p, q.p.pool, custodyOf.get(q.p.storeId) as `0x${string}`, q.value, q.txHash);
+  };
+  /** The link's refund to custody: one transfer of A, or the world's pieces, each at its delay. */
+  const payRefund = (p: SimPayout) => {
+    const pieces = p.refundPieces ?? [{ value: p.A, txHash: p.refundTx, delayMs: 0 }];
+    for (const piece of pieces)
+      queued.push({ at: clock + piece.delayMs, p, value: piece.value, txHash: piece.txHash });
+    release(clock);
+  };
   const refund = (p: SimPayout, link: LinkState, status: 'cancelled' | 'expired') => {
     link.status = status;
-    transfer(p, p.pool, custodyOf.get(p.storeId) as `0x${string}`, p.A, p.refundTx);
+    payRefund(p);
   };
+  /** Claimed links the service will also refund (shape claimed_then_refunded), by when. */
+  const refundsAfterClaim = new Map<string, number>();
   const notCancellable = (status: string) =>
     new SvcApiError({
       endpoint: 'claim_links.cancel',
@@ -128,8 +147,18 @@ export function createServiceDouble(
       if (!p || link?.status !== 'link_sent') return;
       link.status = 'claimed';
       transfer(p, p.pool, p.recipient, p.A, p.claimTx);
+      if (p.refundAfterClaimMs !== undefined)
+        refundsAfterClaim.set(p.referenceId, clock + p.refundAfterClaimMs);
     },
     advance(now) {
+      release(now);
+      for (const [ref, at] of refundsAfterClaim) {
+        const p = payoutsByRef.get(ref);
+        if (!p || at > clock) continue;
+        refundsAfterClaim.delete(ref);
+        // The service contradicts itself: the link stays claimed, and its pool pays custody back.
+        payRefund(p);
+      }
       for (const p of world.payouts) {
         const link = links.get(p.linkId);
         if (link?.status === 'link_sent' && p.createdAt + EXPIRY_MS <= now) refund(p, link, 'expired');

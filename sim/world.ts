@@ -72,7 +72,8 @@ export interface SimIntent {
 }
 
 export interface SimStray {
-  kind: 'stranger_in' | 'owner_out' | 'between_stores' | 'lookalike';
+  /** owner_move: the owner moves money between two watched wallets (custody, merchant, stores). */
+  kind: 'stranger_in' | 'owner_out' | 'between_stores' | 'lookalike' | 'owner_move';
   at: number;
   token: Hex;
   from: Hex;
@@ -106,6 +107,21 @@ export interface SimPayout {
   rerunAt: number;
   end: 'claimed' | 'cancelled' | 'expired' | 'cancel_after_claim' | 'open';
   endAt: number;
+  /**
+   * How the service pays the refund back to custody (shape refund_pieces): pieces in order, each
+   * `delayMs` after the cancel or expiry; pieces of one transaction share its hash. Their sum may
+   * fall short of A (a refund that never completes) or pass it (an overpayment returned). Absent:
+   * one transfer of A at once (`refundTx`).
+   */
+  refundPieces?: RefundPiece[];
+  /** The service refunds the link this long after its claim too (shape claimed_then_refunded). */
+  refundAfterClaimMs?: number;
+}
+
+export interface RefundPiece {
+  value: bigint;
+  txHash: Hex;
+  delayMs: number;
 }
 
 /** The owner's deposit into a custody wallet, so payouts have money to fund them. */
@@ -329,6 +345,7 @@ export function generateWorld(seed: string, options: WorldOptions): World {
         from: addr(`owner:${store.storeId}`),
       });
   }
+  applyShapes({ seed, stores, intents, strays, payouts, tokens, span, addr, txHash }, options.shapes);
   return {
     seed,
     tokens,
@@ -341,6 +358,112 @@ export function generateWorld(seed: string, options: WorldOptions): World {
     feeWallet: addr('service:fees'),
     span,
   };
+}
+
+interface ShapeInput {
+  seed: string;
+  stores: SimStore[];
+  intents: SimIntent[];
+  strays: SimStray[];
+  payouts: SimPayout[];
+  tokens: SimToken[];
+  span: number;
+  addr: (label: string) => Hex;
+  txHash: (label: string) => Hex;
+}
+
+/**
+ * The wallet and refund shapes (sim/shapes.ts), each drawn from a random stream of its own, after
+ * the plain world: a shape that is off draws nothing, so the plain world is the same with or
+ * without the others.
+ */
+function applyShapes(w: ShapeInput, shapes: ReadonlySet<Shape> = new Set()): void {
+  const streamOf = (shape: Shape) => {
+    const rnd = seededRandom(`world:${w.seed}:${shape}`);
+    return {
+      chance: (p: number) => rnd() < p,
+      int: (lo: number, hi: number) => lo + Math.floor(rnd() * (hi - lo + 1)),
+      pick: <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T,
+    };
+  };
+  // The wallets of ours a store's intent may be paid from: never its own merchant wallet (a wallet
+  // paying itself moves nothing).
+  const watchedPayers = (storeId: string): Hex[] => {
+    const own = w.stores.find((s) => s.storeId === storeId);
+    const all = w.stores.flatMap((s) => [s.merchant, s.custody]);
+    return [...new Set(all)].filter((a) => a !== own?.merchant);
+  };
+  if (shapes.has('watched_payer')) {
+    const r = streamOf('watched_payer');
+    for (const intent of w.intents) if (r.chance(0.25)) intent.payer = r.pick(watchedPayers(intent.storeId));
+  }
+  if (shapes.has('watched_send_back')) {
+    const r = streamOf('watched_send_back');
+    for (const intent of w.intents)
+      if (intent.outcome === 'send_back' && r.chance(0.6))
+        intent.payer = r.pick(watchedPayers(intent.storeId));
+  }
+  if (shapes.has('claim_to_watched')) {
+    const r = streamOf('claim_to_watched');
+    for (const p of w.payouts) {
+      if (!r.chance(0.35)) continue;
+      const own = w.stores.find((s) => s.storeId === p.storeId);
+      const others = w.stores.filter((s) => s.storeId !== p.storeId);
+      // The same store's merchant wallet most often (a merchant paying itself out), else another store's.
+      const choices = [own?.merchant, own?.merchant, ...others.flatMap((s) => [s.merchant, s.custody])];
+      p.recipient = r.pick(choices.filter((a): a is Hex => a !== undefined));
+    }
+  }
+  if (shapes.has('owner_moves')) {
+    const r = streamOf('owner_moves');
+    const wallets = [...new Set(w.stores.flatMap((s) => [s.merchant, s.custody]))];
+    for (let i = r.int(0, 3); i > 0 && wallets.length > 1; i--) {
+      const from = r.pick(wallets);
+      const to = r.pick(wallets.filter((a) => a !== from));
+      const token = r.pick(w.tokens);
+      w.strays.push({
+        kind: 'owner_move',
+        at: r.int(0, w.span),
+        token: token.address,
+        from,
+        to,
+        value: BigInt(r.int(1, 500)) * 10n ** BigInt(token.decimals) + BigInt(r.int(0, 999)),
+        txHash: w.txHash(`owner_move:${i}`),
+      });
+    }
+  }
+  if (shapes.has('refund_pieces')) {
+    const r = streamOf('refund_pieces');
+    w.payouts.forEach((p, n) => {
+      if (p.end === 'claimed' || p.end === 'open' || !r.chance(0.6)) return;
+      const count = p.A >= 3n ? r.int(1, 3) : 1;
+      const oneTx = r.chance(0.4);
+      const pieces: RefundPiece[] = [];
+      let left = p.A;
+      for (let k = 0; k < count; k++) {
+        const last = k === count - 1;
+        const value = last ? left : 1n + (left * BigInt(r.int(10, 60))) / 100n;
+        left -= value;
+        pieces.push({
+          value,
+          txHash: oneTx ? p.refundTx : w.txHash(`refund:${n}:${k}`),
+          // Pieces of one transaction are mined together; separate ones may come hours apart.
+          delayMs: oneTx || k === 0 ? 0 : r.chance(0.5) ? r.int(60_000, 3 * 3_600_000) : r.int(1_000, 60_000),
+        });
+      }
+      const [lastPiece] = pieces.slice(-1);
+      // A refund that never completes (the last piece never comes), or one that returns more
+      // (an overpayment at funding, returned with the last piece).
+      if (lastPiece && pieces.length > 1 && r.chance(0.2)) pieces.pop();
+      else if (lastPiece && r.chance(0.15)) lastPiece.value += BigInt(r.int(1, 1_000));
+      p.refundPieces = pieces;
+    });
+  }
+  if (shapes.has('claimed_then_refunded')) {
+    const r = streamOf('claimed_then_refunded');
+    for (const p of w.payouts)
+      if (p.end === 'claimed' && r.chance(0.5)) p.refundAfterClaimMs = r.int(60_000, 3 * 3_600_000);
+  }
 }
 
 /**

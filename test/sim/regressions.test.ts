@@ -37,6 +37,15 @@ const FAILED_ONCE: Array<{ seed: string; faults?: string; shapes?: string }> = [
   // finding stayed open without a cause (found by the check that no such finding lacks one).
   { seed: '16' },
   { seed: '22' },
+  // Issue 30: each failed on the code before a transfer between two watched wallets became two
+  // facts and rule 8 booked a refund in pieces (the first piece booked whole, the rest in
+  // suspense; a payer of ours, a claim or a return into a wallet of ours booked on one side only).
+  { seed: '3', shapes: 'refund_pieces' },
+  { seed: '16', shapes: 'refund_pieces' },
+  { seed: '5', shapes: 'watched_payer' },
+  { seed: '8', shapes: 'watched_payer' },
+  { seed: '13', shapes: 'claim_to_watched' },
+  { seed: '3', shapes: 'watched_send_back' },
 ];
 
 const admin = inject('adminDatabaseUrl');
@@ -63,9 +72,9 @@ beforeAll(async () => {
 afterAll(() => query(`drop database if exists ${template} with (force)`));
 
 describe('simulator regressions', () => {
-  for (const { seed, faults: only, shapes = 'none' } of FAILED_ONCE) {
+  for (const [index, { seed, faults: only, shapes = 'none' }] of FAILED_ONCE.entries()) {
     it(`behavior: seed ${seed} (${only ?? 'every fault'}; shapes ${shapes}) books what the oracle expects`, async () => {
-      const name = `${template}_${seed}`;
+      const name = `${template}_${index}`;
       await query(`create database ${name} template ${template}`);
       const database = createDatabase(urlOf(name), { max: 6 });
       try {
