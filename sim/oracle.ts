@@ -1,3 +1,4 @@
+import { bigintMin } from '../src/money/bigintMin.ts';
 import { SIM_CHAIN_ID, type SimIntent, type SimPayout, type World } from './world.ts';
 
 /**
@@ -123,7 +124,7 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     if ((status === 'cancelled' || status === 'expired') && S > 0n) {
       // Rule 7 moves A to the receivable; rule 8 clears it piece by piece, never below zero: what
       // never came stays owed, an excess is a funding overpayment returned out of payout_fees.
-      const cleared = S < p.A ? S : p.A;
+      const cleared = bigintMin(S, p.A);
       add('assets:claim_pool', p.storeId, sym, -p.A);
       add('assets:refund_receivable', p.storeId, sym, p.A - cleared);
       add('assets:custody', p.storeId, sym, S);

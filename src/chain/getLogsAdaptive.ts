@@ -1,5 +1,6 @@
 import { getLogsRetryHelper } from '@ponder/utils';
 import { hexToBigInt, numberToHex, type RpcError } from 'viem';
+import { bigintMin } from '../money/bigintMin.ts';
 import { isRateLimitError, rpcErrorOutcome } from './rpcClients.ts';
 
 /**
@@ -49,7 +50,7 @@ export async function readAdaptiveRange<T>(
   read: (fromBlock: bigint, toBlock: bigint) => Promise<T>,
 ): Promise<{ toBlock: bigint; value: T }> {
   for (let shrinks = 0; ; shrinks++) {
-    const toBlock = min(fromBlock + state.size - 1n, lastBlock);
+    const toBlock = bigintMin(fromBlock + state.size - 1n, lastBlock);
     try {
       const value = await read(fromBlock, toBlock);
       grow(state, toBlock - fromBlock + 1n);
@@ -71,11 +72,11 @@ function grow(state: LogRangeState, span: bigint): void {
   if (state.size >= state.ceiling) {
     state.streak++;
     if (state.streak >= RAISE_CEILING_AFTER && state.ceiling < state.max) {
-      state.ceiling = min(state.ceiling * 2n, state.max);
+      state.ceiling = bigintMin(state.ceiling * 2n, state.max);
       state.streak = 0;
     }
   }
-  state.size = min(state.size * 2n, state.ceiling);
+  state.size = bigintMin(state.size * 2n, state.ceiling);
 }
 
 /**
@@ -116,8 +117,4 @@ function errorSummary(err: unknown): { code?: number; message: string } {
   }
   if (messages.length === 0) messages.push(String(err));
   return code === undefined ? { message: messages.join(' | ') } : { code, message: messages.join(' | ') };
-}
-
-function min(a: bigint, b: bigint): bigint {
-  return a < b ? a : b;
 }

@@ -8,6 +8,7 @@ import type { Db } from '../db/database.ts';
 import { coerceError } from '../errors/coerceError.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
+import { bigintMin } from '../money/bigintMin.ts';
 import { type BlockHeader, getBlockHeader } from './blockHeaders.ts';
 import { catchUpPools } from './catchUpPools.ts';
 import { type ChainCursor, readCursor, writeCursor, writeCursorHead } from './chainCursor.ts';
@@ -276,7 +277,7 @@ async function reorgStep(pass: Pass): Promise<SkipReason | undefined> {
       outcome.orphaned += orphanedRows.length;
       outcome.reorgDepth = check.depth;
       // The verified block never passes the cursor (applyReorg's writeCursor takes it down too).
-      const verifiedBlock = min(pass.cursor.verifiedBlock, check.rewindTo.blockNumber);
+      const verifiedBlock = bigintMin(pass.cursor.verifiedBlock, check.rewindTo.blockNumber);
       pass.cursor = { ...check.rewindTo, ...pass.seen, verifiedBlock };
       log.warn(
         {
@@ -334,7 +335,7 @@ async function readNewLogs(pass: Pass, contracts: readonly string[], mem: Indexe
   try {
     for (let ranges = 0; ranges < maxRanges && Date.now() < deadline; ranges++) {
       const cursorBlock = pass.cursor?.blockNumber ?? origin - 1n;
-      const verifyTo = min(cursorBlock, finalBlock);
+      const verifyTo = bigintMin(cursorBlock, finalBlock);
       const reread = verified < verifyTo;
       const start = reread ? verified + 1n : cursorBlock + 1n;
       if (start > head) break;
@@ -352,7 +353,7 @@ async function readNewLogs(pass: Pass, contracts: readonly string[], mem: Indexe
       knownEnd = undefined;
       const { end, facts } = read.value;
       // The range began at or below verified + 1, so verification is contiguous up to its final part.
-      const readFinal = min(end.number, finalBlock);
+      const readFinal = bigintMin(end.number, finalBlock);
       const nextVerified = start <= verified + 1n && readFinal > verified ? readFinal : verified;
       // A re-read that ends below the cursor leaves it where it is.
       const moved = end.number > cursorBlock;
@@ -503,10 +504,6 @@ function errorMessage(err: unknown): string {
 
 function nothingDone(lag: number | null): IndexOutcome {
   return { fromBlock: null, toBlock: null, transfersFound: 0, recovered: 0, finalized: 0, orphaned: 0, lag };
-}
-
-function min(a: bigint, b: bigint): bigint {
-  return a < b ? a : b;
 }
 
 function lagOf(head: bigint, cursorBlock: bigint): number {

@@ -19,6 +19,7 @@
  */
 
 import type { FindingDraft } from '../../findings/finding.ts';
+import { bigintMin } from '../../money/bigintMin.ts';
 import { formatDecimalAmount, parseDecimalAmount } from '../../money/decimalAmount.ts';
 import { type AccountKind, account, type Token } from '../accounts.ts';
 import type { RuleOutcome } from '../entryDraft.ts';
@@ -360,7 +361,7 @@ export function claimLinkRefunded(fact: ClaimLinkTransferFact & { receivable?: b
   const R = fact.transfer.amount;
   if (R === 0n || E <= 0n) return { entry: null, findings: [] };
   const acct = accounts(fact);
-  const cleared = R < E ? R : E;
+  const cleared = bigintMin(R, E);
   const fmt = (units: bigint) => formatDecimalAmount(units, fact.token.decimals);
   const entry = draftEntry(
     {
