@@ -67,7 +67,9 @@ export async function settleTransfers(
   }
 
   // A transfer into a merchant wallet waits for its intent (see above): only those whose grace
-  // is over or whose intent has settled are worth a transaction now.
+  // is over or whose intent has settled are worth a transaction now. Not one out of a pool: the
+  // pool's side never waits, and deciding it late would let the pool's later transfers (a refund
+  // after a claim into our own merchant wallet) be matched before it.
   const merchants = wallets.filter((w) => w.role === 'merchant').map((w) => sql`${w.address}`);
   const graceCutoff = new Date(deps.clock.now().getTime() - deps.unmatchedGraceMs).toISOString();
   const final = await deps.db.execute<{ id: string }>(sql`
@@ -75,6 +77,7 @@ export async function settleTransfers(
     where t.chain_id = ${chainId} and t.state = 'final' and t.applied_at is null
       and (${merchants.length === 0 ? sql`true` : sql`t.to_address not in (${sql.join(merchants, sql`, `)})`}
            or t.final_at < ${graceCutoff}::timestamptz
+           or exists (select 1 from chain_watched_wallets w where w.chain_id = t.chain_id and w.address = t.from_address)
            or exists (select 1 from checkout_intents i
                       where i.chain_id = t.chain_id and (i.status = 20 or i.status < 0)
                         and (lower(i.tx_hash_2) = t.tx_hash or lower(i.tx_hash) = t.tx_hash)))
