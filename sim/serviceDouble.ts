@@ -11,8 +11,11 @@ import { SIM_CHAIN_ID, type SimIntent, type SimPayout, type World } from './worl
 /**
  * The service as the world says it behaves, behind the product's own SvcClient interface: an
  * intent read at time t answers its state at t minus the read's lag (a read side lagging behind),
- * or a 5xx the caller retries. Answers go through the service model's zod schema, as the real
- * client's do. Only the calls the booking code makes are answered.
+ * or a 5xx the caller retries. Any call may also be refused (90000, 40001) or act and lose its
+ * answer, as its job's faults say (SvcCallFault). Amounts are written as the service may write
+ * them (decimal_forms) and intents may be priced in fiat (fiat_priced). Answers go through the
+ * service model's zod schema, as the real client's do. Only the calls the booking code makes are
+ * answered.
  */
 export interface ReadFaults {
   /** How far behind the world this read is (ms). */
