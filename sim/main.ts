@@ -3,13 +3,13 @@ import { createDatabase } from '../src/db/database.ts';
 import { runMigrations } from '../src/db/migrate.ts';
 import { startEphemeralPostgres } from '../src/devservices/postgres.ts';
 import { runWorld } from './runWorld.ts';
-import { ALL_FAULTS, type Fault, type SimEvent, scheduleEvents } from './schedule.ts';
+import { ALL_FAULTS, FAULTS, type Fault, type SimEvent, scheduleEvents } from './schedule.ts';
 import { ALL_SHAPES, parseShapes, SHAPES, type Shape } from './shapes.ts';
 import { shrinkEvents } from './shrink.ts';
 import { generateWorld } from './world.ts';
 
 /**
- * `npm run sim -- [--seeds N | --seed S] [--from K] [--events K] [--intents K] [--faults LIST]
+ * `npm run sim -- [--seeds N | --seed S] [--from K] [--events K] [--intents K] [--faults LIST|all|none|list]
  * [--shapes LIST|all|none|list] [--only I,J,...]`: plays seeded worlds to the product and judges each against the oracle. One
  * line per failing seed (with a shrunk event list and the command that replays it), then
  * `N passed, M failed`. The same arguments give the same worlds, events and results.
@@ -90,6 +90,10 @@ function parse(argv: string[]): Options {
 async function main(): Promise<number> {
   if (process.argv.slice(2).join(' ').includes('--shapes list')) {
     for (const name of ALL_SHAPES) console.log(`${name.padEnd(24)} ${SHAPES[name]}`);
+    return 0;
+  }
+  if (process.argv.slice(2).join(' ').includes('--faults list')) {
+    for (const name of ALL_FAULTS) console.log(`${name.padEnd(24)} ${FAULTS[name]}`);
     return 0;
   }
   const options = parse(process.argv.slice(2));

@@ -64,6 +64,10 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
   };
 
   for (const intent of world.intents) {
+    // An intent in a contract outside the registry (a look-alike copying a real token's symbol):
+    // no sale (rule 1 books only registry tokens, `unknown_token`), and nothing it moved on the
+    // chain is money: the indexer never reads that contract.
+    if (!inRegistry(world, intent)) continue;
     const final = finalStatus(intent);
     const sym = intent.token.symbol;
     const s = intent.storeId;
@@ -154,6 +158,11 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
 /** The link's refund as the service pays it: the world's pieces, or one transfer of A. */
 export function refundPieces(p: SimPayout): Array<{ value: bigint; txHash: string }> {
   return p.refundPieces ?? [{ value: p.A, txHash: p.refundTx }];
+}
+
+/** Whether the intent's token is one of the registry's (the world's tokens), not a look-alike. */
+export function inRegistry(world: World, intent: SimIntent): boolean {
+  return world.tokens.some((t) => t.address === intent.token.address);
 }
 
 export function finalStatus(intent: SimIntent): number {

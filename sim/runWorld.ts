@@ -12,7 +12,7 @@ import { createInboxWriter } from '../src/intake/inboxWriter.ts';
 import { createAccountCache } from '../src/ledger/ensureAccounts.ts';
 import { createLogger } from '../src/logging/logger.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
-import { formatDecimalAmount } from '../src/money/decimalAmount.ts';
+import { formatDecimalAmount, parseDecimalAmount } from '../src/money/decimalAmount.ts';
 import { trackIntent } from '../src/payments/createIntent.ts';
 import { pollIntent } from '../src/payments/pollIntent.ts';
 import { cancelPayout } from '../src/payouts/cancelPayout.ts';
@@ -21,8 +21,8 @@ import { expireClaimLinks } from '../src/payouts/expireClaimLinks.ts';
 import { settleTransfers } from '../src/settlement/settleTransfers.ts';
 import { createChainDouble, type SimTransfer } from './chainDouble.ts';
 import { crashingDb, SimulatedCrash } from './crashingDb.ts';
-import { expectedBalances, finalStatus } from './oracle.ts';
-import { type SimEvent, worldTransfers } from './schedule.ts';
+import { expectedBalances, finalStatus, inRegistry } from './oracle.ts';
+import { type JobFaults, type SimEvent, type SvcCallFault, worldTransfers } from './schedule.ts';
 import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
 import { SIM_CHAIN_ID, type World } from './world.ts';
 
@@ -36,6 +36,11 @@ const EPOCH_MS = Math.floor(Date.now() / 60_000) * 60_000;
 /** How long a final transfer may wait for the fact that explains it (the daemon's, unscaled). */
 const GRACE_MS = 10 * 60_000;
 const FINALITY_DEPTH = 2;
+/**
+ * When a job that a service fault or a crash of the later faults (svc_errors, lost_answers,
+ * crash_jobs) cut short runs again, unless its event says (JobFaults.retryAfter): BullMQ's backoff.
+ */
+const RETRY_MS = 60_000;
 
 export interface RunResult {
   problems: string[];
@@ -92,6 +97,9 @@ export async function runWorld(
   ]);
   const config = { stores, chains } satisfies Pick<Config, 'stores' | 'chains'>;
   let readFaults: ReadFaults = { lagMs: 0, fail: false };
+  /** What the service does with the running job's next calls (JobFaults.svc). */
+  let callPlan: SvcCallFault[] = [];
+  const nextCall = (): SvcCallFault => callPlan.shift() ?? false;
   const accounts = createAccountCache();
   const domainOn = (db: Db): DomainContext => ({
     db,
@@ -106,6 +114,7 @@ export async function runWorld(
         storeId,
         () => now,
         () => readFaults,
+        nextCall,
       ),
   });
   const chain = createChainDouble(SIM_CHAIN_ID, FINALITY_DEPTH);
@@ -128,13 +137,14 @@ export async function runWorld(
   /** Payouts whose link stablebooks learnt from a create answer. */
   const knownLinks = new Set<string>();
   const payouts = new Map(world.payouts.map((p) => [p.referenceId, p]));
-  const tuning = { sleep: async () => {}, createRetry: { maxAttempts: 1 } };
-  const createLink = async (ref: string) => {
+  const tuning = { sleep: async () => {}, random: () => 0.5 };
+  /** createPayout, tried `attempts` times with the same reference_id (1 unless svc_errors says). */
+  const createLink = async (ref: string, faults?: JobFaults, attempts = 1) => {
     const p = payouts.get(ref);
-    if (!p) return;
-    await job(undefined, async (db) => {
+    if (!p) return true;
+    return job(faults, async (db) => {
       const result = await createPayout(
-        { ...domainOn(db), ...tuning },
+        { ...domainOn(db), ...tuning, createRetry: { maxAttempts: attempts } },
         {
           storeId: p.storeId,
           amount: formatDecimalAmount(p.A, p.token.decimals),
@@ -146,29 +156,88 @@ export async function runWorld(
       if (result.payout.claimLinkId) knownLinks.add(ref);
     });
   };
-  const linksJob = () => job(undefined, (db) => expireClaimLinks(domainOn(db), clock.now()));
+  const linksJob = (faults?: JobFaults) => job(faults, (db) => expireClaimLinks(domainOn(db), clock.now()));
   const problems: string[] = [];
   let deliveries = 0;
 
-  /** A job: its crash (if any) cuts it short; anything else it throws is the job failing, retried later. */
-  const job = async (crash: number | undefined, run: (db: Db) => Promise<unknown>) => {
+  /**
+   * A job: its crash (if any) cuts it short, and the service answers its calls as its faults say;
+   * anything else it throws is the job failing, retried later. True when it ran to its end.
+   */
+  const job = async (faults: JobFaults | undefined, run: (db: Db) => Promise<unknown>) => {
+    callPlan = [...(faults?.svc ?? [])];
+    const crash = faults?.crash;
     try {
-      await run(crash === undefined ? database.db : crashingDb(database.db, crash));
+      await run(
+        crash === undefined
+          ? database.db
+          : crashingDb(database.db, crash, { prepared: faults?.prepared === true }),
+      );
+      return true;
     } catch (err) {
       if (!(err instanceof SimulatedCrash) && !isExpected(err)) problems.push(`job threw: ${describe(err)}`);
+      return false;
+    } finally {
+      callPlan = [];
     }
   };
-  const indexAndSettle = (crash?: number) =>
-    job(crash, async (db) => {
+  /** Whether the later faults (JobFaults) reached this event: only then is a failed job retried here. */
+  const hostile = (faults: JobFaults) => faults.svc !== undefined || faults.crash !== undefined;
+  /** Jobs cut short by the later faults, each run again once its time comes (RETRY_MS), by key. */
+  const retries = new Map<string, { due: number; run: () => Promise<boolean> }>();
+  const retryLater = (key: string, run: () => Promise<boolean>, after = RETRY_MS) =>
+    retries.set(key, { due: now + after, run });
+  const runRetries = async (all: boolean) => {
+    for (const [key, retry] of [...retries]) {
+      if (!all && retry.due > now) continue;
+      retries.delete(key);
+      if (!(await retry.run())) retryLater(key, retry.run);
+    }
+  };
+  const track = async (intentId: string, faults: JobFaults) => {
+    const intent = intents.get(intentId);
+    if (!intent) return true;
+    readFaults = { lagMs: 0, fail: false };
+    const ok = await job(faults, (db) => trackIntent(domainOn(db), intent.storeId, intent.id, 'track'));
+    // Known once tracked; a track the later faults cut short is known once its retry tracks it.
+    if (ok || !hostile(faults)) known.add(intent.id);
+    else retryLater(`track:${intentId}`, () => track(intentId, {}), faults.retryAfter);
+    return ok;
+  };
+  const payoutId = async (ref: string) => {
+    const { rows } = await database.db.execute<{ id: string; claim_link_id: string | null }>(
+      sql`select id, claim_link_id from payouts where reference_id = ${ref}`,
+    );
+    return rows[0];
+  };
+  const cancel = async (ref: string, faults: JobFaults): Promise<boolean> => {
+    const row = await payoutId(ref);
+    if (!row) return !hostile(faults);
+    let refused = false;
+    const ok = await job(faults, async (db) => {
+      try {
+        await cancelPayout(domainOn(db), row.id);
+      } catch (err) {
+        // The service refused it (claimed, expired): what a person sees, and stops at.
+        refused = err instanceof Error && err.name === 'PayoutStateError' && row.claim_link_id !== null;
+        throw err;
+      }
+    });
+    if (!ok && !refused && hostile(faults))
+      retryLater(`cancel:${ref}`, () => cancel(ref, {}), faults.retryAfter);
+    return ok || refused;
+  };
+  const indexAndSettle = (faults?: JobFaults) =>
+    job(faults, async (db) => {
       await indexChainPass({ db, pool: database.pool, config, rpc, metrics, logger, clock }, SIM_CHAIN_ID);
       await settleTransfers({ db, config, accounts, clock, unmatchedGraceMs: GRACE_MS }, SIM_CHAIN_ID);
     });
-  const processInbox = async (batch: number, crash?: number) => {
+  const processInbox = async (batch: number, faults?: JobFaults) => {
     const { rows } = await database.db.execute<{ webhook_id: string }>(
       sql`select webhook_id from webhook_inbox where status = 'received' order by received_at, webhook_id limit ${batch}`,
     );
     if (rows.length === 0) return;
-    await job(crash, async (db) => {
+    await job(faults, async (db) => {
       const results = await processInboxBatch(
         domainOn(db),
         rows.map((r) => r.webhook_id),
@@ -181,6 +250,7 @@ export async function runWorld(
   for (const event of events) {
     now = Math.max(now, event.t);
     service.advance(now);
+    await runRetries(false);
     switch (event.k) {
       case 'send': {
         const tx = transfers.get(event.tx);
@@ -197,16 +267,11 @@ export async function runWorld(
         chain.dropNextLog();
         break;
       case 'index':
-        await indexAndSettle(event.crash);
+        await indexAndSettle(event);
         break;
-      case 'track': {
-        const intent = intents.get(event.intent);
-        if (!intent) break;
-        readFaults = { lagMs: 0, fail: false };
-        await job(undefined, (db) => trackIntent(domainOn(db), intent.storeId, intent.id, 'track'));
-        known.add(intent.id);
+      case 'track':
+        await track(event.intent, event);
         break;
-      }
       case 'webhook': {
         const intent = intents.get(event.intent);
         const body = intent && service.webhookAt(intent, event.sentAt, event.id);
@@ -223,29 +288,33 @@ export async function runWorld(
           json: true,
         });
         known.add(intent.id);
-        await processInbox(event.batch, event.crash);
+        await processInbox(event.batch, event);
         break;
       }
-      case 'payout':
-        await createLink(event.ref);
-        break;
-      case 'cancel': {
-        const { rows } = await database.db.execute<{ id: string }>(
-          sql`select id from payouts where reference_id = ${event.ref}`,
-        );
-        const id = rows[0]?.id;
-        if (id) await job(undefined, (db) => cancelPayout(domainOn(db), id));
+      case 'payout': {
+        const ref = event.ref;
+        const ok = await createLink(ref, event, event.attempts);
+        if (!ok && hostile(event) && !knownLinks.has(ref))
+          retryLater(
+            `payout:${ref}`,
+            async () => (await createLink(ref)) && knownLinks.has(ref),
+            event.retryAfter,
+          );
         break;
       }
+      case 'cancel':
+        await cancel(event.ref, event);
+        break;
       case 'claim':
         service.claim(event.ref);
         break;
       case 'expire':
-        await linksJob();
+        if (!(await linksJob(event)) && hostile(event))
+          retryLater('expire', () => linksJob(), event.retryAfter);
         break;
       case 'poll': {
         readFaults = { lagMs: event.lag, fail: event.fail };
-        await job(event.crash, (db) => pollIntent(domainOn(db), event.intent));
+        await job(event, (db) => pollIntent(domainOn(db), event.intent));
         readFaults = { lagMs: 0, fail: false };
         break;
       }
@@ -259,6 +328,7 @@ export async function runWorld(
   for (let round = 0; round < 16; round++) {
     now += 6 * 3_600_000;
     service.advance(now);
+    await runRetries(true);
     // A real chain keeps growing: past the indexer's cursor (a deep reorg left the head below
     // it) and past finality.
     const cursor = await database.db.execute<{ b: string }>(
@@ -438,11 +508,12 @@ async function judge(
     from ledger_entries where ref_type = 'checkout_intent' group by ref_id`);
   const salesBooked = new Map(sales.rows.map((r) => [r.ref_id, Number(r.n)]));
   for (const intent of world.intents) {
-    const want = finalStatus(intent) === 20 && known.has(intent.id) ? 1 : 0;
+    const want = finalStatus(intent) === 20 && known.has(intent.id) && inRegistry(world, intent) ? 1 : 0;
     const got = salesBooked.get(intent.id) ?? 0;
     if (got !== want)
       problems.push(`intent ${intent.id} (${intent.outcome}): rule 1 booked ${got} times, expected ${want}`);
   }
+  problems.push(...(await judgeServiceFacts(db, world, known)));
 
   // Every stranger's transfer the chain kept is open as an unmatched-transfer finding.
   for (const stray of world.strays) {
@@ -466,6 +537,83 @@ async function judge(
       );
   }
   return problems;
+}
+
+/**
+ * What the service said, as the books must hold it whatever form it took: every rule-1 entry's
+ * amounts (decimal strings as sent, any form) are the world's R, P, F and N, and its fiat metadata
+ * the intent's price (null when priced in a coin); an intent in a look-alike contract has no
+ * rule-1 entry at all and, confirmed and known, an open `unknown_token`; and no finding says
+ * the service changed amounts or answered a create with other ones (it never does here).
+ */
+async function judgeServiceFacts(db: Db, world: World, known: ReadonlySet<string>): Promise<string[]> {
+  const problems: string[] = [];
+  const byId = new Map(world.intents.map((i) => [i.id, i]));
+  const entries = await db.execute<{ ref_id: string; metadata: Record<string, unknown> }>(sql`
+    select ref_id, metadata from ledger_entries
+    where ref_type = 'checkout_intent' and kind = 'checkout.confirmed' order by id`);
+  for (const { ref_id, metadata } of entries.rows) {
+    const intent = byId.get(ref_id);
+    if (!intent) continue;
+    if (!inRegistry(world, intent)) {
+      problems.push(`intent ${intent.id} in a look-alike contract has a rule-1 entry`);
+      continue;
+    }
+    const d = intent.token.decimals;
+    const amounts: Array<[string, bigint]> = [
+      ['amount_coins', intent.R],
+      ['actual_paid_amount', intent.P],
+      ['service_fee_amount', intent.F],
+      ['net_income_amount', intent.P - intent.F],
+    ];
+    for (const [field, want] of amounts) {
+      const text = metadata[field];
+      let got: bigint | undefined;
+      try {
+        got = typeof text === 'string' ? parseDecimalAmount(text, d) : undefined;
+      } catch {
+        got = undefined;
+      }
+      if (got !== want)
+        problems.push(
+          `intent ${intent.id}: rule 1's ${field} is ${String(text)}, expected ${want} base units`,
+        );
+    }
+    const fiat = intent.fiat;
+    const rate = metadata.currency_rate;
+    const fiatOk =
+      metadata.currency === (fiat?.currency ?? null) &&
+      metadata.amount_cents === (fiat ? fiat.cents.toString() : null) &&
+      (fiat ? typeof rate === 'string' && sameDecimal(rate, fiat.rate) : rate === null);
+    if (!fiatOk)
+      problems.push(
+        `intent ${intent.id}: rule 1's fiat metadata ${JSON.stringify([metadata.currency, metadata.amount_cents, rate])}, expected ${JSON.stringify(fiat ? [fiat.currency, fiat.cents.toString(), fiat.rate] : [null, null, null])}`,
+      );
+  }
+  for (const intent of world.intents) {
+    if (inRegistry(world, intent) || !known.has(intent.id) || finalStatus(intent) !== 20) continue;
+    const found = await db.execute(sql`
+      select 1 from findings where kind = 'unknown_token' and resolved_at is null
+        and ref_type = 'checkout_intent' and ref_id = ${intent.id}`);
+    if (found.rows.length === 0)
+      problems.push(`intent ${intent.id} in a look-alike contract has no open unknown_token finding`);
+  }
+  const never = await db.execute<{ kind: string; ref_id: string }>(sql`
+    select kind, ref_id from findings
+    where kind in ('confirmed_amounts_changed', 'claim_link_create_mismatch', 'amount_format_error')`);
+  for (const f of never.rows)
+    problems.push(`finding ${f.kind} on ${f.ref_id}: the service never changed amounts`);
+  return problems;
+}
+
+/** Two decimal strings of the same value ("1.08" and "1.080"). */
+function sameDecimal(a: string, b: string): boolean {
+  const digits = Math.max(a.split('.')[1]?.length ?? 0, b.split('.')[1]?.length ?? 0);
+  try {
+    return parseDecimalAmount(a, digits) === parseDecimalAmount(b, digits);
+  } catch {
+    return false;
+  }
 }
 
 /** Errors a job may meet in a faulty world and retry (a 5xx, an intent the lagging service does not know yet). */

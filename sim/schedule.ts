@@ -3,13 +3,38 @@ import type { SimTransfer } from './chainDouble.ts';
 import type { World } from './world.ts';
 
 /**
+ * What the service does with one call of a job (sim/serviceDouble.ts): answers (false), fails
+ * with a 5xx (90000, HTTP 500) or a rate limit (40001, HTTP 429) without acting, or acts and its
+ * answer is lost on the way (a timeout after the service acted).
+ */
+export type SvcCallFault = false | '5xx' | '429' | 'lost';
+
+/**
+ * The service faults and crashes of a job the old faults did not reach (`svc_errors`,
+ * `lost_answers`, `crash_jobs`, `crash_prepared`); absent fields are no fault, as before they existed.
+ */
+export interface JobFaults {
+  /** The service's answers to the job's successive calls; calls beyond the list are answered. */
+  svc?: SvcCallFault[];
+  /** The process dies after this many statements (crashingDb). */
+  crash?: number;
+  /** The crash's count includes the statements sent through executePrepared. */
+  prepared?: true;
+  /**
+   * When a job these faults cut short runs again (ms after it failed): BullMQ's backoff, a
+   * sweeper, or a person running the same command hours later.
+   */
+  retryAfter?: number;
+}
+
+/**
  * The events the scheduler delivers to the product, in order, each at its time `t` (ms after the
  * world's start; the clock only moves forward). An event list is what a failure is shrunk over
  * and what a replay runs, so every event is plain data.
  */
 export type SimEvent =
   /** stablebooks learns the intent at its creation (`intents create` or `intents track`). */
-  | { k: 'track'; t: number; intent: string }
+  | ({ k: 'track'; t: number; intent: string } & JobFaults)
   /** A transfer of the world is sent (it is in the next block). Ground truth: never shrunk away. */
   | { k: 'send'; t: number; tx: string }
   | { k: 'mine'; t: number }
@@ -17,7 +42,7 @@ export type SimEvent =
   /** The next eth_getLogs answer leaves a log out. */
   | { k: 'dropLog'; t: number }
   /** One indexer pass and the settlement of what became final (the chain job). */
-  | { k: 'index'; t: number; crash?: number }
+  | { k: 'index'; t: number; crash?: number; prepared?: true }
   /** The service delivers a webhook it sent at `sentAt`, and a worker processes what is waiting. */
   | {
       k: 'webhook';
@@ -29,19 +54,37 @@ export type SimEvent =
       batch: number;
       /** The intent's last notification, which the service delivers in the end: never shrunk away. */
       last?: true;
+      /** The service's answers to the batch's intent reads. */
+      svc?: SvcCallFault[];
+      prepared?: true;
     }
   /** One poll of an intent; its reads lag `lag` ms behind, or fail. */
-  | { k: 'poll'; t: number; intent: string; lag: number; fail: false | '5xx' | '429'; crash?: number }
-  /** stablebooks creates a payout (`payouts create`), or runs the same create again. */
-  | { k: 'payout'; t: number; ref: string }
+  | {
+      k: 'poll';
+      t: number;
+      intent: string;
+      lag: number;
+      fail: false | '5xx' | '429';
+      crash?: number;
+      prepared?: true;
+    }
+  /**
+   * stablebooks creates a payout (`payouts create`), or runs the same create again; `attempts`:
+   * createPayout's own tries with the same reference_id (1 when absent).
+   */
+  | ({ k: 'payout'; t: number; ref: string; attempts?: number } & JobFaults)
   /** stablebooks cancels a payout's link (`payouts cancel`). */
-  | { k: 'cancel'; t: number; ref: string }
+  | ({ k: 'cancel'; t: number; ref: string } & JobFaults)
   /** The recipient claims the link (the service moves the money). */
   | { k: 'claim'; t: number; ref: string }
   /** The clock passes a link's 14 days (the service refunds it if unclaimed); the daemon's expiry job runs. */
-  | { k: 'expire'; t: number; ref: string };
+  | ({ k: 'expire'; t: number; ref: string } & JobFaults);
 
-/** contradict: the service cancels a confirmed intent (and may confirm it again). */
+/**
+ * contradict: the service cancels a confirmed intent (and may confirm it again). The service's
+ * faults on every call and the crashes of the payout and tracking jobs (FAULTS below) came later,
+ * each drawing from a random stream of its own.
+ */
 export type Fault =
   | 'dup'
   | 'drop'
@@ -52,8 +95,37 @@ export type Fault =
   | 'logs'
   | 'reorg'
   | 'crash'
-  | 'contradict';
-export const ALL_FAULTS: readonly Fault[] = [
+  | 'contradict'
+  | 'svc_errors'
+  | 'lost_answers'
+  | 'crash_jobs'
+  | 'crash_prepared';
+
+/** Each fault with one line on what it does (`--faults list`). */
+export const FAULTS: Record<Fault, string> = {
+  dup: 'a webhook delivered 2 or 3 times; a payout created twice with the same reference_id',
+  drop: "a webhook lost for good (never an intent's last)",
+  delay: 'a webhook delivered 1 to 3 days late',
+  reorder: 'neighbouring webhook deliveries swap',
+  lag: 'a poll reads a replica up to 30 minutes behind',
+  errors: "a poll's reads fail with a 5xx or a gateway's 429",
+  logs: 'an eth_getLogs answer leaves out a log of a block not yet final',
+  reorg: 'reorgs of depth 1 to 64, also after booking',
+  crash: 'the chain job, a webhook batch or a poll dies after its k-th statement',
+  contradict: 'the service cancels a confirmed intent, and may confirm it again',
+  svc_errors:
+    "5xx (90000) and 429 (40001) on every other service call: tracking's read, webhook-triggered reads, claim-link create (tried 1 to 3 times by createPayout) and cancel",
+  lost_answers:
+    'the service acts and its answer is lost: claim-link create (also on a replay), cancel (the link is cancelled and refunded), reads',
+  crash_jobs: 'trackIntent, createPayout, cancelPayout and expireClaimLinks die after their k-th statement',
+  crash_prepared: "a crash's statement count includes the statements sent through executePrepared",
+};
+export const ALL_FAULTS: readonly Fault[] = Object.keys(FAULTS) as Fault[];
+/**
+ * The faults before the service faults existed: seeds found then replay with these
+ * (test/sim/regressions.test.ts), the same events as when they failed.
+ */
+export const FIRST_FAULTS: readonly Fault[] = [
   'dup',
   'drop',
   'delay',
@@ -203,9 +275,73 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
         events[i + 1] = { ...a, t: b.t };
       }
     }
-  if (events.length <= options.maxEvents) return events;
-  // Keep every send (the world's ground truth) and as many of the others as fit, in order.
-  const sends = events.filter((e) => e.k === 'send').length;
-  let room = Math.max(0, options.maxEvents - sends);
-  return events.filter((e) => e.k === 'send' || room-- > 0);
+  let kept = events;
+  if (events.length > options.maxEvents) {
+    // Keep every send (the world's ground truth) and as many of the others as fit, in order.
+    const sends = events.filter((e) => e.k === 'send').length;
+    let room = Math.max(0, options.maxEvents - sends);
+    kept = events.filter((e) => e.k === 'send' || room-- > 0);
+  }
+  return withJobFaults(kept, seed, options.faults);
+}
+
+/**
+ * The service faults and job crashes of the later faults, drawn after the events are laid out
+ * and each from a stream of its own (`schedule:<fault>:<seed>`): a fault that is off draws
+ * nothing, so the events of the first faults are exactly what they were.
+ */
+function withJobFaults(events: SimEvent[], seed: string, faults: ReadonlySet<Fault>): SimEvent[] {
+  const stream = (fault: Fault) => {
+    if (!faults.has(fault)) return undefined;
+    const r = seededRandom(`schedule:${fault}:${seed}`);
+    return {
+      chance: (p: number) => r() < p,
+      int: (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1)),
+      r,
+    };
+  };
+  const errors = stream('svc_errors');
+  const lost = stream('lost_answers');
+  const crashes = stream('crash_jobs');
+  const prepared = faults.has('crash_prepared');
+  if (!errors && !lost && !crashes && !prepared) return events;
+  // Drawn only for an event these faults reached.
+  const later = seededRandom(`schedule:retry:${seed}`);
+  return events.map((event) => {
+    if (event.k === 'send' || event.k === 'mine' || event.k === 'reorg' || event.k === 'dropLog')
+      return event;
+    if (event.k === 'claim') return event;
+    const out = { ...event } as SimEvent & JobFaults & { attempts?: number };
+    const calls: SvcCallFault[] = [];
+    const serviceCalls =
+      event.k === 'track' || event.k === 'webhook' || event.k === 'payout' || event.k === 'cancel';
+    if (serviceCalls && errors) {
+      if (event.k === 'payout') out.attempts = errors.int(1, 3);
+      if (errors.chance(0.25))
+        for (let n = errors.int(1, 3), i = 0; i < n; i++) {
+          const r = errors.r();
+          calls[i] = r < 0.4 ? '5xx' : r < 0.8 ? '429' : false;
+        }
+    }
+    if (serviceCalls && lost) {
+      const acting = event.k === 'payout' || event.k === 'cancel';
+      if (lost.chance(acting ? 0.2 : 0.1)) {
+        const at = lost.int(0, event.k === 'cancel' ? 0 : 2);
+        calls[at] = calls[at] || 'lost';
+      }
+    }
+    for (let i = 0; i < calls.length; i++) calls[i] = calls[i] ?? false;
+    while (calls.length > 0 && calls[calls.length - 1] === false) calls.pop();
+    if (calls.length > 0) out.svc = calls;
+    if (
+      crashes &&
+      (event.k === 'track' || event.k === 'payout' || event.k === 'cancel' || event.k === 'expire')
+    )
+      if (crashes.chance(0.15)) out.crash = crashes.int(1, 12);
+    if (prepared && out.crash !== undefined) out.prepared = true;
+    const hit = out.svc !== undefined || (out.crash !== undefined && event.crash === undefined);
+    // A minute of backoff, or up to 4 hours before a person runs the command again.
+    if (hit) out.retryAfter = later() < 0.5 ? 60_000 : 60_000 + Math.floor(later() * 4 * 3_600_000);
+    return out;
+  });
 }

@@ -1,16 +1,21 @@
+import { createHash } from 'node:crypto';
 import { formatDecimalAmount } from '../src/money/decimalAmount.ts';
 import type { SvcClient } from '../src/svc/client.ts';
 import { SvcApiError, SvcRateLimitError, SvcTransportError } from '../src/svc/errors.ts';
 import { type CheckoutIntent, checkoutIntentSchema } from '../src/svc/models/checkoutIntent.ts';
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
 import type { SimTransfer } from './chainDouble.ts';
+import type { SvcCallFault } from './schedule.ts';
 import { SIM_CHAIN_ID, type SimIntent, type SimPayout, type World } from './world.ts';
 
 /**
  * The service as the world says it behaves, behind the product's own SvcClient interface: an
  * intent read at time t answers its state at t minus the read's lag (a read side lagging behind),
- * or a 5xx the caller retries. Answers go through the service model's zod schema, as the real
- * client's do. Only the calls the booking code makes are answered.
+ * or a 5xx the caller retries. Any call may also be refused (90000, 40001) or act and lose its
+ * answer, as its job's faults say (SvcCallFault). Amounts are written as the service may write
+ * them (decimal_forms) and intents may be priced in fiat (fiat_priced). Answers go through the
+ * service model's zod schema, as the real client's do. Only the calls the booking code makes are
+ * answered.
  */
 export interface ReadFaults {
   /** How far behind the world this read is (ms). */
@@ -26,7 +31,16 @@ export interface ServiceDouble {
   advance(now: number): void;
   /** A link's status at the service, or undefined when it was never created. */
   linkStatus(referenceId: string): LinkState['status'] | undefined;
-  client(storeId: string, now: () => number, faults: () => ReadFaults): SvcClient;
+  /**
+   * `call` says what the service does with each call the client makes (sim/schedule.ts,
+   * SvcCallFault), asked once per call, after the read faults of a poll.
+   */
+  client(
+    storeId: string,
+    now: () => number,
+    faults: () => ReadFaults,
+    call?: (endpoint: string) => SvcCallFault,
+  ): SvcClient;
   /** The body of the webhook the service sends about an intent at time t (its state then), as JSON. */
   webhookAt(intent: SimIntent, t: number, webhookId: string): Record<string, unknown> | null;
   /** The intent's state at time t, or undefined before it exists. */
@@ -36,6 +50,59 @@ export interface ServiceDouble {
 /** A link's state at the service. */
 interface LinkState {
   status: 'link_sent' | 'claimed' | 'cancelled' | 'expired';
+  /** When the service funded it (ms): its 14 days run from here. */
+  fundedAt: number;
+}
+
+/**
+ * A decimal string of `units` as the service may write it (decimal_forms): canonical, fixed at
+ * the token's decimals ("10.500000"), padded with 1 to 3 zeros beyond them ("10.500000000"), or
+ * with one trailing zero ("10.50", "10.0"). Which one is a hash of `key`, so the same read in the
+ * same replay writes the same text, and no random stream is drawn.
+ */
+export function decimalForm(units: bigint, decimals: number, key: string): string {
+  const canonical = formatDecimalAmount(units, decimals);
+  const h = createHash('sha256').update(key).digest();
+  const [whole, fraction = ''] = canonical.split('.');
+  switch ((h[0] ?? 0) % 4) {
+    case 0:
+      return canonical;
+    case 1:
+      return decimals === 0 ? canonical : `${whole}.${fraction.padEnd(decimals, '0')}`;
+    case 2:
+      return `${whole}.${fraction.padEnd(decimals + 1 + ((h[1] ?? 0) % 3), '0')}`;
+    default:
+      return fraction === '' ? `${canonical}.0` : `${canonical}0`;
+  }
+}
+
+/** What the service answers instead, for a planned fault that stops it before it acts. */
+function refusal(endpoint: string, fault: '5xx' | '429'): SvcApiError {
+  return fault === '5xx'
+    ? new SvcApiError({
+        endpoint,
+        code: 90000,
+        httpStatus: 500,
+        message: 'internal server error',
+        details: {},
+        requestId: undefined,
+        retryable: true,
+      })
+    : new SvcApiError({
+        endpoint,
+        code: 40001,
+        httpStatus: 429,
+        message: 'rate limit exceeded',
+        details: { retry_after: '1s' },
+        requestId: undefined,
+        retryable: true,
+        retryAfterMs: 1_000,
+      });
+}
+
+/** The answer never arrived (the service may have acted): what the client throws after its timeout. */
+function lostAnswer(endpoint: string): SvcTransportError {
+  return new SvcTransportError(endpoint, true, 'no response within 15000 ms (simulated: the service acted)');
 }
 
 /**
@@ -62,17 +129,25 @@ export function createServiceDouble(
     const confirmed = now.status === CheckoutStatus.CONFIRMED;
     const decided = confirmed || now.status === CheckoutStatus.UNDERPAID;
     const d = intent.token.decimals;
-    const fmt = (units: bigint) => formatDecimalAmount(units, d);
+    const form = intent.decimalForms
+      ? (units: bigint, field: string) => decimalForm(units, d, `${intent.id}:${t}:${field}`)
+      : undefined;
+    const fmt = (units: bigint, field: string) => (form ? form(units, field) : formatDecimalAmount(units, d));
+    const fiat = intent.fiat;
     return checkoutIntentSchema.parse({
       all_svc_checkout_intent_id: intent.id,
-      currency: null,
-      currency_symbol: null,
-      amount_cents: null,
+      currency: fiat?.currency ?? null,
+      currency_symbol: fiat?.symbol ?? null,
+      amount_cents: fiat ? Number(fiat.cents) : null,
       chain_id: SIM_CHAIN_ID,
-      amount_coins: fmt(intent.R),
+      amount_coins: fmt(intent.R, 'amount_coins'),
       coin_symbol: intent.token.symbol,
       coin_contract: intent.token.address,
-      currency_rate: null,
+      currency_rate: fiat
+        ? intent.decimalForms
+          ? `${fiat.rate}${fiat.rate.includes('.') ? '0' : '.0'}`
+          : fiat.rate
+        : null,
       status: now.status,
       order_id: `order-${intent.id.slice(0, 8)}`,
       order_description: null,
@@ -83,9 +158,9 @@ export function createServiceDouble(
       tx_hash_2: confirmed ? intent.tx2 : null,
       tx_from: paid ? intent.payer : null,
       tx_to: merchantOf.get(intent.storeId),
-      actual_paid_amount: decided ? fmt(intent.P) : null,
-      service_fee_amount: confirmed ? fmt(intent.F) : null,
-      net_income_amount: confirmed ? fmt(intent.P - intent.F) : null,
+      actual_paid_amount: decided ? fmt(intent.P, 'actual_paid_amount') : null,
+      service_fee_amount: confirmed ? fmt(intent.F, 'service_fee_amount') : null,
+      net_income_amount: confirmed ? fmt(intent.P - intent.F, 'net_income_amount') : null,
       payment_method_type: 1,
       accepted_stable_coins: null,
     });
@@ -161,7 +236,7 @@ export function createServiceDouble(
       }
       for (const p of world.payouts) {
         const link = links.get(p.linkId);
-        if (link?.status === 'link_sent' && p.createdAt + EXPIRY_MS <= now) refund(p, link, 'expired');
+        if (link?.status === 'link_sent' && link.fundedAt + EXPIRY_MS <= now) refund(p, link, 'expired');
       }
     },
     stateAt,
@@ -172,9 +247,10 @@ export function createServiceDouble(
         all_svc_transaction_id: `txn-${intent.id}`,
         all_svc_checkout_intent_id: intent.id,
         webhook_id: webhookId,
-        amount_cents: 0,
-        currency: null,
-        currency_symbol: null,
+        // The price as submitted: fiat cents, or (not simulated) the coin's cents.
+        amount_cents: intent.fiat ? Number(intent.fiat.cents) : 0,
+        currency: state.currency,
+        currency_symbol: state.currency_symbol,
         amount_coins: state.amount_coins,
         coin_contract_address: state.coin_contract,
         coin_symbol: state.coin_symbol,
@@ -190,8 +266,11 @@ export function createServiceDouble(
         actual_paid_amount: state.actual_paid_amount,
       };
     },
-    client(storeId, now, faults) {
+    client(storeId, now, faults, call = () => false) {
       const read = (endpoint: string, id: string): CheckoutIntent => {
+        const planned = call(endpoint);
+        if (planned === 'lost') throw lostAnswer(endpoint);
+        if (planned) throw refusal(endpoint, planned);
         const f = faults();
         if (f.fail === '5xx') throw new SvcTransportError(endpoint, true, 'simulated 502 from the gateway');
         if (f.fail === '429') throw new SvcRateLimitError(endpoint, 1_000);
@@ -218,13 +297,15 @@ export function createServiceDouble(
         echo: unsupported('echo'),
         createCheckoutIntent: unsupported('createCheckoutIntent'),
         async createClaimLinkAutoPayout(request) {
+          const planned = call('claim_links.create');
+          if (planned === '5xx' || planned === '429') throw refusal('claim_links.create', planned);
           const p = payoutsByRef.get(request.reference_id);
           if (!p || p.storeId !== storeId)
             throw new Error(`service double: no payout ${request.reference_id}`);
           let link = links.get(p.linkId);
           const first = !link;
           if (!link) {
-            link = { status: 'link_sent' };
+            link = { status: 'link_sent', fundedAt: now() };
             links.set(p.linkId, link);
             transfer(p, custodyOf.get(storeId) as `0x${string}`, p.pool, p.A + p.F, p.fundingTx);
             if (p.F > 0n) transfer(p, p.pool, world.feeWallet, p.F, p.sweepTx);
@@ -237,36 +318,49 @@ export function createServiceDouble(
                 'simulated timeout after the service acted',
               );
           }
+          // The service acted (funded the link, or matched the earlier call) and the answer is lost.
+          if (planned === 'lost') throw lostAnswer('claim_links.create');
           const d = p.token.decimals;
+          const fmt = (units: bigint, field: string) =>
+            p.decimalForms
+              ? decimalForm(units, d, `${p.linkId}:${now()}:${field}`)
+              : formatDecimalAmount(units, d);
           return {
             claim_link_id: p.linkId,
             reference_id: p.referenceId,
-            amount: formatDecimalAmount(p.A, d),
+            amount: fmt(p.A, 'amount'),
             token_symbol: p.token.symbol,
             chain_id: SIM_CHAIN_ID,
             status: link.status,
             token: first ? `tok_${p.linkId}` : null,
             claim_url: first ? `https://claim.sim/${p.linkId}#tok_${p.linkId}` : null,
             funding_tx_hash: first ? p.fundingTx : null,
-            funded_amount: first ? formatDecimalAmount(p.A, d) : null,
+            funded_amount: first ? fmt(p.A, 'funded_amount') : null,
             idempotent_hit: !first,
           };
         },
         async cancelClaimLinkAutoPayout(id) {
+          const planned = call('claim_links.cancel');
+          if (planned === '5xx' || planned === '429') throw refusal('claim_links.cancel', planned);
           const p = payoutsByLink.get(id);
           const link = p && links.get(p.linkId);
-          if (!p || !link) throw notCancellable('unknown');
+          // A lost answer: the service did what it does below (cancel and refund, or refuse), unheard.
+          const answer = <T>(value: T): T => {
+            if (planned === 'lost') throw lostAnswer('claim_links.cancel');
+            return value;
+          };
+          if (!p || !link) throw answer(notCancellable('unknown'));
           if (link.status === 'cancelled')
-            return { claim_link_id: id, status: 'cancelled', already_cancelled: true };
-          if (link.status !== 'link_sent') throw notCancellable(link.status);
+            return answer({ claim_link_id: id, status: 'cancelled', already_cancelled: true });
+          if (link.status !== 'link_sent') throw answer(notCancellable(link.status));
           refund(p, link, 'cancelled');
-          return {
+          return answer({
             claim_link_id: id,
             reference_id: p.referenceId,
             status: 'cancelled',
             refund_status: 'refund_pending',
             already_cancelled: false,
-          };
+          } as const);
         },
         getCheckoutIntent: async (id) => read('checkout_intents.get', id),
         getCheckoutIntentStatus: async (id) => read('checkout_intents.status', id).status,

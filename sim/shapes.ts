@@ -15,6 +15,12 @@ export const SHAPES = {
   refund_pieces:
     'a refund paid in 1 to 3 transfers, in one transaction or several, some late; or never completed',
   claimed_then_refunded: 'the service refunds a link it also let be claimed (it contradicts itself)',
+  decimal_forms:
+    "the service writes amounts as other decimal strings of the same value: padded to the token's decimals, zeros beyond them, a trailing zero",
+  fiat_priced:
+    'intents priced in a fiat currency (currency, amount_cents, currency_rate), converted by the service into R',
+  lookalike_intent:
+    "an intent naming the look-alike contract (a real token's symbol, not in the registry) as its coin_contract",
 } as const;
 
 export type Shape = keyof typeof SHAPES;

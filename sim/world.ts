@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Hex } from 'viem';
+import { formatDecimalAmount } from '../src/money/decimalAmount.ts';
 import { seededRandom } from '../src/seededRandom.ts';
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
 import type { Shape } from './shapes.ts';
@@ -69,6 +70,21 @@ export interface SimIntent {
   trackedAtCreation: boolean;
   /** The service's states: each from `at` (ms) on. */
   timeline: Array<{ at: number; status: CheckoutStatus }>;
+  /**
+   * fiat_priced: priced in a fiat currency the service converted at its rate into R (report
+   * context: rule 1 copies it into its entry's metadata; no money).
+   */
+  fiat?: SimFiat;
+  /** decimal_forms: the service writes this intent's amounts in forms other than the canonical one. */
+  decimalForms?: true;
+}
+
+/** A fiat price as the service reports it: Currency enum value, symbol, cents, fiat to coin rate. */
+export interface SimFiat {
+  currency: number;
+  symbol: string | null;
+  cents: bigint;
+  rate: string;
 }
 
 export interface SimStray {
@@ -107,6 +123,8 @@ export interface SimPayout {
   rerunAt: number;
   end: 'claimed' | 'cancelled' | 'expired' | 'cancel_after_claim' | 'open';
   endAt: number;
+  /** decimal_forms: the create answer's amounts in forms other than the canonical one. */
+  decimalForms?: true;
   /**
    * How the service pays the refund back to custody (shape refund_pieces): pieces in order, each
    * `delayMs` after the cancel or expiry; pieces of one transaction share its hash. Their sum may
@@ -346,10 +364,13 @@ export function generateWorld(seed: string, options: WorldOptions): World {
       });
   }
   applyShapes({ seed, stores, intents, strays, payouts, tokens, span, addr, txHash }, options.shapes);
+  const lookalike = addr('token:lookalike');
+  const shapes = options.shapes ?? new Set<Shape>();
+  serviceShapes(seed, shapes, { intents, payouts, lookalike });
   return {
     seed,
     tokens,
-    lookalike: addr('token:lookalike'),
+    lookalike,
     stores,
     intents,
     strays,
@@ -465,6 +486,64 @@ function applyShapes(w: ShapeInput, shapes: ReadonlySet<Shape> = new Set()): voi
       if (p.end === 'claimed' && r.chance(0.5)) p.refundAfterClaimMs = r.int(60_000, 3 * 3_600_000);
   }
 }
+
+/**
+ * The shapes of what the service says (sim/shapes.ts): `fiat_priced`, `decimal_forms`,
+ * `lookalike_intent`. Each draws from a stream of its own (`world:<shape>:<seed>`), after the
+ * world is made, so a shape that is off draws nothing and changes nothing.
+ */
+function serviceShapes(
+  seed: string,
+  shapes: ReadonlySet<Shape>,
+  world: { intents: SimIntent[]; payouts: SimPayout[]; lookalike: Hex },
+): void {
+  const stream = (shape: Shape) => seededRandom(`world:${shape}:${seed}`);
+  if (shapes.has('fiat_priced')) {
+    const rnd = stream('fiat_priced');
+    for (const intent of world.intents) {
+      if (rnd() >= 0.35) continue;
+      const fx = FIAT[Math.floor(rnd() * FIAT.length)] as (typeof FIAT)[number];
+      // The service's rate of the day, within 1% of the usual one, in millionths of a coin.
+      const rateMicros = BigInt(Math.max(1, Math.round(fx.coinsPerUnit * 1e6 * (0.99 + rnd() * 0.02))));
+      // R coins at that rate, in fiat cents: R * 100 / rate, within a JSON number's exact range.
+      let cents = (intent.R * 100n * 1_000_000n) / (rateMicros * 10n ** BigInt(intent.token.decimals));
+      if (cents < 1n) cents = 1n;
+      if (cents > BigInt(Number.MAX_SAFE_INTEGER)) cents = BigInt(Number.MAX_SAFE_INTEGER);
+      intent.fiat = {
+        currency: fx.currency,
+        symbol: fx.symbol,
+        cents,
+        rate: formatDecimalAmount(rateMicros, 6),
+      };
+    }
+  }
+  if (shapes.has('decimal_forms')) {
+    const rnd = stream('decimal_forms');
+    for (const intent of world.intents) if (rnd() < 0.5) intent.decimalForms = true;
+    for (const payout of world.payouts) if (rnd() < 0.5) payout.decimalForms = true;
+  }
+  if (shapes.has('lookalike_intent')) {
+    const rnd = stream('lookalike_intent');
+    if (world.intents.length > 0 && rnd() < 0.4) {
+      const intent = world.intents[Math.floor(rnd() * world.intents.length)] as SimIntent;
+      // The copy keeps the real token's symbol and decimals; only its contract differs.
+      intent.token = { ...intent.token, address: world.lookalike };
+    }
+  }
+}
+
+/**
+ * Fiat currencies an intent is priced in (the service's Currency values), with about how many
+ * coins one unit buys; 120 is one of the values above 73 that the spec says exist but does not list.
+ */
+const FIAT = [
+  { currency: 1, symbol: '$', coinsPerUnit: 1 },
+  { currency: 44, symbol: '€', coinsPerUnit: 1.08 },
+  { currency: 48, symbol: '£', coinsPerUnit: 1.27 },
+  { currency: 72, symbol: '¥', coinsPerUnit: 0.0067 },
+  { currency: 29, symbol: 'CHF', coinsPerUnit: 1.13 },
+  { currency: 120, symbol: null, coinsPerUnit: 0.25 },
+] as const;
 
 /**
  * An amount in base units at the edges a ledger must hold exactly: 1 base unit, above 2^53 and
