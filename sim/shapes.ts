@@ -15,6 +15,14 @@ export const SHAPES = {
   refund_pieces:
     'a refund paid in 1 to 3 transfers, in one transaction or several, some late; or never completed',
   claimed_then_refunded: 'the service refunds a link it also let be claimed (it contradicts itself)',
+  near_equal_payouts:
+    'payouts of equal and near-equal amounts minutes apart in one store (and one in another store), most with the create answer lost: fundings matched by amount',
+  custody_outflows:
+    "the owner withdraws from custody to a stranger, some of exactly a payout's amount while it waits for its create outcome",
+  twin_intents:
+    'two intents of the same amount and token in one merchant wallet at once, each paid by its own transaction',
+  exact_stranger:
+    "a stranger (or the payer again) pays exactly an open intent's amount into its merchant wallet; the service never names it",
 } as const;
 
 export type Shape = keyof typeof SHAPES;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Hex } from 'viem';
 import { seededRandom } from '../src/seededRandom.ts';
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
+import { nearMissShapes } from './nearMisses.ts';
 import type { Shape } from './shapes.ts';
 
 /**
@@ -329,6 +330,11 @@ export function generateWorld(seed: string, options: WorldOptions): World {
         from: addr(`owner:${store.storeId}`),
       });
   }
+  // The near-miss shapes (sim/nearMisses.ts): added after, from streams of their own.
+  nearMissShapes(
+    { seed, stores, tokens, intents, strays, payouts, deposits, span },
+    options.shapes ?? new Set(),
+  );
   return {
     seed,
     tokens,

@@ -37,6 +37,11 @@ const FAILED_ONCE: Array<{ seed: string; faults?: string; shapes?: string }> = [
   // finding stayed open without a cause (found by the check that no such finding lacks one).
   { seed: '16' },
   { seed: '22' },
+  // A lost-answer payout's funding covering a near-equal payout created after its block was booked
+  // to that payout (the smaller fee): pools swapped, the fee sweep read as a claim.
+  { seed: '9', shapes: 'near_equal_payouts' },
+  { seed: '25', shapes: 'near_equal_payouts' },
+  { seed: '28', shapes: 'near_equal_payouts' },
 ];
 
 const admin = inject('adminDatabaseUrl');
