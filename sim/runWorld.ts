@@ -21,6 +21,7 @@ import { expireClaimLinks } from '../src/payouts/expireClaimLinks.ts';
 import { settleTransfers } from '../src/settlement/settleTransfers.ts';
 import { createChainDouble, type SimTransfer } from './chainDouble.ts';
 import { crashingDb, SimulatedCrash } from './crashingDb.ts';
+import { judgeNearMisses } from './nearMissChecks.ts';
 import { expectedBalances, finalStatus, inRegistry } from './oracle.ts';
 import { type JobFaults, type SimEvent, type SvcCallFault, worldTransfers } from './schedule.ts';
 import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
@@ -536,6 +537,7 @@ async function judge(
         `unmatched-transfer finding open without a cause: ${tx?.slice(0, 10) ?? row.details.slice(0, 60)}`,
       );
   }
+  problems.push(...(await judgeNearMisses(db, world, { mined, known, knownLinks: facts.knownLinks })));
   return problems;
 }
 

@@ -21,6 +21,14 @@ export const SHAPES = {
     'intents priced in a fiat currency (currency, amount_cents, currency_rate), converted by the service into R',
   lookalike_intent:
     "an intent naming the look-alike contract (a real token's symbol, not in the registry) as its coin_contract",
+  near_equal_payouts:
+    'payouts of equal and near-equal amounts minutes apart in one store (and one in another store), most with the create answer lost: fundings matched by amount',
+  custody_outflows:
+    "the owner withdraws from custody to a stranger, some of exactly a payout's amount while it waits for its create outcome",
+  twin_intents:
+    'two intents of the same amount and token in one merchant wallet at once, each paid by its own transaction',
+  exact_stranger:
+    "a stranger (or the payer again) pays exactly an open intent's amount into its merchant wallet; the service never names it",
 } as const;
 
 export type Shape = keyof typeof SHAPES;

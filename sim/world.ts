@@ -3,6 +3,7 @@ import type { Hex } from 'viem';
 import { formatDecimalAmount } from '../src/money/decimalAmount.ts';
 import { seededRandom } from '../src/seededRandom.ts';
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
+import { nearMissShapes } from './nearMisses.ts';
 import type { Shape } from './shapes.ts';
 
 /**
@@ -367,6 +368,11 @@ export function generateWorld(seed: string, options: WorldOptions): World {
   const lookalike = addr('token:lookalike');
   const shapes = options.shapes ?? new Set<Shape>();
   serviceShapes(seed, shapes, { intents, payouts, lookalike });
+  // The near-miss shapes (sim/nearMisses.ts): added after, from streams of their own.
+  nearMissShapes(
+    { seed, stores, tokens, intents, strays, payouts, deposits, span },
+    options.shapes ?? new Set(),
+  );
   return {
     seed,
     tokens,

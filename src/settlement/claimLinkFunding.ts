@@ -143,6 +143,12 @@ export const BY_AMOUNT_MAX_FEE_BPS = 100n;
 export const BY_AMOUNT_CLOCK_SLACK_MS = 5 * 60_000;
 
 /**
+ * A block's time is a whole second: a payout created within the second after it was still created
+ * by the block. Candidates created later come after every candidate created by then.
+ */
+export const BY_AMOUNT_BLOCK_SECOND_MS = 1_000;
+
+/**
  * How much later than the payout's last create attempt a funding's block time may be. The create
  * call blocks while its funding settles (about 90 s in the service's terms; our call times out
  * after 120 s): 15 minutes leaves room for a slow service and for the chain's clock. The last
@@ -238,7 +244,9 @@ interface ByAmount {
  * transaction: the funding of a payout whose create answer was lost (no funding hash, no pool),
  * of that store and token, created before the outflow (with `BY_AMOUNT_CLOCK_SLACK_MS`) and last
  * attempted at most `BY_AMOUNT_FUNDING_WINDOW_MS` before it, whose amount the outflow covers with
- * at most `maxFundingFeeByAmount` over. Of several, the one it exceeds by the least (the smallest
+ * at most `maxFundingFeeByAmount` over. Of several, those created by the outflow's block time
+ * first (a create call's funding is mined while the call waits, so a payout created after the
+ * block fits only through the clock slack), then the one it exceeds by the least (the smallest
  * fee), then the oldest; the others follow in that order.
  */
 async function fundedByAmount(
@@ -251,8 +259,10 @@ async function fundedByAmount(
   const blockTime = new Date(row.block_time).getTime();
   const latest = new Date(blockTime + BY_AMOUNT_CLOCK_SLACK_MS).toISOString();
   const earliestAttempt = new Date(blockTime - BY_AMOUNT_FUNDING_WINDOW_MS).toISOString();
-  const { rows } = await tx.execute<PayoutRow>(sql`
-    select ${payoutColumns} from payouts
+  // Created after the block (beyond its whole second): a candidate only through the clock slack.
+  const byBlock = new Date(blockTime + BY_AMOUNT_BLOCK_SECOND_MS).toISOString();
+  const { rows } = await tx.execute<PayoutRow & { after_block: boolean }>(sql`
+    select ${payoutColumns}, created_at > ${byBlock}::timestamptz as after_block from payouts
     where chain_id = ${Number(row.chain_id)} and token_address = ${token.address}
       and store_id in (${sql.join(
         custody.storeIds.map((s) => sql`${s}`),
@@ -272,7 +282,17 @@ async function fundedByAmount(
         excess >= 0n &&
         excess <= maxFundingFeeByAmount(parseDecimalAmount(payout.amount, token.decimals), token.decimals),
     )
-    .sort((a, b) => (a.excess !== b.excess ? (a.excess < b.excess ? -1 : 1) : a.order - b.order));
+    .sort((a, b) =>
+      a.payout.after_block !== b.payout.after_block
+        ? a.payout.after_block
+          ? 1
+          : -1
+        : a.excess !== b.excess
+          ? a.excess < b.excess
+            ? -1
+            : 1
+          : a.order - b.order,
+    );
   const [best, ...others] = fits;
   return best ? { payout: best.payout, others: others.map((o) => o.payout) } : undefined;
 }

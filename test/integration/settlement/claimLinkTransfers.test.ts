@@ -577,6 +577,35 @@ describe('claim-link fundings out of custody', () => {
     },
   );
 
+  it('behavior: a funding covering a near-equal payout created after its block goes to the payout created by then, though the other fee would be smaller', async () => {
+    // Simulator seeds 9, 25 and 28 (near_equal_payouts): 10 funded 10.5 before 10.2 was created;
+    // the smallest fee (0.3) gave 10.5 to 10.2, whose create call had not begun.
+    const [first, second] = ['cl_near_10', 'cl_near_10_2'];
+    await createdPayout(first, 10_000_000n, null);
+    const firstFunding = await fund(first, 10_000_000n + FEE);
+    const block = (await kit.raw('eth_getBlockByNumber', [
+      `0x${firstFunding.blockNumber.toString(16)}`,
+      false,
+    ])) as { timestamp: string };
+    // Two minutes after that block: inside the clock slack, so a candidate for it.
+    await createdPayout(second, 10_200_000n, null, new Date((Number(block.timestamp) + 120) * 1000));
+    await kit.raw('evm_increaseTime', [180]);
+    const secondFunding = await fund(second, 10_200_000n + FEE);
+    await settle();
+    expect(await funding(first)).toEqual({
+      pool_address: await poolAddress(first),
+      funding_tx_hash: firstFunding.txHash,
+      fee: FEE,
+    });
+    expect(await funding(second)).toEqual({
+      pool_address: await poolAddress(second),
+      funding_tx_hash: secondFunding.txHash,
+      fee: FEE,
+    });
+    expect(await custodyDrift()).toBe(0n);
+    await expectBalanced();
+  });
+
   it('error: a custody outflow mined before the payout existed is not its funding', async () => {
     const linkId = 'cl_lost_later';
     const early = await kit.chain.transfer(
