@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../src/db/database.ts';
-import { finalStatus } from './oracle.ts';
+import { finalStatus, inRegistry } from './oracle.ts';
 import type { World } from './world.ts';
 
 /**
@@ -36,7 +36,13 @@ export async function judgeNearMisses(db: Db, world: World, facts: NearMissFacts
   }
   for (const intent of world.intents) {
     const paying = intent.route === 'temp' ? intent.tx2 : intent.tx1;
-    if (finalStatus(intent) !== 20 || !facts.known.has(intent.id) || !paying || !facts.mined.has(paying))
+    if (
+      finalStatus(intent) !== 20 ||
+      !inRegistry(world, intent) ||
+      !facts.known.has(intent.id) ||
+      !paying ||
+      !facts.mined.has(paying)
+    )
       continue;
     const got = [...(provenBy.get(intent.id) ?? [])];
     if (got.length !== 1 || got[0] !== paying.toLowerCase())

@@ -519,6 +519,8 @@ async function judge(
   // Every stranger's transfer the chain kept is open as an unmatched-transfer finding.
   for (const stray of world.strays) {
     if (stray.kind !== 'stranger_in' || chain.blockOf(stray.txHash) === undefined) continue;
+    // A look-alike contract's transfer is never read (the indexer asks for registry tokens only).
+    if (!world.tokens.some((t) => t.address === stray.token)) continue;
     const found = await db.execute(sql`
       select 1 from findings where kind = 'unmatched_transfer_in' and resolved_at is null
         and details::text like ${`%${stray.txHash}%`}`);
