@@ -1,4 +1,6 @@
-import { SIM_CHAIN_ID, type SimIntent, type World } from './world.ts';
+import type { ReorgRecord } from './chainDouble.ts';
+import { worldReplacements } from './chainShapes.ts';
+import type { SimIntent, SimToken, World } from './world.ts';
 
 /**
  * What the books must say, computed from the world's ground truth alone (what moved on the chain,
@@ -32,10 +34,10 @@ export type SuspenseCauses = Set<string>;
 export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = new Set()): Balances {
   const { world, mined, known } = truth;
   const out: Balances = new Map();
-  const add = (kind: string, storeId: string, symbol: string, amount: bigint, tx?: string | null) => {
+  const add = (kind: string, storeId: string, token: SimToken, amount: bigint, tx?: string | null) => {
     if (kind === 'assets:suspense' && tx) causes.add(tx);
     if (amount === 0n) return;
-    const code = `${kind}:${storeId}:${SIM_CHAIN_ID}:${symbol}`;
+    const code = `${kind}:${storeId}:${token.chainId}:${token.symbol}`;
     out.set(code, (out.get(code) ?? 0n) + amount);
   };
   // A transfer into or out of a merchant wallet shared by stores belongs to the first of them.
@@ -43,7 +45,7 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
 
   for (const intent of world.intents) {
     const final = finalStatus(intent);
-    const sym = intent.token.symbol;
+    const sym = intent.token; // its symbol and chain name the accounts
     const s = intent.storeId;
     const N = intent.P - intent.F;
     const payingTx = intent.route === 'temp' ? intent.tx2 : intent.tx1;
@@ -82,7 +84,7 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
   for (const p of world.payouts) {
     const status = truth.linkStatus(p.referenceId);
     if (!status || !truth.knownLinks.has(p.referenceId) || !mined.has(p.fundingTx)) continue;
-    const sym = p.token.symbol;
+    const sym = p.token; // its symbol and chain name the accounts
     add('assets:claim_pool', p.storeId, sym, p.A);
     add('assets:custody', p.storeId, sym, -(p.A + p.F));
     add('expense:payout_fees', p.storeId, sym, p.F);
@@ -98,23 +100,24 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
   // The owner's deposits into custody explain nothing: suspense (rule 9).
   for (const d of world.deposits) {
     if (!mined.has(d.txHash)) continue;
-    add('assets:custody', d.storeId, d.token.symbol, d.value);
-    add('assets:suspense', d.storeId, d.token.symbol, -d.value, d.txHash);
+    add('assets:custody', d.storeId, d.token, d.value);
+    add('assets:suspense', d.storeId, d.token, -d.value, d.txHash);
   }
 
-  for (const stray of world.strays) {
+  // A reorg's replacement transaction (reorg_replace) is a transfer no intent names: a stray.
+  for (const stray of [...world.strays, ...worldReplacements(world)]) {
     if (!mined.has(stray.txHash)) continue;
     const token = world.tokens.find((t) => t.address === stray.token);
     if (!token) continue; // a look-alike contract is never money
     const into = ownerOf(stray.to);
     const outOf = ownerOf(stray.from);
     if (into) {
-      add('assets:wallet', into, token.symbol, stray.value);
-      add('assets:suspense', into, token.symbol, -stray.value, stray.txHash);
+      add('assets:wallet', into, token, stray.value);
+      add('assets:suspense', into, token, -stray.value, stray.txHash);
     }
     if (outOf) {
-      add('assets:wallet', outOf, token.symbol, -stray.value);
-      add('equity:owner_transfers', outOf, token.symbol, stray.value);
+      add('assets:wallet', outOf, token, -stray.value);
+      add('equity:owner_transfers', outOf, token, stray.value);
     }
   }
   return out;
@@ -122,4 +125,41 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
 
 export function finalStatus(intent: SimIntent): number {
   return intent.timeline[intent.timeline.length - 1]?.status ?? 1;
+}
+
+/**
+ * A reorg as the harness saw it: what the chain double replaced, and how far the indexer had been
+ * shown finality before it (the head of its passes minus the finality depth): `finalSure` over the
+ * passes that ran to the head without a crash (every row up to it was final), `finalMaybe` over
+ * every pass begun (a crashed one may have marked rows final, or not).
+ */
+export interface ReorgFact {
+  chainId: number;
+  record: ReorgRecord;
+  finalSure: bigint;
+  finalMaybe: bigint;
+}
+
+/**
+ * Which chains must have an open reorg_beyond_finality finding (`must`), which may (`may`), and,
+ * absent from the map, which must not. A reorg orphaned a final block when it replaced a block at
+ * or below the finality the indexer had been shown, holding a transfer of an accepted token into
+ * or out of a store's merchant or custody wallet (a row the indexer stored and made final): must.
+ * The same with only a crashed pass's finality, or with only transfers of a claim link's pool
+ * (watched once the settlement learnt it): may.
+ */
+export function beyondFinality(world: World, facts: readonly ReorgFact[]): Map<number, 'must' | 'may'> {
+  const out = new Map<number, 'must' | 'may'>();
+  const wallets = new Set(world.stores.flatMap((s) => [s.merchant, s.custody]));
+  for (const fact of facts) {
+    const accepted = new Set(world.tokens.filter((t) => t.chainId === fact.chainId).map((t) => t.address));
+    for (const block of fact.record.replaced) {
+      const money = block.transfers.filter((t) => accepted.has(t.token));
+      if (money.length === 0 || block.number > fact.finalMaybe) continue;
+      const watched = money.some((t) => wallets.has(t.from) || wallets.has(t.to));
+      if (watched && block.number <= fact.finalSure) out.set(fact.chainId, 'must');
+      else if (out.get(fact.chainId) !== 'must') out.set(fact.chainId, 'may');
+    }
+  }
+  return out;
 }

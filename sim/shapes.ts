@@ -15,6 +15,15 @@ export const SHAPES = {
   refund_pieces:
     'a refund paid in 1 to 3 transfers, in one transaction or several, some late; or never completed',
   claimed_then_refunded: 'the service refunds a link it also let be claimed (it contradicts itself)',
+  reorg_drop:
+    'a reorg drops a transfer that is never mined again (before it is read, read but not final, or booked)',
+  reorg_remine: 'a reorg mines a transfer again in a later block, or at another log index at the same height',
+  reorg_replace:
+    'a reorg replaces a transfer at the same height by another transaction (another amount or recipient)',
+  reorg_deep:
+    "a reorg deeper than the finality depth replaces a booked transfer's block: the indexer must say so (reorg_beyond_finality)",
+  two_chains:
+    "a second chain (Base, tokens of 6 and 18 decimals) with the stores' wallets: intents, payouts and strangers on either chain",
 } as const;
 
 export type Shape = keyof typeof SHAPES;
