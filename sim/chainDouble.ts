@@ -36,8 +36,13 @@ export interface ChainDouble {
   send(transfer: SimTransfer): void;
   /** Mines one block at `time` (seconds) with every pending transfer. */
   mine(time: bigint): void;
-  /** Replaces the last `depth` blocks by others (new hashes) holding the same transfers. */
-  reorg(depth: number): void;
+  /**
+   * Replaces the last `depth` blocks by others (new hashes) holding the same transfers, but for
+   * what `change` says: its target's block is replaced too (the reorg reaches down to it, at most
+   * REORG_REACH blocks), and the target is dropped, mined again later or at another log index, or
+   * replaced. Returns what was replaced, or null when no block was.
+   */
+  reorg(depth: number, change?: ReorgChange): ReorgRecord | null;
   head(): bigint;
   /** What balanceOf(wallet) answers at the head, or at `block`. */
   balanceOf(token: string, wallet: string, block?: bigint): bigint;
@@ -48,6 +53,32 @@ export interface ChainDouble {
   /** The product's view: a ChainRpc over this chain. */
   rpc(): ChainRpc;
 }
+
+/**
+ * What a reorg changes besides the block hashes (sim/shapes.ts: reorg_drop, reorg_remine,
+ * reorg_replace, reorg_deep):
+ * - none: the target's block is replaced with the same transfers (the reorg only reaches it);
+ * - drop: the target leaves the chain and is never mined again;
+ * - remine_later: the target goes back to the pending transfers, mined in the next block;
+ * - remine_index: the target stays at its height at another log index (moved within its block,
+ *   or behind `filler`, a transfer no watched wallet is party to, when it is alone);
+ * - replace: `replacement`, another transaction, takes its place at the same height and index.
+ */
+export interface ReorgChange {
+  kind: 'none' | 'drop' | 'remine_later' | 'remine_index' | 'replace';
+  target: Hex;
+  replacement?: SimTransfer;
+  filler?: SimTransfer;
+}
+
+/** The blocks a reorg replaced, as they were, and the head then: the oracle's ground truth. */
+export interface ReorgRecord {
+  head: bigint;
+  replaced: Array<{ number: bigint; transfers: readonly SimTransfer[] }>;
+}
+
+/** How deep a reorg reaches for its target at most: within the simulator's reorg window (80). */
+export const REORG_REACH = 64;
 
 /** `unsafeDepth`: how many blocks below the head are not final yet (the registry's finality depth). */
 export function createChainDouble(chainId: number, unsafeDepth: number): ChainDouble {
@@ -136,14 +167,37 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
       blocks.push({ number, hash: blockHash(number, fork), timestamp, transfers: pending });
       pending = [];
     },
-    reorg(depth) {
+    reorg(depth, change) {
       // As a real reorg: the last blocks are replaced at once by as many others (new hashes, the
       // same times), each including again what the block it replaces held: a transfer is never
-      // in a block older than the one it was first sent into.
-      const keep = Math.max(1, blocks.length - depth);
+      // in a block older than the one it was first sent into. A change reaches down to its
+      // target's block and changes what that one holds.
+      const target = change?.target.toLowerCase();
+      const at =
+        target === undefined ? -1 : blocks.findIndex((b) => b.transfers.some((t) => t.txHash === target));
+      const reach = at > 0 && blocks.length - at <= REORG_REACH ? blocks.length - at : 0;
+      const keep = Math.max(1, blocks.length - Math.max(depth, reach));
+      const head = headBlock().number;
       const dropped = blocks.splice(keep);
       fork++;
-      for (const old of dropped) blocks.push({ ...old, hash: blockHash(old.number, fork) });
+      for (const old of dropped) {
+        const transfers = [...old.transfers];
+        const i = transfers.findIndex((t) => t.txHash === target);
+        if (change && i >= 0) {
+          const [moved] = transfers.splice(i, 1) as [SimTransfer];
+          if (change.kind === 'none') transfers.splice(i, 0, moved);
+          else if (change.kind === 'remine_later') pending.unshift(moved);
+          else if (change.kind === 'replace' && change.replacement)
+            transfers.splice(i, 0, change.replacement);
+          else if (change.kind === 'remine_index') {
+            if (transfers.length === 0 && change.filler) transfers.push(change.filler, moved);
+            else transfers.splice(i === transfers.length ? 0 : transfers.length, 0, moved);
+          }
+        }
+        blocks.push({ ...old, hash: blockHash(old.number, fork), transfers });
+      }
+      if (dropped.length === 0) return null;
+      return { head, replaced: dropped.map((b) => ({ number: b.number, transfers: b.transfers })) };
     },
     head: () => headBlock().number,
     balanceOf(token, wallet, block) {

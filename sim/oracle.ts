@@ -1,5 +1,7 @@
 import { bigintMin } from '../src/money/bigintMin.ts';
-import { SIM_CHAIN_ID, type SimIntent, type SimPayout, type World } from './world.ts';
+import type { ReorgRecord } from './chainDouble.ts';
+import { worldReplacements } from './chainShapes.ts';
+import type { SimIntent, SimPayout, SimToken, World } from './world.ts';
 
 /**
  * What the books must say, computed from the world's ground truth alone (what moved on the chain,
@@ -34,10 +36,10 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
   const { world, mined, known } = truth;
   const merchantOf = (storeId: string) => world.stores.find((s) => s.storeId === storeId)?.merchant ?? '';
   const out: Balances = new Map();
-  const add = (kind: string, storeId: string, symbol: string, amount: bigint, tx?: string | null) => {
+  const add = (kind: string, storeId: string, token: SimToken, amount: bigint, tx?: string | null) => {
     if (kind === 'assets:suspense' && tx) causes.add(tx);
     if (amount === 0n) return;
-    const code = `${kind}:${storeId}:${SIM_CHAIN_ID}:${symbol}`;
+    const code = `${kind}:${storeId}:${token.chainId}:${token.symbol}`;
     out.set(code, (out.get(code) ?? 0n) + amount);
   };
   // A watched wallet's store and account: a merchant wallet shared by stores belongs to the first
@@ -50,17 +52,17 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
   };
   // Rule 9 for one side of a transfer that touches a wallet of ours (a transfer between two of
   // them is two facts: each side is booked on its own, whatever explains the other).
-  const unmatchedIn = (address: string, symbol: string, value: bigint, tx: string) => {
+  const unmatchedIn = (address: string, token: SimToken, value: bigint, tx: string) => {
     const w = walletOf(address);
     if (!w) return;
-    add(w.kind, w.storeId, symbol, value);
-    add('assets:suspense', w.storeId, symbol, -value, tx);
+    add(w.kind, w.storeId, token, value);
+    add('assets:suspense', w.storeId, token, -value, tx);
   };
-  const unmatchedOut = (address: string, symbol: string, value: bigint) => {
+  const unmatchedOut = (address: string, token: SimToken, value: bigint) => {
     const w = walletOf(address);
     if (!w) return;
-    add(w.kind, w.storeId, symbol, -value);
-    add('equity:owner_transfers', w.storeId, symbol, value);
+    add(w.kind, w.storeId, token, -value);
+    add('equity:owner_transfers', w.storeId, token, value);
   };
 
   for (const intent of world.intents) {
@@ -69,7 +71,7 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     // chain is money: the indexer never reads that contract.
     if (!inRegistry(world, intent)) continue;
     const final = finalStatus(intent);
-    const sym = intent.token.symbol;
+    const sym = intent.token; // its symbol and chain name the accounts
     const s = intent.storeId;
     const N = intent.P - intent.F;
     const payingTx = intent.route === 'temp' ? intent.tx2 : intent.tx1;
@@ -110,7 +112,7 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
   for (const p of world.payouts) {
     const status = truth.linkStatus(p.referenceId);
     if (!status || !truth.knownLinks.has(p.referenceId) || !mined.has(p.fundingTx)) continue;
-    const sym = p.token.symbol;
+    const sym = p.token; // its symbol and chain name the accounts
     add('assets:claim_pool', p.storeId, sym, p.A);
     add('assets:custody', p.storeId, sym, -(p.A + p.F));
     add('expense:payout_fees', p.storeId, sym, p.F);
@@ -136,21 +138,21 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     }
   }
   // A claim into a wallet of ours: the claim is the pool's (above), the arrival is the wallet's.
-  for (const p of world.payouts)
-    if (mined.has(p.claimTx)) unmatchedIn(p.recipient, p.token.symbol, p.A, p.claimTx);
+  for (const p of world.payouts) if (mined.has(p.claimTx)) unmatchedIn(p.recipient, p.token, p.A, p.claimTx);
   // The owner's deposits into custody explain nothing: suspense (rule 9).
   for (const d of world.deposits) {
     if (!mined.has(d.txHash)) continue;
-    add('assets:custody', d.storeId, d.token.symbol, d.value);
-    add('assets:suspense', d.storeId, d.token.symbol, -d.value, d.txHash);
+    add('assets:custody', d.storeId, d.token, d.value);
+    add('assets:suspense', d.storeId, d.token, -d.value, d.txHash);
   }
 
-  for (const stray of world.strays) {
+  // A reorg's replacement transaction (reorg_replace) is a transfer no intent names: a stray.
+  for (const stray of [...world.strays, ...worldReplacements(world)]) {
     if (!mined.has(stray.txHash)) continue;
     const token = world.tokens.find((t) => t.address === stray.token);
     if (!token) continue; // a look-alike contract is never money
-    unmatchedIn(stray.to, token.symbol, stray.value, stray.txHash);
-    unmatchedOut(stray.from, token.symbol, stray.value);
+    unmatchedIn(stray.to, token, stray.value, stray.txHash);
+    unmatchedOut(stray.from, token, stray.value);
   }
   return out;
 }
@@ -167,4 +169,41 @@ export function inRegistry(world: World, intent: SimIntent): boolean {
 
 export function finalStatus(intent: SimIntent): number {
   return intent.timeline[intent.timeline.length - 1]?.status ?? 1;
+}
+
+/**
+ * A reorg as the harness saw it: what the chain double replaced, and how far the indexer had been
+ * shown finality before it (the head of its passes minus the finality depth): `finalSure` over the
+ * passes that ran to the head without a crash (every row up to it was final), `finalMaybe` over
+ * every pass begun (a crashed one may have marked rows final, or not).
+ */
+export interface ReorgFact {
+  chainId: number;
+  record: ReorgRecord;
+  finalSure: bigint;
+  finalMaybe: bigint;
+}
+
+/**
+ * Which chains must have an open reorg_beyond_finality finding (`must`), which may (`may`), and,
+ * absent from the map, which must not. A reorg orphaned a final block when it replaced a block at
+ * or below the finality the indexer had been shown, holding a transfer of an accepted token into
+ * or out of a store's merchant or custody wallet (a row the indexer stored and made final): must.
+ * The same with only a crashed pass's finality, or with only transfers of a claim link's pool
+ * (watched once the settlement learnt it): may.
+ */
+export function beyondFinality(world: World, facts: readonly ReorgFact[]): Map<number, 'must' | 'may'> {
+  const out = new Map<number, 'must' | 'may'>();
+  const wallets = new Set(world.stores.flatMap((s) => [s.merchant, s.custody]));
+  for (const fact of facts) {
+    const accepted = new Set(world.tokens.filter((t) => t.chainId === fact.chainId).map((t) => t.address));
+    for (const block of fact.record.replaced) {
+      const money = block.transfers.filter((t) => accepted.has(t.token));
+      if (money.length === 0 || block.number > fact.finalMaybe) continue;
+      const watched = money.some((t) => wallets.has(t.from) || wallets.has(t.to));
+      if (watched && block.number <= fact.finalSure) out.set(fact.chainId, 'must');
+      else if (out.get(fact.chainId) !== 'must') out.set(fact.chainId, 'may');
+    }
+  }
+  return out;
 }

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { indexChainPass } from '../src/chain/indexChain.ts';
+import type { ChainRpc } from '../src/chain/rpcClients.ts';
 import type { Clock } from '../src/clock.ts';
 import { createChainRegistry } from '../src/config/chainRegistry.ts';
 import type { Config } from '../src/config/loadConfig.ts';
@@ -19,13 +20,14 @@ import { cancelPayout } from '../src/payouts/cancelPayout.ts';
 import { createPayout } from '../src/payouts/createPayout.ts';
 import { expireClaimLinks } from '../src/payouts/expireClaimLinks.ts';
 import { settleTransfers } from '../src/settlement/settleTransfers.ts';
-import { createChainDouble, type SimTransfer } from './chainDouble.ts';
+import { type ChainDouble, createChainDouble, type SimTransfer } from './chainDouble.ts';
+import { worldReplacements } from './chainShapes.ts';
 import { crashingDb, SimulatedCrash } from './crashingDb.ts';
 import { judgeNearMisses } from './nearMissChecks.ts';
-import { expectedBalances, finalStatus, inRegistry } from './oracle.ts';
+import { beyondFinality, expectedBalances, finalStatus, inRegistry, type ReorgFact } from './oracle.ts';
 import { type JobFaults, type SimEvent, type SvcCallFault, worldTransfers } from './schedule.ts';
 import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
-import { SIM_CHAIN_ID, type World } from './world.ts';
+import { SIM_CHAIN_ID, type SimToken, type World } from './world.ts';
 
 /**
  * When the world starts on the clock: this process's start, to the minute. Some times are the
@@ -74,28 +76,34 @@ export async function runWorld(
       },
     }),
   });
+  /** The world's chains: SIM_CHAIN_ID, and a second one with the two_chains shape. */
+  const chainIds = [...new Set(world.tokens.map((t) => t.chainId))];
   const stores: StoreConfig[] = world.stores.map((s) => ({
     storeId: s.storeId,
     businessId: `biz_${s.storeId}`,
     apiKey: s.apiKey,
     apiSecret: s.apiSecret,
     signedResponse: false,
-    wallets: new Map([[SIM_CHAIN_ID, { merchant: s.merchant, custody: s.custody }]]),
+    // The same addresses on every chain of the world (two_chains), as one key is on every EVM chain.
+    wallets: new Map(chainIds.map((id) => [id, { merchant: s.merchant, custody: s.custody }])),
   }));
-  const [usdt, usdc] = world.tokens;
-  const chains = createChainRegistry([
-    {
-      chain_id: SIM_CHAIN_ID,
-      name: 'sim',
-      tokens: {
-        USDT: { address: usdt?.address ?? '', decimals: usdt?.decimals ?? 6 },
-        USDC: { address: usdc?.address ?? '', decimals: usdc?.decimals ?? 18 },
-      },
-      finality: { finalized_tag: false, depth: FINALITY_DEPTH },
-      start_block: 0,
-      reorg_window: 80,
-    },
-  ]);
+  const chains = createChainRegistry(
+    chainIds.map((id) => {
+      const token = (symbol: string) => world.tokens.find((t) => t.chainId === id && t.symbol === symbol);
+      const [usdt, usdc] = [token('USDT'), token('USDC')];
+      return {
+        chain_id: id,
+        name: id === SIM_CHAIN_ID ? 'sim' : `sim ${id}`,
+        tokens: {
+          USDT: { address: usdt?.address ?? '', decimals: usdt?.decimals ?? 6 },
+          USDC: { address: usdc?.address ?? '', decimals: usdc?.decimals ?? 18 },
+        },
+        finality: { finalized_tag: false, depth: FINALITY_DEPTH },
+        start_block: 0,
+        reorg_window: 80,
+      };
+    }),
+  );
   const config = { stores, chains } satisfies Pick<Config, 'stores' | 'chains'>;
   let readFaults: ReadFaults = { lagMs: 0, fail: false };
   /** What the service does with the running job's next calls (JobFaults.svc). */
@@ -118,18 +126,27 @@ export async function runWorld(
         nextCall,
       ),
   });
-  const chain = createChainDouble(SIM_CHAIN_ID, FINALITY_DEPTH);
+  /** One chain double per chain of the world; a transfer goes to its token's chain. */
+  const doubles = new Map(chainIds.map((id) => [id, createChainDouble(id, FINALITY_DEPTH)]));
+  const chainOf = (id: number | undefined) => doubles.get(id ?? SIM_CHAIN_ID) as ChainDouble;
+  /** Each chain's client, for the whole run: the indexer keeps its learnt state per client. */
+  const rpcs = new Map([...doubles].map(([id, chain]) => [id, chain.rpc()]));
+  const tokenChain = new Map<string, number>(world.tokens.map((t) => [t.address, t.chainId]));
+  const chainOfToken = (token: string) => chainOf(tokenChain.get(token));
+  const blockTime = () => BigInt(Math.floor((EPOCH_MS + now) / 1000));
   /** The transfers the service made itself (claim links), as they were sent. */
   const serviceSent: SimTransfer[] = [];
   const service = createServiceDouble(
     world,
     (t) => {
       serviceSent.push(t);
-      chain.send(t);
+      chainOfToken(t.token).send(t);
     },
-    () => chain.mine(BigInt(Math.floor((EPOCH_MS + now) / 1000))),
+    (chainId) => chainOf(chainId).mine(blockTime()),
   );
-  const rpc = chain.rpc();
+  /** How far each chain's indexer was shown finality (oracle.ts, ReorgFact), and the reorgs seen. */
+  const shown = new Map(chainIds.map((id) => [id, { sure: -1n, maybe: -1n }]));
+  const reorgFacts: ReorgFact[] = [];
   const metrics = createMetrics();
   const transfers = worldTransfers(world);
   const intents = new Map(world.intents.map((i) => [i.id, i]));
@@ -150,7 +167,7 @@ export async function runWorld(
           storeId: p.storeId,
           amount: formatDecimalAmount(p.A, p.token.decimals),
           coin: p.token.symbol,
-          chain: SIM_CHAIN_ID,
+          chain: p.token.chainId,
           referenceId: p.referenceId,
         },
       );
@@ -228,11 +245,23 @@ export async function runWorld(
       retryLater(`cancel:${ref}`, () => cancel(ref, {}), faults.retryAfter);
     return ok || refused;
   };
-  const indexAndSettle = (faults?: JobFaults) =>
-    job(faults, async (db) => {
-      await indexChainPass({ db, pool: database.pool, config, rpc, metrics, logger, clock }, SIM_CHAIN_ID);
-      await settleTransfers({ db, config, accounts, clock, unmatchedGraceMs: GRACE_MS }, SIM_CHAIN_ID);
-    });
+  /** The chain job of each chain, in turn; what each pass was shown of finality is noted. */
+  const indexAndSettle = async (faults?: JobFaults) => {
+    for (const [chainId, chain] of doubles) {
+      const final = chain.head() - BigInt(FINALITY_DEPTH);
+      const seen = shown.get(chainId) as { sure: bigint; maybe: bigint };
+      if (final > seen.maybe) seen.maybe = final;
+      await job(faults, async (db) => {
+        const rpc = rpcs.get(chainId) as ChainRpc;
+        const outcome = await indexChainPass(
+          { db, pool: database.pool, config, rpc, metrics, logger, clock },
+          chainId,
+        );
+        if (!outcome.skipped && outcome.lag === 0 && final > seen.sure) seen.sure = final;
+        await settleTransfers({ db, config, accounts, clock, unmatchedGraceMs: GRACE_MS }, chainId);
+      });
+    }
+  };
   const processInbox = async (batch: number, faults?: JobFaults) => {
     const { rows } = await database.db.execute<{ webhook_id: string }>(
       sql`select webhook_id from webhook_inbox where status = 'received' order by received_at, webhook_id limit ${batch}`,
@@ -255,17 +284,22 @@ export async function runWorld(
     switch (event.k) {
       case 'send': {
         const tx = transfers.get(event.tx);
-        if (tx) chain.send(tx);
+        if (tx) chainOfToken(tx.token).send(tx);
         break;
       }
       case 'mine':
-        chain.mine(BigInt(Math.floor((EPOCH_MS + now) / 1000)));
+        for (const chain of doubles.values()) chain.mine(blockTime());
         break;
-      case 'reorg':
-        chain.reorg(event.depth);
+      case 'reorg': {
+        const chainId = event.chain ?? SIM_CHAIN_ID;
+        const seen = shown.get(chainId);
+        const record = doubles.get(chainId)?.reorg(event.depth, event.change);
+        if (record && seen)
+          reorgFacts.push({ chainId, record, finalSure: seen.sure, finalMaybe: seen.maybe });
         break;
+      }
       case 'dropLog':
-        chain.dropNextLog();
+        chainOf(event.chain).dropNextLog();
         break;
       case 'index':
         await indexAndSettle(event);
@@ -332,12 +366,14 @@ export async function runWorld(
     await runRetries(true);
     // A real chain keeps growing: past the indexer's cursor (a deep reorg left the head below
     // it) and past finality.
-    const cursor = await database.db.execute<{ b: string }>(
-      sql`select coalesce(max(block_number), 0)::text as b from chain_cursors`,
-    );
-    const target = BigInt(cursor.rows[0]?.b ?? '0') + BigInt(FINALITY_DEPTH + 2);
-    do chain.mine(BigInt(Math.floor((EPOCH_MS + now) / 1000)));
-    while (chain.head() < target);
+    for (const [chainId, chain] of doubles) {
+      const cursor = await database.db.execute<{ b: string }>(
+        sql`select coalesce(max(block_number), 0)::text as b from chain_cursors where chain_id = ${chainId}`,
+      );
+      const target = BigInt(cursor.rows[0]?.b ?? '0') + BigInt(FINALITY_DEPTH + 2);
+      do chain.mine(blockTime());
+      while (chain.head() < target);
+    }
     await processInbox(1000);
     const open = await database.db.execute<{ id: string }>(
       sql`select id from checkout_intents where settled_by is null order by id`,
@@ -367,11 +403,12 @@ export async function runWorld(
 
   if (process.env.SIM_DEBUG) await dumpState(database);
   problems.push(
-    ...(await judge(database, world, chain, {
+    ...(await judge(database, world, doubles, {
       known,
       knownLinks,
       serviceSent,
       linkStatus: service.linkStatus,
+      reorgFacts,
     })),
   );
   for (const secret of secrets)
@@ -387,14 +424,23 @@ interface RunFacts {
   knownLinks: ReadonlySet<string>;
   serviceSent: readonly SimTransfer[];
   linkStatus: (referenceId: string) => string | undefined;
+  reorgFacts: readonly ReorgFact[];
 }
 
 async function judge(
   database: Database,
   world: World,
-  chain: ReturnType<typeof createChainDouble>,
+  doubles: ReadonlyMap<number, ChainDouble>,
   facts: RunFacts,
 ): Promise<string[]> {
+  const chainOf = (chainId: number) => doubles.get(chainId) as ChainDouble;
+  const blockOf = (txHash: string) => {
+    for (const chain of doubles.values()) {
+      const block = chain.blockOf(txHash);
+      if (block !== undefined) return block;
+    }
+    return undefined;
+  };
   const { known } = facts;
   const problems: string[] = [];
   const db = database.db;
@@ -414,21 +460,25 @@ async function judge(
     for (const address of new Set(world.stores.map((s) => s.merchant))) {
       const owners = world.stores.filter((s) => s.merchant === address);
       const ledger = owners.reduce(
-        (sum, s) => sum + (actual.get(`assets:wallet:${s.storeId}:${SIM_CHAIN_ID}:${token.symbol}`) ?? 0n),
+        (sum, s) => sum + (actual.get(`assets:wallet:${s.storeId}:${token.chainId}:${token.symbol}`) ?? 0n),
         0n,
       );
-      const onChain = chain.balanceOf(token.address, address);
+      const onChain = chainOf(token.chainId).balanceOf(token.address, address);
       if (ledger !== onChain)
-        problems.push(`wallet ${address.slice(0, 10)} ${token.symbol}: ledger ${ledger}, chain ${onChain}`);
+        problems.push(
+          `wallet ${address.slice(0, 10)} ${token.symbol}${on(token)}: ledger ${ledger}, chain ${onChain}`,
+        );
     }
   }
 
   for (const token of world.tokens) {
     for (const store of world.stores) {
-      const ledger = actual.get(`assets:custody:${store.storeId}:${SIM_CHAIN_ID}:${token.symbol}`) ?? 0n;
-      const onChain = chain.balanceOf(token.address, store.custody);
+      const ledger = actual.get(`assets:custody:${store.storeId}:${token.chainId}:${token.symbol}`) ?? 0n;
+      const onChain = chainOf(token.chainId).balanceOf(token.address, store.custody);
       if (ledger !== onChain)
-        problems.push(`custody ${store.storeId} ${token.symbol}: ledger ${ledger}, chain ${onChain}`);
+        problems.push(
+          `custody ${store.storeId} ${token.symbol}${on(token)}: ledger ${ledger}, chain ${onChain}`,
+        );
     }
   }
 
@@ -443,25 +493,28 @@ async function judge(
           p.storeId === store.storeId &&
           p.token === token &&
           facts.knownLinks.has(p.referenceId) &&
-          chain.blockOf(p.fundingTx) !== undefined,
+          blockOf(p.fundingTx) !== undefined,
       );
+      const chain = chainOf(token.chainId);
       let onChain = 0n;
       for (const p of links) {
-        const unswept = p.F > 0n && chain.blockOf(p.sweepTx) === undefined ? p.F : 0n;
+        const unswept = p.F > 0n && blockOf(p.sweepTx) === undefined ? p.F : 0n;
         const held = chain.balanceOf(token.address, p.pool) - unswept;
         onChain += held > 0n ? held : 0n;
       }
-      const code = (kind: string) => `${kind}:${store.storeId}:${SIM_CHAIN_ID}:${token.symbol}`;
+      const code = (kind: string) => `${kind}:${store.storeId}:${token.chainId}:${token.symbol}`;
       const ledger =
         (actual.get(code('assets:claim_pool')) ?? 0n) + (actual.get(code('assets:refund_receivable')) ?? 0n);
       if (ledger !== onChain)
-        problems.push(`pools of ${store.storeId} ${token.symbol}: ledger ${ledger}, chain ${onChain}`);
+        problems.push(
+          `pools of ${store.storeId} ${token.symbol}${on(token)}: ledger ${ledger}, chain ${onChain}`,
+        );
     }
   }
 
   const mined = new Set<string>();
-  for (const tx of [...worldTransfers(world).values(), ...facts.serviceSent])
-    if (chain.blockOf(tx.txHash) !== undefined) mined.add(tx.txHash);
+  for (const tx of [...worldTransfers(world).values(), ...facts.serviceSent, ...worldReplacements(world)])
+    if (blockOf(tx.txHash) !== undefined) mined.add(tx.txHash);
   // Stores sharing a merchant wallet: which of them an unexplained transfer is booked to depends
   // on what stablebooks knew when it booked it (docs/decisions.md), so their wallet, suspense and
   // owner-transfer accounts are judged together, under the first of them.
@@ -518,7 +571,7 @@ async function judge(
 
   // Every stranger's transfer the chain kept is open as an unmatched-transfer finding.
   for (const stray of world.strays) {
-    if (stray.kind !== 'stranger_in' || chain.blockOf(stray.txHash) === undefined) continue;
+    if (stray.kind !== 'stranger_in' || blockOf(stray.txHash) === undefined) continue;
     // A look-alike contract's transfer is never read (the indexer asks for registry tokens only).
     if (!world.tokens.some((t) => t.address === stray.token)) continue;
     const found = await db.execute(sql`
@@ -540,6 +593,24 @@ async function judge(
       );
   }
   problems.push(...(await judgeNearMisses(db, world, { mined, known, knownLinks: facts.knownLinks })));
+
+  // A reorg that orphaned a block the indexer had been shown final is said loudly, on its chain;
+  // no reorg_beyond_finality finding without one (oracle.ts, beyondFinality).
+  const loud = await db.execute<{ ref_id: string }>(sql`
+    select ref_id from findings where kind = 'reorg_beyond_finality' and resolved_at is null`);
+  const verdict = beyondFinality(world, facts.reorgFacts);
+  for (const chainId of doubles.keys()) {
+    const open = loud.rows.filter((r) => r.ref_id.startsWith(`${chainId}:`)).length;
+    const want = verdict.get(chainId);
+    if (want === 'must' && open === 0)
+      problems.push(
+        `chain ${chainId}: a reorg orphaned a final block, and no reorg_beyond_finality finding is open`,
+      );
+    if (want === undefined && open > 0)
+      problems.push(
+        `chain ${chainId}: ${open} reorg_beyond_finality finding(s) open, and no reorg orphaned a final block`,
+      );
+  }
   return problems;
 }
 
@@ -618,6 +689,11 @@ function sameDecimal(a: string, b: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** " on chain N" for a token of a second chain. */
+function on(token: SimToken): string {
+  return token.chainId === SIM_CHAIN_ID ? '' : ` on chain ${token.chainId}`;
 }
 
 /** Errors a job may meet in a faulty world and retry (a 5xx, an intent the lagging service does not know yet). */

@@ -1,5 +1,5 @@
 import { seededRandom } from '../src/seededRandom.ts';
-import type { SimTransfer } from './chainDouble.ts';
+import type { ReorgChange, SimTransfer } from './chainDouble.ts';
 import type { World } from './world.ts';
 
 /**
@@ -38,9 +38,13 @@ export type SimEvent =
   /** A transfer of the world is sent (it is in the next block). Ground truth: never shrunk away. */
   | { k: 'send'; t: number; tx: string }
   | { k: 'mine'; t: number }
-  | { k: 'reorg'; t: number; depth: number }
-  /** The next eth_getLogs answer leaves a log out. */
-  | { k: 'dropLog'; t: number }
+  /**
+   * The chain (the world's first when absent) replaces its last `depth` blocks; a change of a
+   * reorg shape also reaches its target's block and changes what it holds (sim/chainShapes.ts).
+   */
+  | { k: 'reorg'; t: number; depth: number; chain?: number; change?: ReorgChange }
+  /** The next eth_getLogs answer leaves a log out (of the world's first chain when `chain` is absent). */
+  | { k: 'dropLog'; t: number; chain?: number }
   /** One indexer pass and the settlement of what became final (the chain job). */
   | { k: 'index'; t: number; crash?: number; prepared?: true }
   /** The service delivers a webhook it sent at `sentAt`, and a worker processes what is waiting. */
@@ -204,9 +208,13 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
   const crash = () => (has('crash') && chance(0.1) ? int(1, 12) : undefined);
   const events: SimEvent[] = [];
 
+  /** When each world transfer's own mine event comes, by transaction hash (the reorg shapes' clock). */
+  const minedAt = new Map<string, number>();
   for (const [key, tx] of worldTransfers(world)) {
     events.push({ k: 'send', t: tx.at, tx: key });
-    events.push({ k: 'mine', t: tx.at + int(1_000, 30_000) });
+    const mine = { k: 'mine' as const, t: tx.at + int(1_000, 30_000) };
+    events.push(mine);
+    minedAt.set(tx.txHash, mine.t);
   }
   for (const intent of world.intents) {
     if (intent.trackedAtCreation) events.push({ k: 'track', t: intent.createdAt + 1, intent: intent.id });
@@ -256,12 +264,37 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
       events.push({ k: 'cancel', t: p.endAt + int(1_000, 600_000), ref: p.referenceId });
     if (p.end === 'expired') events.push({ k: 'expire', t: p.endAt, ref: p.referenceId });
   }
+  const indexAt: number[] = [];
+  // A world of two chains (two_chains) sends each node fault to one of them, drawn from a stream
+  // of its own: a world of one chain draws nothing more.
+  const chainIds = [...new Set(world.tokens.map((t) => t.chainId))];
+  const chainRnd = seededRandom(`schedule:${seed}:two_chains`);
+  const faultChain = () =>
+    chainIds.length > 1 ? { chain: chainIds[Math.floor(chainRnd() * chainIds.length)] as number } : {};
   for (let t = 0; t < world.span; t += int(60_000, 20 * 60_000)) {
     events.push({ k: 'mine', t });
     events.push({ k: 'index', t: t + 1, crash: crash() });
-    if (has('logs') && chance(0.1)) events.push({ k: 'dropLog', t });
+    indexAt.push(t + 1);
+    if (has('logs') && chance(0.1)) events.push({ k: 'dropLog', t, ...faultChain() });
     if (has('reorg') && chance(0.08))
-      events.push({ k: 'reorg', t: t + 2, depth: chance(0.8) ? int(1, 3) : int(4, 64) });
+      events.push({ k: 'reorg', t: t + 2, depth: chance(0.8) ? int(1, 3) : int(4, 64), ...faultChain() });
+  }
+  // The reorg shapes' reorgs: right after the target's own mine event (the indexer has not read
+  // it), right after the first index pass after it (read, not final), or after the first pass 40
+  // minutes later (final and booked). Placed after the events of the same time (a stable sort).
+  for (const plan of world.reorgs) {
+    const mined = minedAt.get(plan.target);
+    if (mined === undefined) continue;
+    const after = (from: number) => indexAt.find((i) => i >= from);
+    const t =
+      plan.when === 'before_index'
+        ? mined
+        : after(plan.when === 'after_index' ? mined + 1 : mined + 40 * 60_000);
+    if (t === undefined) continue;
+    const change: ReorgChange = { kind: plan.change, target: plan.target };
+    if (plan.replacement) change.replacement = plan.replacement;
+    if (plan.filler) change.filler = plan.filler;
+    events.push({ k: 'reorg', t, depth: plan.depth, chain: plan.chainId, change });
   }
   events.sort((a, b) => a.t - b.t);
   // Reordered delivery: neighbouring deliveries swap (their times too, so the clock still only moves on).

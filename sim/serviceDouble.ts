@@ -6,7 +6,7 @@ import { type CheckoutIntent, checkoutIntentSchema } from '../src/svc/models/che
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
 import type { SimTransfer } from './chainDouble.ts';
 import type { SvcCallFault } from './schedule.ts';
-import { SIM_CHAIN_ID, type SimIntent, type SimPayout, type World } from './world.ts';
+import type { SimIntent, SimPayout, World } from './world.ts';
 
 /**
  * The service as the world says it behaves, behind the product's own SvcClient interface: an
@@ -107,8 +107,8 @@ function lostAnswer(endpoint: string): SvcTransportError {
 
 /**
  * `send` puts the service's own transfers on the chain: a link's funding and fee sweep when it is
- * created, its claim, its refund on cancel or expiry; `settle` mines a block (a funding is mined
- * before the create call answers).
+ * created, its claim, its refund on cancel or expiry; `settle` mines a block of the payout's chain
+ * (a funding is mined before the create call answers).
  */
 /** Claim links expire 14 days after their funding. */
 const EXPIRY_MS = 14 * 86_400_000;
@@ -116,7 +116,7 @@ const EXPIRY_MS = 14 * 86_400_000;
 export function createServiceDouble(
   world: World,
   send: (t: SimTransfer) => void,
-  settle: () => void,
+  settle: (chainId: number) => void,
 ): ServiceDouble {
   const byId = new Map(world.intents.map((i) => [i.id, i]));
   const merchantOf = new Map(world.stores.map((s) => [s.storeId, s.merchant]));
@@ -139,7 +139,7 @@ export function createServiceDouble(
       currency: fiat?.currency ?? null,
       currency_symbol: fiat?.symbol ?? null,
       amount_cents: fiat ? Number(fiat.cents) : null,
-      chain_id: SIM_CHAIN_ID,
+      chain_id: intent.token.chainId,
       amount_coins: fmt(intent.R, 'amount_coins'),
       coin_symbol: intent.token.symbol,
       coin_contract: intent.token.address,
@@ -310,7 +310,7 @@ export function createServiceDouble(
             transfer(p, custodyOf.get(storeId) as `0x${string}`, p.pool, p.A + p.F, p.fundingTx);
             if (p.F > 0n) transfer(p, p.pool, world.feeWallet, p.F, p.sweepTx);
             // The create call blocks while the funding settles: it is in a block before any answer.
-            settle();
+            settle(p.token.chainId);
             if (p.lostAnswer)
               throw new SvcTransportError(
                 'claim_links.create',
@@ -330,7 +330,7 @@ export function createServiceDouble(
             reference_id: p.referenceId,
             amount: fmt(p.A, 'amount'),
             token_symbol: p.token.symbol,
-            chain_id: SIM_CHAIN_ID,
+            chain_id: p.token.chainId,
             status: link.status,
             token: first ? `tok_${p.linkId}` : null,
             claim_url: first ? `https://claim.sim/${p.linkId}#tok_${p.linkId}` : null,

@@ -29,6 +29,15 @@ export const SHAPES = {
     'two intents of the same amount and token in one merchant wallet at once, each paid by its own transaction',
   exact_stranger:
     "a stranger (or the payer again) pays exactly an open intent's amount into its merchant wallet; the service never names it",
+  reorg_drop:
+    'a reorg drops a transfer that is never mined again (before it is read, read but not final, or booked)',
+  reorg_remine: 'a reorg mines a transfer again in a later block, or at another log index at the same height',
+  reorg_replace:
+    'a reorg replaces a transfer at the same height by another transaction (another amount or recipient)',
+  reorg_deep:
+    "a reorg deeper than the finality depth replaces a booked transfer's block: the indexer must say so (reorg_beyond_finality)",
+  two_chains:
+    "a second chain (Base, tokens of 6 and 18 decimals) with the stores' wallets: intents, payouts and strangers on either chain",
 } as const;
 
 export type Shape = keyof typeof SHAPES;

@@ -3,6 +3,7 @@ import type { Hex } from 'viem';
 import { formatDecimalAmount } from '../src/money/decimalAmount.ts';
 import { seededRandom } from '../src/seededRandom.ts';
 import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
+import { applyChainShapes, type SimReorgPlan } from './chainShapes.ts';
 import { nearMissShapes } from './nearMisses.ts';
 import type { Shape } from './shapes.ts';
 
@@ -29,6 +30,8 @@ export interface SimToken {
   symbol: 'USDT' | 'USDC';
   address: Hex;
   decimals: number;
+  /** The chain the token lives on: SIM_CHAIN_ID, or SIM_CHAIN_ID_2 with the two_chains shape. */
+  chainId: number;
 }
 
 export interface SimStore {
@@ -166,6 +169,8 @@ export interface World {
   feeWallet: Hex;
   /** How long the world's activity lasts (ms); the scheduler's horizon before quiescence. */
   span: number;
+  /** Reorgs that change history (sim/chainShapes.ts): none without the reorg shapes. */
+  reorgs: SimReorgPlan[];
 }
 
 export interface WorldOptions {
@@ -185,8 +190,8 @@ export function generateWorld(seed: string, options: WorldOptions): World {
   const txHash = (label: string): Hex => `0x${hash(`${seed}:tx:${label}`)}`;
 
   const tokens: SimToken[] = [
-    { symbol: 'USDT', address: addr('token:USDT'), decimals: 6 },
-    { symbol: 'USDC', address: addr('token:USDC'), decimals: 18 },
+    { symbol: 'USDT', address: addr('token:USDT'), decimals: 6, chainId: SIM_CHAIN_ID },
+    { symbol: 'USDC', address: addr('token:USDC'), decimals: 18, chainId: SIM_CHAIN_ID },
   ];
   const stores: SimStore[] = [];
   const storeCount = int(1, 3);
@@ -373,7 +378,7 @@ export function generateWorld(seed: string, options: WorldOptions): World {
     { seed, stores, tokens, intents, strays, payouts, deposits, span },
     options.shapes ?? new Set(),
   );
-  return {
+  const world: World = {
     seed,
     tokens,
     lookalike,
@@ -384,7 +389,10 @@ export function generateWorld(seed: string, options: WorldOptions): World {
     deposits,
     feeWallet: addr('service:fees'),
     span,
+    reorgs: [],
   };
+  applyChainShapes(world, options.shapes ?? new Set());
+  return world;
 }
 
 interface ShapeInput {

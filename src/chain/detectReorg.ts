@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Db, DbExecutor } from '../db/database.ts';
+import { recordFinding } from '../findings/recordFinding.ts';
 import { type BlockHeader, getBlockHeader, getBlockHeaders } from './blockHeaders.ts';
 import type { ChainCursor } from './chainCursor.ts';
 import { writeCursor } from './chainCursor.ts';
@@ -176,11 +177,34 @@ export interface OrphanedRow {
   id: bigint;
   source: 'logs' | 'receipt';
   txHash: `0x${string}`;
+  /** The row was `final` when the reorg orphaned it: its block had been treated as final. */
+  wasFinal: boolean;
+}
+
+/**
+ * A reorg beyond finality: it orphaned rows already `final` (the settlement may have booked them),
+ * or its visible depth exceeds the chain's finality depth. Recorded as a critical
+ * `reorg_beyond_finality` finding with the orphaning, and loudly logged and counted by the caller.
+ */
+export interface BeyondFinality {
+  chainId: number;
+  lowestBlock: bigint;
+  depth: number;
+  finalityDepth: number;
+  finalOrphaned: number;
+  orphaned: number;
+}
+
+export interface AppliedReorg {
+  rows: OrphanedRow[];
+  beyondFinality: BeyondFinality | null;
 }
 
 /**
  * In one transaction: every non-orphaned transfer stored with a replaced block hash becomes
- * orphaned (never deleted), and the cursor moves back to a block the chain still has.
+ * orphaned (never deleted), the cursor moves back to a block the chain still has, and a reorg
+ * beyond finality (`finalityDepth`: the chain's) is recorded as a finding. One transaction, so
+ * a crash never orphans final rows without the finding (the next pass would not see them again).
  */
 export async function applyReorg(
   db: Db,
@@ -188,18 +212,62 @@ export async function applyReorg(
   reorg: Extract<ReorgCheck, { kind: 'reorg' }>,
   seen: { headBlock: bigint; finalizedBlock: bigint },
   now: Date,
-): Promise<OrphanedRow[]> {
+  finalityDepth: number,
+): Promise<AppliedReorg> {
   const hashes = [...new Set(reorg.mismatched.map((m) => m.blockHash.toLowerCase()))];
   return db.transaction(async (tx) => {
-    const { rows } = await tx.execute<{ id: string; source: 'logs' | 'receipt'; tx_hash: string }>(sql`
-      update chain_transfers set state = 'orphaned', orphaned_at = ${now.toISOString()}::timestamptz
-      where chain_id = ${chainId} and state <> 'orphaned'
-        and block_hash in (${sql.join(
-          hashes.map((h) => sql`${h}`),
-          sql`, `,
-        )})
-      returning id::text, source, tx_hash`);
+    const { rows } = await tx.execute<{
+      id: string;
+      source: 'logs' | 'receipt';
+      tx_hash: string;
+      was: string;
+    }>(sql`
+      with hit as (
+        select id, state from chain_transfers
+        where chain_id = ${chainId} and state <> 'orphaned'
+          and block_hash in (${sql.join(
+            hashes.map((h) => sql`${h}`),
+            sql`, `,
+          )})
+        for update)
+      update chain_transfers t set state = 'orphaned', orphaned_at = ${now.toISOString()}::timestamptz
+      from hit where t.id = hit.id
+      returning t.id::text, t.source, t.tx_hash, hit.state as was`);
     await writeCursor(tx, chainId, { ...reorg.rewindTo, ...seen });
-    return rows.map((r) => ({ id: BigInt(r.id), source: r.source, txHash: r.tx_hash as `0x${string}` }));
+    const orphaned = rows.map((r) => ({
+      id: BigInt(r.id),
+      source: r.source,
+      txHash: r.tx_hash as `0x${string}`,
+      wasFinal: r.was === 'final',
+    }));
+    const finalOrphaned = orphaned.filter((r) => r.wasFinal).length;
+    if (finalOrphaned === 0 && reorg.depth <= finalityDepth) return { rows: orphaned, beyondFinality: null };
+    const beyondFinality: BeyondFinality = {
+      chainId,
+      lowestBlock: reorg.lowestBlock,
+      depth: reorg.depth,
+      finalityDepth,
+      finalOrphaned,
+      orphaned: orphaned.length,
+    };
+    await recordFinding(
+      tx,
+      {
+        kind: 'reorg_beyond_finality',
+        severity: 'critical',
+        ref: { type: 'block', id: `${chainId}:${reorg.lowestBlock}` },
+        details: {
+          chain_id: chainId,
+          lowest_block: reorg.lowestBlock.toString(),
+          depth: reorg.depth,
+          finality_depth: finalityDepth,
+          final_orphaned: finalOrphaned,
+          orphaned: orphaned.length,
+          rewound_to: reorg.rewindTo.blockNumber.toString(),
+        },
+      },
+      null,
+    );
+    return { rows: orphaned, beyondFinality };
   });
 }

@@ -271,9 +271,31 @@ async function reorgStep(pass: Pass): Promise<SkipReason | undefined> {
       );
       return 'node_disagreement';
     case 'reorg': {
-      const orphanedRows = await applyReorg(deps.db, pass.info.chainId, check, pass.seen, pass.clock.now());
+      const applied = await applyReorg(
+        deps.db,
+        pass.info.chainId,
+        check,
+        pass.seen,
+        pass.clock.now(),
+        pass.info.finality.depth,
+      );
+      const orphanedRows = applied.rows;
       deps.metrics.chainReorgs.inc(labels);
       deps.metrics.chainReorgDepth.observe(labels, check.depth);
+      if (applied.beyondFinality) {
+        const b = applied.beyondFinality;
+        deps.metrics.chainReorgsBeyondFinality.inc(labels);
+        log.error(
+          {
+            lowest_block: String(b.lowestBlock),
+            depth: b.depth,
+            finality_depth: b.finalityDepth,
+            final_orphaned: b.finalOrphaned,
+            orphaned: b.orphaned,
+          },
+          'reorg beyond finality: blocks treated as final left the chain; what was booked from them is reversed and booked again from the new chain (finding reorg_beyond_finality)',
+        );
+      }
       outcome.orphaned += orphanedRows.length;
       outcome.reorgDepth = check.depth;
       // The verified block never passes the cursor (applyReorg's writeCursor takes it down too).

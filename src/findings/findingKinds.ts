@@ -40,6 +40,7 @@ export const FINDING_KINDS = [
   'suspense_classification_superseded',
   'unmatched_transfer_out',
   'reorged_transfer',
+  'reorg_beyond_finality',
   'claim_link_create_mismatch',
   'claim_link_closed_on_replay',
   'cancelled_outside_stablebooks',

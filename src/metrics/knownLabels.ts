@@ -137,6 +137,7 @@ export function initialiseLabels(metrics: Metrics, config?: LabelConfig): void {
     const labels = { chain_id: String(chainId) };
     metrics.chainReorgs.inc(labels, 0);
     metrics.chainReorgDepth.zero(labels);
+    metrics.chainReorgsBeyondFinality.inc(labels, 0);
     metrics.chainTransfersIndexed.inc(labels, 0);
     metrics.chainTransfersRecovered.inc(labels, 0);
     metrics.chainNodeDisagreements.inc(labels, 0);

@@ -214,6 +214,12 @@ export function createMetrics() {
       buckets: [1, 2, 3, 5, 10, 20, 50, 100, 250],
       registers: [registry],
     }),
+    chainReorgsBeyondFinality: new Counter({
+      name: 'stablebooks_chain_reorgs_beyond_finality_total',
+      help: 'Reorgs that orphaned transfers already final, or deeper than the finality depth of their chain (finding reorg_beyond_finality)',
+      labelNames: ['chain_id'] as const,
+      registers: [registry],
+    }),
     chainTransfersIndexed: new Counter({
       name: 'stablebooks_chain_transfers_indexed_total',
       help: 'Transfer logs newly stored by the indexer',

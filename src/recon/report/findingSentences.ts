@@ -455,6 +455,15 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
       ...txNote(f),
       '.',
     ),
+  reorg_beyond_finality: (f) =>
+    s(
+      `A reorganisation${on(f)} replaced blocks the books had treated as final`,
+      f.text('lowest_block') && `, from block ${formatAmount(f.text('lowest_block') ?? '', 0)}`,
+      f.text('depth') && ` (${f.text('depth')} blocks deep`,
+      f.text('depth') && (f.text('finality_depth') ? `, finality depth ${f.text('finality_depth')})` : ')'),
+      f.text('final_orphaned') && `: ${f.text('final_orphaned')} final transfers left the chain`,
+      '; their entries were reversed and what the new chain holds was booked again. Check the finality setting of the chain and anything paid out on those transfers.',
+    ),
   claim_link_create_mismatch: (f) =>
     s(
       `The service's answer to creating payout ${f.text('payout_id') ?? f.finding.refId}`,

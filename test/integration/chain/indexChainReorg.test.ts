@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { receiptTransfers, storeReceiptTransfers } from '../../../src/chain/receiptTransfers.ts';
@@ -12,6 +13,15 @@ const { chain } = kit;
  * viem caches for a few seconds, so right after a few fast blocks it sees an old head and refuses.
  */
 const reorg = (depth: number) => kit.raw('anvil_reorg', [depth, []]);
+
+/** The open reorg_beyond_finality findings. */
+async function beyondFinality() {
+  const { rows } = await kit.db.db.execute<{ ref_id: string; severity: string; details: unknown }>(
+    sql`select ref_id, severity, details from findings
+        where kind = 'reorg_beyond_finality' and resolved_at is null order by id`,
+  );
+  return rows;
+}
 
 await chain.mint('USDC', await chain.wallet('buyer:r'), 1_000_000n);
 await chain.mine(5);
@@ -58,6 +68,24 @@ describe('transfer indexer: reorgs', () => {
       ),
     ).toBe(3);
     expect(kit.logLines.some((l) => l.includes('reorg: transfers of replaced blocks orphaned'))).toBe(true);
+    // The orphaned row was final: a reorg beyond finality, said loudly (finding, metric, error log).
+    expect(await beyondFinality()).toEqual([
+      {
+        ref_id: `${CHAIN_ID}:${paid.blockNumber}`,
+        severity: 'critical',
+        details: {
+          chain_id: CHAIN_ID,
+          lowest_block: String(paid.blockNumber),
+          depth: 3,
+          finality_depth: 2,
+          final_orphaned: 1,
+          orphaned: 1,
+          rewound_to: cursor!.block_number,
+        },
+      },
+    ]);
+    expect(await metricValue(deps.metrics, 'stablebooks_chain_reorgs_beyond_finality_total')).toBe(1);
+    expect(kit.logLines.some((l) => l.includes('reorg beyond finality'))).toBe(true);
 
     // Reading again from there finds nothing new: the replaced blocks are empty.
     const reread = await indexChainPass(deps, CHAIN_ID);
@@ -74,6 +102,24 @@ describe('transfer indexer: reorgs', () => {
     expect(inclusions.map((r) => r.state)).toEqual(['orphaned', 'final']);
     expect(inclusions[1]?.block_hash).not.toBe(paid.blockHash);
     expect(inclusions[1]?.block_hash).toBe(await kit.blockHash(BigInt(inclusions[1]!.block_number)));
+  });
+
+  it('behavior: a reorg within finality orphans pending rows quietly: no reorg_beyond_finality', async () => {
+    const deps = kit.deps();
+    await indexChainPass(deps, CHAIN_ID);
+    const findingsBefore = (await beyondFinality()).length;
+    const pending = await chain.transfer('USDC', 'buyer:r', kit.merchant, 3n);
+    await chain.mine(1); // depth 2 with its own block: not final yet
+    await indexChainPass(deps, CHAIN_ID);
+    expect((await kit.rows()).find((r) => r.tx_hash === pending.txHash)?.state).toBe('pending');
+
+    await reorg(2);
+    const outcome = await indexChainPass(deps, CHAIN_ID, { maxRanges: 0 });
+    expect(outcome.orphaned).toBe(1);
+    expect(outcome.reorgDepth).toBeLessThanOrEqual(2);
+    expect((await beyondFinality()).length).toBe(findingsBefore);
+    expect(await metricValue(deps.metrics, 'stablebooks_chain_reorgs_beyond_finality_total')).toBe(0);
+    await indexChainPass(deps, CHAIN_ID);
   });
 
   it('behavior: two URLs that disagree about a stored block: counted, not a reorg', async () => {
