@@ -111,8 +111,8 @@ export function nearMissShapes(world: NearMissWorld, shapes: ReadonlySet<Shape>)
           end,
           endAt: endTime(end, createdAt, int),
         });
-        world.payouts.push(payout);
-        if (passOver) swappable.add(payout);
+        world.payouts.push({ ...payout, createReachesService: true });
+        if (passOver) swappable.add(world.payouts[world.payouts.length - 1] as SimPayout);
         ensureDeposit(store.storeId, token);
       }
       // The same amount in another store: another custody wallet, never a candidate.

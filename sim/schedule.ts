@@ -315,7 +315,14 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     let room = Math.max(0, options.maxEvents - sends);
     kept = events.filter((e) => e.k === 'send' || room-- > 0);
   }
-  return withJobFaults(kept, seed, options.faults);
+  const reaching = new Set(world.payouts.filter((p) => p.createReachesService).map((p) => p.referenceId));
+  return withJobFaults(kept, seed, options.faults).map((e) => {
+    if (e.k !== 'payout' || !reaching.has(e.ref)) return e;
+    // Drawn as any other create's, then kept from stopping it before the service acts.
+    const { crash: _crash, prepared: _prepared, ...rest } = e as SimEvent & JobFaults;
+    const svc = rest.svc?.filter((f) => f === 'lost' || f === false);
+    return svc?.some((f) => f === 'lost') ? { ...rest, svc } : { ...rest, svc: undefined };
+  });
 }
 
 /**

@@ -138,6 +138,14 @@ export interface SimPayout {
   refundPieces?: RefundPiece[];
   /** The service refunds the link this long after its claim too (shape claimed_then_refunded). */
   refundAfterClaimMs?: number;
+  /**
+   * Its first create reaches the service (no 5xx, 429 or crash before it acts; a lost answer
+   * still may happen): near-equal payouts, whose fundings are matched by amount. A create that
+   * reaches the service only at a later run funds the link then, and a near-equal payout's
+   * funding mined meanwhile is matched to it by amount: the product keeps that assignment when
+   * the later answer names the real funding (docs/decisions.md, a gap left open).
+   */
+  createReachesService?: true;
 }
 
 export interface RefundPiece {
