@@ -69,7 +69,9 @@ function twoChains(world: World): void {
     if (token && rnd() < 0.5) stray.token = second(token).address;
   }
   for (const p of world.payouts) {
-    if (rnd() >= 0.5) continue;
+    // Near-equal payouts (sim/nearMisses.ts) stay on the first chain, with the withdrawals and
+    // deposits their judging was placed around (the draw is made all the same).
+    if (rnd() >= 0.5 || p.createReachesService) continue;
     p.token = second(p.token);
     if (!world.deposits.some((d) => d.storeId === p.storeId && d.token === p.token))
       world.deposits.push({

@@ -315,9 +315,14 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     let room = Math.max(0, options.maxEvents - sends);
     kept = events.filter((e) => e.k === 'send' || room-- > 0);
   }
-  const reaching = new Set(world.payouts.filter((p) => p.createReachesService).map((p) => p.referenceId));
+  // A create whose answer is lost is matched to its funding by amount: it must act when the
+  // world says (see SimPayout.createReachesService), not after a fault delayed it.
+  const reaching = new Set(
+    world.payouts.filter((p) => p.createReachesService || p.lostAnswer).map((p) => p.referenceId),
+  );
   return withJobFaults(kept, seed, options.faults).map((e) => {
-    if (e.k !== 'payout' || !reaching.has(e.ref)) return e;
+    const lostHere = e.k === 'payout' && (e as JobFaults).svc?.includes('lost') === true;
+    if (e.k !== 'payout' || !(reaching.has(e.ref) || lostHere)) return e;
     // Drawn as any other create's, then kept from stopping it before the service acts.
     const { crash: _crash, prepared: _prepared, ...rest } = e as SimEvent & JobFaults;
     const svc = rest.svc?.filter((f) => f === 'lost' || f === false);
