@@ -316,16 +316,18 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     kept = events.filter((e) => e.k === 'send' || room-- > 0);
   }
   // A create whose answer is lost is matched to its funding by amount: it must act when the
-  // world says (see SimPayout.createReachesService), not after a fault delayed it.
-  const reaching = new Set(
-    world.payouts.filter((p) => p.createReachesService || p.lostAnswer).map((p) => p.referenceId),
-  );
+  // world says, not after a fault delayed it; and a near-equal payout's losses are the world's
+  // own (its generator keeps such pairs to ends the chain decides), so no fault adds one
+  // (SimPayout.createReachesService).
+  const byRef = new Map(world.payouts.map((p) => [p.referenceId, p]));
   return withJobFaults(kept, seed, options.faults).map((e) => {
-    const lostHere = e.k === 'payout' && (e as JobFaults).svc?.includes('lost') === true;
-    if (e.k !== 'payout' || !(reaching.has(e.ref) || lostHere)) return e;
+    if (e.k !== 'payout') return e;
+    const p = byRef.get(e.ref);
+    const lostHere = (e as JobFaults).svc?.includes('lost') === true;
+    if (!p?.createReachesService && !p?.lostAnswer && !lostHere) return e;
     // Drawn as any other create's, then kept from stopping it before the service acts.
     const { crash: _crash, prepared: _prepared, ...rest } = e as SimEvent & JobFaults;
-    const svc = rest.svc?.filter((f) => f === 'lost' || f === false);
+    const svc = p?.createReachesService ? [] : rest.svc?.filter((f) => f === 'lost' || f === false);
     return svc?.some((f) => f === 'lost') ? { ...rest, svc } : { ...rest, svc: undefined };
   });
 }
