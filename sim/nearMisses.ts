@@ -304,17 +304,11 @@ function safeWithdrawal(
   return true;
 }
 
-interface IntentSpec {
-  id: string;
+type IntentSpec = Pick<
+  SimIntent,
+  'id' | 'token' | 'route' | 'outcome' | 'R' | 'P' | 'F' | 'payer' | 'temp'
+> & {
   store: SimStore;
-  token: SimToken;
-  route: 'direct' | 'temp';
-  outcome: Outcome;
-  R: bigint;
-  P: bigint;
-  F: bigint;
-  payer: Hex;
-  temp: Hex;
   label: string;
   createdAt: number;
   paidAt: number;
@@ -323,7 +317,7 @@ interface IntentSpec {
   later: number;
   tracked: boolean;
   txHash: (label: string) => Hex;
-}
+};
 
 /** An intent as sim/world.ts makes one: the service's timeline for its outcome. */
 function makeIntent(s: IntentSpec): SimIntent {

@@ -1,6 +1,4 @@
-import { createRequire } from 'node:module';
 import { sql } from 'drizzle-orm';
-import { encodeFunctionData, maxUint256, parseAbi } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
@@ -12,6 +10,7 @@ import { markCancelled } from '../../../src/payouts/closeLink.ts';
 import { refundsOverdue } from '../../../src/payouts/refundsOverdue.ts';
 import { proveBalances } from '../../../src/recon/balanceProofs.ts';
 import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
+import { batchSender } from '../../helpers/batchSend.ts';
 import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
 
 /**
@@ -85,82 +84,18 @@ async function cancelledLink(linkId: string): Promise<string> {
   return pool;
 }
 
-/**
- * Several transfers out of one wallet in ONE transaction (each its own Transfer log): a small
- * contract pulls them with transferFrom (the wallet approved it once), as a service paying a
- * refund in pieces from a batch would.
- */
-const BATCH_SENDER_SOURCE = `// SPDX-License-Identifier: Apache-2.0
-pragma solidity ^0.8.20;
-interface IERC20 { function transferFrom(address from, address to, uint256 value) external returns (bool); }
-contract BatchSend {
-  function send(address token, address from, address[] calldata to, uint256[] calldata value) external {
-    for (uint256 i = 0; i < to.length; i++) require(IERC20(token).transferFrom(from, to[i], value[i]));
-  }
-}`;
-const batchSendAbi = parseAbi([
-  'function send(address token, address from, address[] to, uint256[] value)',
-  'function approve(address spender, uint256 value) returns (bool)',
-]);
-/** anvil's second pre-funded account (the sandbox deploys with the first). */
-const BATCH_CALLER = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
-let batchSender: Promise<`0x${string}`> | undefined;
-
-async function sendTransaction(request: Record<string, unknown>) {
-  const txHash = (await kit.raw('eth_sendTransaction', [request])) as `0x${string}`;
-  type Receipt = { status: string; contractAddress: `0x${string}` | null } | null;
-  let receipt: Receipt = null;
-  for (let i = 0; i < 100 && !receipt; i++) {
-    receipt = (await kit.raw('eth_getTransactionReceipt', [txHash])) as Receipt;
-    if (!receipt) await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  if (receipt?.status !== '0x1') throw new Error(`transaction ${txHash} not mined or reverted`);
-  return { txHash, contractAddress: receipt.contractAddress };
-}
-
-function deployBatchSender(): Promise<`0x${string}`> {
-  batchSender ??= (async () => {
-    const solc = createRequire(import.meta.url)('solc') as { compile(input: string): string };
-    const output = JSON.parse(
-      solc.compile(
-        JSON.stringify({
-          language: 'Solidity',
-          sources: { 'BatchSend.sol': { content: BATCH_SENDER_SOURCE } },
-          settings: { evmVersion: 'paris', outputSelection: { '*': { '*': ['evm.bytecode.object'] } } },
-        }),
-      ),
-    );
-    const bytecode = output.contracts['BatchSend.sol'].BatchSend.evm.bytecode.object as string;
-    const { contractAddress } = await sendTransaction({ from: BATCH_CALLER, data: `0x${bytecode}` });
-    if (!contractAddress) throw new Error('BatchSend not deployed');
-    return contractAddress;
-  })();
-  return batchSender;
-}
+const batch = batchSender((method, params) => kit.raw(method, params));
 
 /** One transaction paying `values` from the labelled wallet to custody, one log each, in this order. */
 async function refundInOneTransaction(fromLabel: string, values: bigint[]) {
-  const sender = await deployBatchSender();
   const from = await kit.chain.wallet(fromLabel);
-  await kit.raw('anvil_impersonateAccount', [from]);
-  try {
-    await sendTransaction({
-      from,
-      to: USDT.address,
-      data: encodeFunctionData({ abi: batchSendAbi, functionName: 'approve', args: [sender, maxUint256] }),
-    });
-  } finally {
-    await kit.raw('anvil_stopImpersonatingAccount', [from]);
-  }
-  return sendTransaction({
-    from: BATCH_CALLER,
-    to: sender,
-    data: encodeFunctionData({
-      abi: batchSendAbi,
-      functionName: 'send',
-      args: [USDT.address, from, values.map(() => kit.custody), values],
-    }),
-  });
+  await batch.approve(USDT.address, from);
+  return batch.send(
+    USDT.address,
+    from,
+    values.map(() => kit.custody),
+    values,
+  );
 }
 
 /** The link's non-zero balances by account kind (its own entries), but custody, which funded it. */
