@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Address } from 'viem';
 import { afterAll } from 'vitest';
-import type { IndexerDeps } from '../../../src/chain/indexChain.ts';
+import { type IndexerDeps, indexChainPass } from '../../../src/chain/indexChain.ts';
 import { type ChainRpcOptions, createChainRpc } from '../../../src/chain/rpcClients.ts';
 import type { Clock } from '../../../src/clock.ts';
 import { type ChainRegistry, createChainRegistry } from '../../../src/config/chainRegistry.ts';
@@ -69,6 +69,8 @@ export interface IndexerKit {
   blockHash(n: bigint): Promise<string>;
   /** A raw JSON-RPC call to anvil. */
   raw(method: string, params: unknown[]): Promise<unknown>;
+  /** Mines past the finality depth and runs `deps`' indexer until no stored row is pending. */
+  indexUntilFinal(deps: IndexerDeps): Promise<void>;
   cursor(): Promise<{ block_number: string; block_hash: string } | undefined>;
 }
 
@@ -130,6 +132,13 @@ export async function createIndexerKit(
   const { logger, lines: logLines } = captureLogger();
   const accounts = createAccountCache();
   let intents = 0;
+  const transferRows = async (): Promise<TransferRowView[]> => {
+    const { rows } = await db.db.execute<TransferRowView & Record<string, unknown>>(sql`
+      select tx_hash, log_index, block_number::text, block_hash, token, from_address, to_address, value::text,
+        state, source
+      from chain_transfers t order by t.block_number, t.log_index, t.id`);
+    return rows;
+  };
   return {
     anvil,
     chain,
@@ -203,13 +212,15 @@ export async function createIndexerKit(
         logger,
       };
     },
-    async rows() {
-      const { rows } = await db.db.execute<TransferRowView & Record<string, unknown>>(sql`
-        select tx_hash, log_index, block_number::text, block_hash, token, from_address, to_address, value::text,
-          state, source
-        from chain_transfers t order by t.block_number, t.log_index, t.id`);
-      return rows;
+    async indexUntilFinal(indexerDeps) {
+      await raw('anvil_mine', ['0x3']);
+      for (let i = 0; i < 5; i++) {
+        await indexChainPass(indexerDeps, CHAIN_ID);
+        if ((await transferRows()).every((r) => r.state !== 'pending')) return;
+      }
+      throw new Error('transfers not final');
     },
+    rows: transferRows,
     head: async () => BigInt((await raw('eth_blockNumber', [])) as string),
     blockHash: async (n) =>
       (

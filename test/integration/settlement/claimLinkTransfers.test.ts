@@ -36,18 +36,8 @@ const feeWallet = await kit.chain.wallet('fees:31337');
 
 await kit.chain.mint('USDT', kit.custody, 1_000_000_000n);
 
-/** Mines past the depth and indexes until nothing stored is pending. */
-async function indexUntilFinal(): Promise<void> {
-  await kit.raw('anvil_mine', ['0x3']);
-  for (let i = 0; i < 5; i++) {
-    await indexChainPass(deps, CHAIN_ID);
-    if ((await kit.rows()).every((r) => r.state !== 'pending')) return;
-  }
-  throw new Error('transfers not final');
-}
-
 async function settle(): Promise<void> {
-  await indexUntilFinal();
+  await kit.indexUntilFinal(deps);
   await settleTransfers(applyDeps, CHAIN_ID);
 }
 
@@ -256,7 +246,7 @@ describe('claim-link transfers out of the pool', () => {
     await indexChainPass(deps, CHAIN_ID); // stored, pending
     clock.advance(14 * DAY_MS + 60_000);
     expect(await expireClaimLinks(jobDeps, clock.now())).toBe(0);
-    await indexUntilFinal(); // final, not matched yet
+    await kit.indexUntilFinal(deps); // final, not matched yet
     expect(await expireClaimLinks(jobDeps, clock.now())).toBe(0);
 
     await settleTransfers(applyDeps, CHAIN_ID);

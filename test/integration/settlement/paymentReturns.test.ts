@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
 import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
@@ -25,15 +24,6 @@ async function intent(id: string, status: number, txHash: string): Promise<void>
   await kit.db.db.execute(sql`
     insert into checkout_intents (id, store_id, status, tracked_via, tx_hash, chain_id, amount_coins)
     values (${id}, 'st_a', ${status}, 'api', ${txHash}, ${CHAIN_ID}, '25')`);
-}
-
-async function indexUntilFinal(): Promise<void> {
-  await kit.chain.mine(3);
-  for (let i = 0; i < 5; i++) {
-    await indexChainPass(deps, CHAIN_ID);
-    if ((await kit.rows()).every((r) => r.state !== 'pending')) return;
-  }
-  throw new Error('transfers not final');
 }
 
 /** The matcher, at the wall clock's now (the indexer stamps final_at with it): within the grace. */
@@ -95,7 +85,7 @@ describe('a payment sent back out of the merchant wallet', () => {
     const returned = await kit.chain.transfer('USDC', 'merchant:st_a', await kit.chain.wallet('payer:pr'), X);
     await intent('ci_waiting', CheckoutStatus.MANUAL_OPERATION, waiting.txHash);
     await intent('ci_underpaid', CheckoutStatus.UNDERPAID, underpaid.txHash);
-    await indexUntilFinal();
+    await kit.indexUntilFinal(deps);
     const suspenseBefore = await suspense();
 
     // Within the grace: the failed intent's payment goes to suspense at once, the return clears
@@ -137,7 +127,7 @@ describe('a payment sent back whose intent is learnt only after both transfers w
     await kit.chain.mint('USDC', payer, 100_000_000n);
     const paid = await kit.chain.transfer('USDC', 'payer:late', kit.merchant, X);
     const returned = await kit.chain.transfer('USDC', 'merchant:st_a', payer, X);
-    await indexUntilFinal();
+    await kit.indexUntilFinal(deps);
     const before = { suspense: await suspense(), owner: await usdc('equity:owner_transfers') };
 
     // No intent names the payment yet (a webhook delayed, a poll late): after the grace, the
@@ -192,7 +182,7 @@ describe('a payment sent back whose intent is learnt only after both transfers w
     await kit.chain.mint('USDC', payer, 100_000_000n);
     const paid = await kit.chain.transfer('USDC', 'payer:twice', kit.merchant, X);
     const returned = await kit.chain.transfer('USDC', 'merchant:st_a', payer, X);
-    await indexUntilFinal();
+    await kit.indexUntilFinal(deps);
     expect(await applyLate()).toMatchObject({ applied: 2, deferred: 0 });
     const before = { suspense: await suspense(), owner: await usdc('equity:owner_transfers') };
     await intent('ci_late_failed', CheckoutStatus.REJECTED, paid.txHash);

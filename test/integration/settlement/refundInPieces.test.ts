@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
@@ -36,18 +35,8 @@ const feeWallet = await kit.chain.wallet('fees:31337');
 
 await kit.chain.mint('USDT', kit.custody, 1_000_000_000n);
 
-/** Mines past the depth and indexes until nothing stored is pending. */
-async function indexUntilFinal(): Promise<void> {
-  await kit.raw('anvil_mine', ['0x3']);
-  for (let i = 0; i < 5; i++) {
-    await indexChainPass(deps, CHAIN_ID);
-    if ((await kit.rows()).every((r) => r.state !== 'pending')) return;
-  }
-  throw new Error('transfers not final');
-}
-
 async function settle(): Promise<void> {
-  await indexUntilFinal();
+  await kit.indexUntilFinal(deps);
   await settleTransfers(applyDeps, CHAIN_ID);
 }
 

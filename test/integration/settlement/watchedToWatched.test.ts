@@ -1,7 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Address } from 'viem';
 import { describe, expect, it } from 'vitest';
-import { indexChainPass } from '../../../src/chain/indexChain.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import type { StoreConfig } from '../../../src/config/stores.ts';
 import { trialBalance } from '../../../src/ledger/balances.ts';
@@ -73,16 +72,6 @@ const applyDeps = kit.applyDeps(clock, GRACE);
 
 const merchant = (storeId: StoreId) => kit.chain.wallet(`merchant:${storeId}`);
 const custody = (storeId: StoreId) => kit.chain.wallet(`custody:${storeId}`);
-
-/** Mines past the depth and indexes until nothing stored is pending. */
-async function indexUntilFinal(): Promise<void> {
-  await kit.chain.mine(3);
-  for (let i = 0; i < 5; i++) {
-    await indexChainPass(deps, CHAIN_ID);
-    if ((await kit.rows()).every((r) => r.state !== 'pending')) return;
-  }
-  throw new Error('transfers not final');
-}
 
 /** The matcher at the wall clock's now (the indexer stamps final_at with it): within the grace. */
 function settleNow() {
@@ -229,7 +218,7 @@ for (const storeId of ['st_pay_a', 'st_pay_b', 'st_ret_pay_sb', 'st_ret_pay_rj']
 }
 await kit.chain.mint('USDT', await custody('st_claim'), 100_000_000n);
 await kit.chain.mint('USDT', await custody('st_custody'), 100_000_000n);
-await indexUntilFinal();
+await kit.indexUntilFinal(deps);
 await settleLate();
 
 describe("one store's merchant wallet pays another store's checkout", () => {
@@ -256,10 +245,10 @@ describe("one store's merchant wallet pays another store's checkout", () => {
         });
       if (order === 'a') {
         await confirm();
-        await indexUntilFinal();
+        await kit.indexUntilFinal(deps);
         await settleNow();
       } else {
-        await indexUntilFinal();
+        await kit.indexUntilFinal(deps);
         await settleLate();
         // Nobody explains it yet: the payee's side waits in suspense, the payer's is an owner transfer.
         expect(await liveEntries([paid.txHash])).toEqual([
@@ -321,12 +310,12 @@ describe("a claim link claimed into its own store's merchant wallet", () => {
       occurredAt: clock.now(),
     });
     await postEntry(kit.db.db, funded.entry!, { accounts: kit.accounts });
-    await indexUntilFinal();
+    await kit.indexUntilFinal(deps);
     await settleNow(); // the funding: the pool is learnt
     await kit.chain.transfer('USDT', `pool:${linkId}`, await kit.chain.wallet('fees:31337'), FEE);
     // The recipient claims into the merchant's own wallet.
     const claim = await kit.chain.transfer('USDT', `pool:${linkId}`, await merchant(storeId), amount);
-    await indexUntilFinal();
+    await kit.indexUntilFinal(deps);
     await settleLate();
 
     const kinds = await kit.db.db.execute<{ kind: string }>(
@@ -367,7 +356,7 @@ describe("a custody wallet pays its own store's checkout", () => {
       txTo: await merchant(storeId),
       coins: '30',
     });
-    await indexUntilFinal();
+    await kit.indexUntilFinal(deps);
     await settleNow();
 
     expect(await liveEntries([paid.txHash], [intentId])).toEqual([
@@ -412,7 +401,7 @@ describe('a payment sent back to a payer that is a watched wallet', () => {
       });
       // The service sends the payment back from the payee's wallet to the wallet it came from.
       const returned = await kit.chain.transfer('USDT', `merchant:${payee}`, await merchant(payer), X);
-      await indexUntilFinal();
+      await kit.indexUntilFinal(deps);
       await settleLate();
 
       expect(await liveEntries([paid.txHash, returned.txHash], [intentId])).toEqual([
