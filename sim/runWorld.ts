@@ -512,6 +512,24 @@ async function judge(
     }
   }
 
+  // Every temporary wallet of a sale against the chain: once the buyer's payment and the sweep are
+  // final, what the service kept there is the fee rule 1 booked for that intent (net of reversals).
+  const fees = await db.execute<{ ref_id: string; fee: string }>(sql`
+    select e.ref_id, sum(p.amount)::text as fee
+    from ledger_entries e join ledger_postings p on p.entry_id = e.id join ledger_accounts a on a.id = p.account_id
+    where e.ref_type = 'checkout_intent' and a.code like 'expense:service_fees:%'
+    group by e.ref_id`);
+  const feeOf = new Map(fees.rows.map((r) => [r.ref_id, BigInt(r.fee)]));
+  for (const intent of world.intents) {
+    if (intent.route !== 'temp' || !intent.tx2 || finalStatus(intent) !== 20) continue;
+    if (!facts.known.has(intent.id) || !inRegistry(world, intent)) continue;
+    if (blockOf(intent.tx1) === undefined || blockOf(intent.tx2) === undefined) continue;
+    const held = chainOf(intent.token.chainId).balanceOf(intent.token.address, intent.temp);
+    const booked = feeOf.get(intent.id) ?? 0n;
+    if (held !== booked)
+      problems.push(`temporary wallet of ${intent.id}: fee booked ${booked}, chain ${held}`);
+  }
+
   const mined = new Set<string>();
   for (const tx of [...worldTransfers(world).values(), ...facts.serviceSent, ...worldReplacements(world)])
     if (blockOf(tx.txHash) !== undefined) mined.add(tx.txHash);
