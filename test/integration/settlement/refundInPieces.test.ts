@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { watchedWallets } from '../../../src/chain/watchedWallets.ts';
 import { createManualClock } from '../../../src/clock.ts';
 import { balances, trialBalance } from '../../../src/ledger/balances.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
@@ -76,6 +77,14 @@ async function cancelledLink(linkId: string): Promise<string> {
 const batch = batchSender((method, params) => kit.raw(method, params));
 
 /** One transaction paying `values` from the labelled wallet to custody, one log each, in this order. */
+/** Whether the indexer's log filter (closed pools left out) reads `address`. */
+async function indexerWatches(address: string): Promise<boolean> {
+  const wallets = await watchedWallets(kit.db.db, { stores: kit.stores }, CHAIN_ID, {
+    closedPools: 'exclude',
+  });
+  return wallets.some((w) => w.address === address);
+}
+
 async function refundInOneTransaction(fromLabel: string, values: bigint[]) {
   const from = await kit.chain.wallet(fromLabel);
   await batch.approve(USDT.address, from);
@@ -193,10 +202,14 @@ describe('a cancel refund paid back to custody in pieces', () => {
       'expense:payout_fees': FEE,
     });
     expect(await refundedAt(linkId)).toBeNull();
+    // The pool owes more: the indexer's log filter still reads it (a refunded link's pool leaves it).
+    const poolAddress = (await kit.chain.wallet(pool)).toLowerCase();
+    expect(await indexerWatches(poolAddress)).toBe(true);
 
     const second = await kit.chain.transfer('USDT', pool, kit.custody, 1_000_000n);
     await settle();
     expect(await refundLines(linkId)).toEqual(piecesOf2And1);
+    expect(await indexerWatches(poolAddress)).toBe(false);
     // A piece that left money owed is named as such (the pool stays watched); the clearing one closes it.
     expect(await matchedAs(first.txHash)).toEqual(['claim_link_refund_piece']);
     expect(await matchedAs(second.txHash)).toEqual(['claim_link_refunded']);
