@@ -135,20 +135,28 @@ export async function startProcessCluster(options: { concurrency?: number } = {}
     const ids: string[] = [];
     let next = 0;
     const tag = randomBytes(3).toString('hex');
+    // One failure stops every loop: intents paid after it would send their webhooks to the next
+    // case's intake (the same port) and spoil its counts.
+    let failed = false;
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
-        while (next < n) {
-          const i = next++;
-          const created = await client.createCheckoutIntent({
-            stable_coin: i % 2 === 0 ? 1 : 2,
-            amount_cents: BigInt(1000 + i),
-            order_id: `order-${tag}-${i}`,
-          });
-          const id = created.allsvc_checkout_intent_id;
-          const res = await sandbox.control(`/_sandbox/intents/${id}/pay`, {});
-          if (res.status !== 200) throw new Error(`pay ${id}: ${res.status} ${JSON.stringify(res.body)}`);
-          ids.push(id);
-          onPaid?.(ids.length);
+        try {
+          while (next < n && !failed) {
+            const i = next++;
+            const created = await client.createCheckoutIntent({
+              stable_coin: i % 2 === 0 ? 1 : 2,
+              amount_cents: BigInt(1000 + i),
+              order_id: `order-${tag}-${i}`,
+            });
+            const id = created.allsvc_checkout_intent_id;
+            const res = await sandbox.control(`/_sandbox/intents/${id}/pay`, {});
+            if (res.status !== 200) throw new Error(`pay ${id}: ${res.status} ${JSON.stringify(res.body)}`);
+            ids.push(id);
+            onPaid?.(ids.length);
+          }
+        } catch (err) {
+          failed = true;
+          throw err;
         }
       }),
     );

@@ -18,6 +18,13 @@ import type { CoinSymbol, MinedTransfer, SandboxChain, SandboxToken } from './ty
 /** anvil's first pre-funded account: the simulated service deploys and mints with it. */
 const ANVIL_DEPLOYER_KEY = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
 const GAS_BALANCE = 10n ** 20n; // 100 ETH per wallet: gas is never what a scenario is about
+/**
+ * A token call's gas limit, given so that nothing is estimated before sending: under load anvil's
+ * estimate can read the state from before a receipt it already served (a sweep right after its
+ * deposit was refused with "balance"). Mined, the transaction runs against the real state, and a
+ * true shortfall still fails as a reverted receipt.
+ */
+const TOKEN_CALL_GAS = 200_000n;
 
 /**
  * Connects to an anvil node, deploys the sandbox's USDT and USDC there, and signs transfers for
@@ -112,6 +119,7 @@ export async function createSandboxChain(options: {
           abi: sandboxTokenAbi,
           functionName: 'mint',
           args: [to, amount],
+          gas: TOKEN_CALL_GAS,
         }),
       );
       return mined(hash, token);
@@ -126,6 +134,7 @@ export async function createSandboxChain(options: {
           abi: sandboxTokenAbi,
           functionName: 'transfer',
           args: [to, amount],
+          gas: TOKEN_CALL_GAS,
         }),
       );
       return mined(hash, token);
