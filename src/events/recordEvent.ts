@@ -4,11 +4,17 @@ import { executePrepared } from '../db/executePrepared.ts';
 import { toJsonb } from '../db/storableJson.ts';
 import type { Token } from '../ledger/accounts.ts';
 
-/** The outbound event types (README, "Outbound events"). */
+/**
+ * The outbound event types (README, "Outbound events"). Each `.reversed` type takes back one
+ * announcement of the type it names, when the ledger reverses what that announcement reported.
+ */
 export const EVENT_TYPES = [
   'payment.booked',
+  'payment.booked.reversed',
   'payment.proven',
+  'payment.proven.reversed',
   'payout.settled',
+  'payout.settled.reversed',
   'finding.opened',
   'finding.resolved',
 ] as const;
@@ -48,17 +54,21 @@ export function tokenData(token: Token): { chain_id: number; token: string; toke
   return { chain_id: token.chainId, token: token.symbol, token_address: token.address.toLowerCase() };
 }
 
+/**
+ * The id of the n-th announcement of a business fact (`<type>:<subject>`, then `:r<n>` each time
+ * it is announced again after a reversal). It names the fact, never the log that proved it: a
+ * transaction re-mined at another log index after a reorg is the same payment.
+ */
+export function announcementId(type: EventType, subject: string, revision: number): string {
+  return revision > 0 ? `${type}:${subject}:r${revision}` : `${type}:${subject}`;
+}
+
 /** `payment.booked` (rule 1): `payment.booked:<intent>`, and `:r<n>` for a rebooking after a reversal. */
 export function paymentBookedId(intentId: string, revision: number): string {
-  return revision > 0 ? `payment.booked:${intentId}:r${revision}` : `payment.booked:${intentId}`;
+  return announcementId('payment.booked', intentId, revision);
 }
 
-/** `payment.proven` (rule 2): the intent and the first log that proved it (`<chain>:<tx>:<log>`). */
-export function paymentProvenId(intentId: string, transferId: string): string {
-  return `payment.proven:${intentId}:${transferId}`;
-}
-
-/** `payout.settled`: the payout, the outcome and, for a claim or refund, its transfer. */
-export function payoutSettledId(payoutId: string, outcome: PayoutOutcome, transferId?: string): string {
-  return `payout.settled:${payoutId}:${outcome}${transferId ? `:${transferId}` : ''}`;
+/** `payout.settled`: the payout and its outcome, `:r<n>` when settled again after a reversal. */
+export function payoutSettledId(payoutId: string, outcome: PayoutOutcome, revision = 0): string {
+  return announcementId('payout.settled', `${payoutId}:${outcome}`, revision);
 }

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { storableFields, toJsonb } from '../db/storableJson.ts';
+import { entryMoved, movedData, recordReversal } from '../events/announcements.ts';
 import type { FindingDraft } from '../findings/finding.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { type PostedEntry, postEntry, reverseEntry } from '../ledger/postEntry.ts';
@@ -446,8 +447,24 @@ async function reverseFailedConfirmation(
   });
   let reversed: PostedEntry | null = null;
   if (decision.reverse && entryId) {
-    reversed = await reverseEntry(tx, BigInt(entryId), `intent ${id} ended in status ${status}`, {
+    const reason = `intent ${id} ended in status ${status}`;
+    reversed = await reverseEntry(tx, BigInt(entryId), reason, { occurredAt: obs.observedAt });
+    await recordReversal(tx, {
+      type: 'payment.booked',
+      subject: id,
+      ref: { type: 'checkout_intent', id },
+      kind: 'checkout.confirmed',
+      reversedRevision: revision,
+      reversedEntryId: BigInt(entryId),
+      reversal: reversed,
       occurredAt: obs.observedAt,
+      reason,
+      data: {
+        intent_id: id,
+        store_id: storeId,
+        status,
+        ...movedData(await entryMoved(tx, deps.chains, BigInt(entryId), 'assets:in_transit'), 'net_amount'),
+      },
     });
     if (decision.entry) await postEntry(tx, decision.entry, { accounts: deps.accounts });
   }

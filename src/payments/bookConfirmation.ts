@@ -9,6 +9,7 @@ import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import type { EntryDraft, RuleOutcome } from '../ledger/entryDraft.ts';
 import { IdempotencyConflictError } from '../ledger/errors.ts';
 import { type PostedEntry, postEntry } from '../ledger/postEntry.ts';
+import { reversalCount } from '../ledger/reversalCount.ts';
 import { checkoutConfirmed } from '../ledger/rules/checkoutRules.ts';
 import { AmountFormatError, formatDecimalAmount, POSTING_DIGITS } from '../money/decimalAmount.ts';
 
@@ -224,11 +225,8 @@ function exceedsPostingDigits(amount: string | null, decimals: number): boolean 
  * The revision of an intent's live rule-1 entry, or of the next one to book: how many of its
  * rule-1 entries were reversed (see checkoutConfirmedKey).
  */
-export async function confirmedRevision(tx: DbExecutor, intentId: string): Promise<number> {
-  const { rows } = await tx.execute<{ n: number }>(sql`
-    select count(*)::int as n from ledger_entries
-    where ref_type = 'checkout_intent' and ref_id = ${intentId} and kind = 'checkout.confirmed.reversal'`);
-  return rows[0]?.n ?? 0;
+export function confirmedRevision(tx: DbExecutor, intentId: string): Promise<number> {
+  return reversalCount(tx, { type: 'checkout_intent', id: intentId }, 'checkout.confirmed');
 }
 
 /**

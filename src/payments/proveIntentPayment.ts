@@ -5,7 +5,8 @@ import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { StoreWallets } from '../config/stores.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { executePrepared } from '../db/executePrepared.ts';
-import { type EventDraft, paymentProvenId, recordEvent, tokenData } from '../events/recordEvent.ts';
+import { bookingRevision } from '../events/announcements.ts';
+import { announcementId, type EventDraft, recordEvent, tokenData } from '../events/recordEvent.ts';
 import type { FindingDraft } from '../findings/finding.ts';
 import { resolveFinding } from '../findings/recordFinding.ts';
 import type { Token } from '../ledger/accounts.ts';
@@ -364,45 +365,66 @@ async function bookProof(
     findings.push(amountMismatch(claim.intent, terms.token, paying, terms.inTransit, terms.paid));
   }
   let proven: PostedEntry | null = null;
-  let created = false;
+  const created: { row: TransferRow; entry: PostedEntry }[] = [];
   for (const row of paying) {
     const outcome = await proveWithLog(tx, deps, claim, row, terms);
     findings.push(...outcome.findings);
     proven ??= outcome.posted;
-    created ||= outcome.posted?.created === true;
+    if (outcome.posted?.created) created.push({ row, entry: outcome.posted });
   }
-  // The event goes with the entries, in their transaction: one per proof, however many logs.
-  if (proven && created) await recordEvent(tx, provenEvent(claim, paying, terms, proven));
+  // The event goes with the entries, in their transaction: one per booking, however many logs,
+  // for what this booking proved (a log proven before, or again after a reorg, is not counted twice).
+  const first = created[0];
+  if (first) {
+    const ref = { type: 'checkout_intent', id: claim.intentId };
+    const revision = await bookingRevision(tx, ref, 'chain.payment_proven', first.entry.id);
+    await recordEvent(
+      tx,
+      provenEvent(
+        claim,
+        created.map((c) => c.row),
+        terms,
+        first.entry,
+        revision,
+      ),
+    );
+  }
   // The payment is on chain: verification's findings about it (not found, reverted, no transfer;
   // a node that lagged at the grace) have cleared.
   if (proven) await resolveVerificationFindings(tx, { type: 'checkout_intent', id: claim.intentId });
   return { proven, findings };
 }
 
-/** `payment.proven`: the logs that proved the intent, what they paid and what rule 1 expected. */
+/**
+ * `payment.proven`: the logs this booking proved the intent with (`amount`: what they add to the
+ * wallet), what all its paying logs sum to and what rule 1 expected.
+ */
 function provenEvent(
   claim: ClaimedPayment,
-  paying: TransferRow[],
+  logs: TransferRow[],
   terms: ProofTerms,
-  proven: PostedEntry,
+  firstEntry: PostedEntry,
+  revision: number,
 ): EventDraft {
-  const facts = paying.map(transferFact);
+  const facts = logs.map(transferFact);
   const first = facts[0];
   if (!first) throw new Error(`payment.proven of ${claim.intentId} without a log`);
   const fmt = (units: bigint) => formatDecimalAmount(units, terms.token.decimals);
   return {
-    id: paymentProvenId(claim.intentId, chainTransferId(first)),
+    id: announcementId('payment.proven', claim.intentId, revision),
     type: 'payment.proven',
     occurredAt: first.occurredAt,
     data: {
       intent_id: claim.intentId,
       store_id: claim.intent.store_id,
-      entry_id: proven.id.toString(),
+      entry_id: firstEntry.id.toString(),
+      revision,
       ...tokenData(terms.token),
       tx_hash: first.txHash.toLowerCase(),
       log_indexes: facts.map((f) => f.logIndex),
       block_number: Number(first.blockNumber),
-      amount: fmt(terms.paid),
+      amount: fmt(facts.reduce((sum, f) => sum + f.amount, 0n)),
+      paid_amount: fmt(terms.paid),
       expected_amount: fmt(terms.inTransit),
       mismatch: terms.mismatch,
     },

@@ -43,10 +43,17 @@ export async function markClaimed(tx: DbExecutor, payoutId: string, claimedAt: D
     where id = ${payoutId}`);
 }
 
-/** The claim's transfer was orphaned by a reorg: the link is open again. */
-export async function unmarkClaimed(tx: DbExecutor, claimLinkId: string): Promise<void> {
-  await tx.execute(sql`update payouts set claimed_at = null, link_status = 'link_sent', updated_at = greatest(updated_at, now())
-    where claim_link_id = ${claimLinkId}`);
+/**
+ * The claim's transfer was orphaned by a reorg: the link is open again. Returns the payout whose
+ * claim this took back (null when it was not claimed: nothing was announced).
+ */
+export async function unmarkClaimed(tx: DbExecutor, claimLinkId: string): Promise<string | null> {
+  const { rows } = await tx.execute<{ id: string; was: boolean }>(sql`
+    with before as (select id, claimed_at is not null as was from payouts where claim_link_id = ${claimLinkId} for update)
+    update payouts p set claimed_at = null, link_status = 'link_sent', updated_at = greatest(p.updated_at, now())
+    from before where p.id = before.id
+    returning p.id, before.was`);
+  return rows.find((r) => r.was)?.id ?? null;
 }
 
 /** The link's refund arrived (the first refund transaction is kept). */
@@ -62,8 +69,15 @@ export async function markRefunded(
     where id = ${payoutId}`);
 }
 
-/** The refund's transfer was orphaned by a reorg: the refund is awaited again. */
-export async function unmarkRefunded(tx: DbExecutor, claimLinkId: string): Promise<void> {
-  await tx.execute(sql`update payouts set refunded_at = null, updated_at = greatest(updated_at, now())
-    where claim_link_id = ${claimLinkId}`);
+/**
+ * The refund's transfer was orphaned by a reorg: the refund is awaited again. Returns the payout
+ * whose refund this took back (null when it was not refunded: a piece, nothing announced).
+ */
+export async function unmarkRefunded(tx: DbExecutor, claimLinkId: string): Promise<string | null> {
+  const { rows } = await tx.execute<{ id: string; was: boolean }>(sql`
+    with before as (select id, refunded_at is not null as was from payouts where claim_link_id = ${claimLinkId} for update)
+    update payouts p set refunded_at = null, updated_at = greatest(p.updated_at, now())
+    from before where p.id = before.id
+    returning p.id, before.was`);
+  return rows.find((r) => r.was)?.id ?? null;
 }

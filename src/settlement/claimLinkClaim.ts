@@ -4,6 +4,7 @@ import type { DbExecutor } from '../db/database.ts';
 import { recordEvent } from '../events/recordEvent.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import type { RuleOutcome } from '../ledger/entryDraft.ts';
+import { reversalCount } from '../ledger/reversalCount.ts';
 import { chainTransferDetails } from '../ledger/rules/chainTransferFact.ts';
 import {
   claimLinkClaimed,
@@ -19,6 +20,7 @@ import {
   type PayoutRow,
   payoutSettledEvent,
   post,
+  SETTLED_KIND,
 } from './claimLinkPool.ts';
 
 /**
@@ -82,11 +84,13 @@ export async function applyPayoutFromPool(
   }
   await post(tx, deps, outcome, storeId);
   await markClaimed(tx, payout.id, fact.occurredAt);
+  const ref = { type: 'claim_link', id: linkId };
+  const revision = await reversalCount(tx, ref, SETTLED_KIND.claimed);
   await recordEvent(
     tx,
-    payoutSettledEvent(link, 'claimed', fact, { after_expiry: held?.pool !== link.amount }),
+    payoutSettledEvent(link, 'claimed', fact, revision, { after_expiry: held?.pool !== link.amount }),
   );
-  await resolveFinding(tx, 'expiry_refund_overdue', { type: 'claim_link', id: linkId });
+  await resolveFinding(tx, 'expiry_refund_overdue', ref);
   await markApplied(tx, row.id, ['claim_link_claimed'], linkId, storeId);
   return { kind: 'applied' };
 }

@@ -5,7 +5,7 @@ import { recordFinding } from '../findings/recordFinding.ts';
 import { account, accountCode } from '../ledger/accounts.ts';
 import type { RuleOutcome } from '../ledger/entryDraft.ts';
 import { postEntry } from '../ledger/postEntry.ts';
-import { type ChainTransferFact, chainTransferId } from '../ledger/rules/chainTransferFact.ts';
+import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import type { ClaimLinkFactBase } from '../ledger/rules/claimLinkRules.ts';
 import type { SettlementDeps } from './settlementDeps.ts';
 
@@ -70,11 +70,12 @@ export function payoutSettledEvent(
   link: Link,
   outcome: 'claimed' | 'refunded',
   transfer: ChainTransferFact,
+  revision: number,
   extra: Record<string, unknown> = {},
 ): EventDraft {
   const { payout, base } = link;
   return {
-    id: payoutSettledId(payout.id, outcome, chainTransferId(transfer)),
+    id: payoutSettledId(payout.id, outcome, revision),
     type: 'payout.settled',
     occurredAt: transfer.occurredAt,
     data: {
@@ -82,6 +83,7 @@ export function payoutSettledEvent(
       claim_link_id: base.claimLinkId,
       store_id: base.storeId,
       outcome,
+      revision,
       ...tokenData(base.token),
       amount: base.amount,
       tx_hash: transfer.txHash.toLowerCase(),
@@ -90,6 +92,12 @@ export function payoutSettledEvent(
     },
   };
 }
+
+/**
+ * The ledger entry kind that books each settlement outcome: how often one was reversed is the
+ * revision of the next announcement of that outcome (and what its reversal event names).
+ */
+export const SETTLED_KIND = { claimed: 'claim_link.claimed', refunded: 'claim_link.refunded' } as const;
 
 /** A payout with its link, as the pool matchers below use it. */
 export interface Link {

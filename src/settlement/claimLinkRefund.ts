@@ -2,6 +2,7 @@ import { type MatchDecision, markApplied, type TransferRow, transferFact } from 
 import type { DbExecutor } from '../db/database.ts';
 import { recordEvent } from '../events/recordEvent.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
+import { reversalCount } from '../ledger/reversalCount.ts';
 import { chainTransferDetails } from '../ledger/rules/chainTransferFact.ts';
 import { unmatchedTransfer } from '../ledger/rules/chainTransferRules.ts';
 import { type ClaimLinkFactBase, claimLinkRefunded, isExpired } from '../ledger/rules/claimLinkRules.ts';
@@ -16,6 +17,7 @@ import {
   type PayoutRow,
   payoutSettledEvent,
   post,
+  SETTLED_KIND,
 } from './claimLinkPool.ts';
 
 /**
@@ -77,8 +79,9 @@ export async function applyRefund(
     return { kind: 'applied', inflowToo: true };
   }
   await markRefunded(tx, payout.id, deps.clock.now(), row.tx_hash);
-  await recordEvent(tx, payoutSettledEvent(link, 'refunded', fact));
   const ref = { type: 'claim_link', id: linkId };
+  const revision = await reversalCount(tx, ref, SETTLED_KIND.refunded);
+  await recordEvent(tx, payoutSettledEvent(link, 'refunded', fact, revision));
   await resolveFinding(tx, 'refund_overdue', ref);
   await resolveFinding(tx, 'expiry_refund_overdue', ref);
   await markApplied(tx, row.id, ['claim_link_refunded'], linkId, storeId);

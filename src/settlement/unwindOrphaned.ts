@@ -1,12 +1,16 @@
 import { sql } from 'drizzle-orm';
 import { type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
+import { bookingRevision, entryMoved, movedData, recordReversal } from '../events/announcements.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
-import { reverseEntry } from '../ledger/postEntry.ts';
+import { type PostedEntry, reverseEntry } from '../ledger/postEntry.ts';
+import { reversalCount } from '../ledger/reversalCount.ts';
+import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import { type ChainEntryRole, reorgReversal } from '../ledger/rules/chainTransferRules.ts';
 import { unwindProvenSuspense } from '../payments/provenPaymentSuspense.ts';
 import { unmarkClaimed, unmarkRefunded } from '../payouts/chainSettlement.ts';
 import { supersedeClassification } from '../suspense/classifySuspense.ts';
+import { SETTLED_KIND } from './claimLinkPool.ts';
 import { REFUND_PIECE } from './claimLinkRefund.ts';
 import { reopenReturnedPayment } from './paymentReturns.ts';
 import type { SettlementDeps } from './settlementDeps.ts';
@@ -48,12 +52,15 @@ export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: s
       sql`select id::text, ref_id from ledger_entries where idempotency_key = ${decision.reverse}`,
     );
     const reversed = entry.rows[0];
+    let reversal: PostedEntry | null = null;
     if (reversed) {
       const reason = `block ${row.block_hash} orphaned by a reorg`;
       // Suspense a person classified (rule 10) leaves with the entry that put it there.
       if (role.kind === 'transfer_in_unmatched')
         await supersedeClassification(tx, BigInt(reversed.id), `rule 3: ${reason}`);
-      await reverseEntry(tx, BigInt(reversed.id), reason);
+      reversal = await reverseEntry(tx, BigInt(reversed.id), reason);
+      if (role.kind === 'payment_proof')
+        await announceProofReversal(tx, deps, row.store_id, reversed, reversal, fact, reason);
       // The money left suspense with its entry: its finding has no cause any more (the
       // reorged_transfer finding tells the story). If the replacement block books it to
       // suspense again, rule 9 opens it again.
@@ -63,12 +70,92 @@ export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: s
     }
     if (role.kind === 'payment_returned') await reopenReturnedPayment(tx, deps, row);
     if (role.kind === 'claim_link_claimed') {
-      await unmarkClaimed(tx, role.claimLinkId);
+      const payoutId = await unmarkClaimed(tx, role.claimLinkId);
+      if (payoutId && reversed && reversal)
+        await announceSettlementReversal(tx, payoutId, 'claimed', role.claimLinkId, reversed, reversal, fact);
     }
     if (role.kind === 'claim_link_refunded') {
-      await unmarkRefunded(tx, role.claimLinkId);
+      const payoutId = await unmarkRefunded(tx, role.claimLinkId);
+      if (payoutId && reversed && reversal)
+        await announceSettlementReversal(
+          tx,
+          payoutId,
+          'refunded',
+          role.claimLinkId,
+          reversed,
+          reversal,
+          fact,
+        );
     }
   }
   await tx.execute(sql`update chain_transfers set unwound_at = now() where id = ${id}::bigint`);
   return true;
+}
+
+/** `payment.proven.reversed`: the proof of this log is taken back (the wallet's amount with it). */
+async function announceProofReversal(
+  tx: DbExecutor,
+  deps: SettlementDeps,
+  storeId: string | null,
+  reversed: { id: string; ref_id: string },
+  reversal: PostedEntry,
+  fact: ChainTransferFact,
+  reason: string,
+): Promise<void> {
+  const ref = { type: 'checkout_intent', id: reversed.ref_id };
+  const entryId = BigInt(reversed.id);
+  await recordReversal(tx, {
+    type: 'payment.proven',
+    subject: reversed.ref_id,
+    ref,
+    kind: 'chain.payment_proven',
+    reversedRevision: await bookingRevision(tx, ref, 'chain.payment_proven', entryId),
+    reversedEntryId: entryId,
+    reversal,
+    occurredAt: fact.occurredAt,
+    reason,
+    data: {
+      intent_id: reversed.ref_id,
+      store_id: storeId,
+      ...movedData(await entryMoved(tx, deps.config.chains, entryId, 'assets:wallet')),
+      tx_hash: fact.txHash.toLowerCase(),
+      log_index: fact.logIndex,
+    },
+  });
+}
+
+/**
+ * `payout.settled.reversed`: the claim (or the refund's last piece) is orphaned and the payout is
+ * open again. Its revision is read before this reversal was written.
+ */
+async function announceSettlementReversal(
+  tx: DbExecutor,
+  payoutId: string,
+  outcome: 'claimed' | 'refunded',
+  claimLinkId: string,
+  reversed: { id: string },
+  reversal: PostedEntry,
+  fact: ChainTransferFact,
+): Promise<void> {
+  const ref = { type: 'claim_link', id: claimLinkId };
+  const kind = SETTLED_KIND[outcome];
+  const entryId = BigInt(reversed.id);
+  await recordReversal(tx, {
+    type: 'payout.settled',
+    subject: `${payoutId}:${outcome}`,
+    ref,
+    kind,
+    reversedRevision: await reversalCount(tx, ref, kind, entryId),
+    reversedEntryId: entryId,
+    reversal,
+    occurredAt: fact.occurredAt,
+    reason: `block ${fact.blockHash} orphaned by a reorg`,
+    data: {
+      payout_id: payoutId,
+      claim_link_id: claimLinkId,
+      outcome,
+      tx_hash: fact.txHash.toLowerCase(),
+      log_index: fact.logIndex,
+    },
+  });
 }

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import { recordFinding, resolveFinding } from '../../../src/findings/recordFinding.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
+import { parseDecimalAmount } from '../../../src/money/decimalAmount.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
 import { proveIntentPayment } from '../../../src/payments/proveIntentPayment.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
@@ -125,7 +126,7 @@ describe('the event outbox', () => {
     expect((await eventsAbout(id)).map((e) => e.event_id)).toEqual([`payment.booked:${id}`]);
   });
 
-  it('behavior: rule 2 writes payment.proven once; a rebooking after a failure is payment.booked :r1', async () => {
+  it('behavior: rule 2 writes payment.proven once; a failure after it is payment.booked.reversed, the rebooking payment.booked :r1', async () => {
     const id = 'ev0000000000000000000003';
     const sweep = `0x${'e5'.repeat(32)}`;
     await poll(id, { tx_hash_2: sweep }, 1);
@@ -142,19 +143,35 @@ describe('the event outbox', () => {
     const events = await eventsAbout(id);
     expect(events.filter((e) => e.type.startsWith('payment.')).map((e) => e.event_id)).toEqual([
       `payment.booked:${id}`,
-      `payment.proven:${id}:8453:${sweep}:3`,
+      `payment.proven:${id}`,
+      `payment.booked.reversed:${id}`,
       `payment.booked:${id}:r1`,
     ]);
     expect(events.find((e) => e.type === 'payment.proven')).toMatchObject({
       occurred_at: at(5).toISOString(),
       payload: {
         amount: '24.75',
+        paid_amount: '24.75',
         expected_amount: '24.75',
         mismatch: false,
         log_indexes: [3],
         block_number: 901,
+        revision: 0,
       },
     });
+    // The reversal names what it takes back and its amount, as payment.booked named it.
+    expect(events.find((e) => e.type === 'payment.booked.reversed')).toMatchObject({
+      occurred_at: at(6).toISOString(),
+      payload: { reverses: `payment.booked:${id}`, net_amount: '24.75', token: 'USDC', status: -4 },
+    });
+    // A consumer's sum of net_amount over the booked events (each reversal taking back its own)
+    // is what the ledger holds in in_transit's booked side: one live booking.
+    const net = events
+      .filter((e) => e.type === 'payment.booked' || e.type === 'payment.booked.reversed')
+      .map(
+        (e) => (e.type === 'payment.booked' ? 1n : -1n) * parseDecimalAmount(String(e.payload.net_amount), 6),
+      );
+    expect(net.reduce((a, b) => a + b, 0n)).toBe(24_750_000n);
     // The failure's findings were opened in the same transactions, by the trigger.
     expect(events.filter((e) => e.type === 'finding.opened').map((e) => e.payload.kind)).toContain(
       'confirmed_then_failed',

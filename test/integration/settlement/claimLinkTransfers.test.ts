@@ -232,6 +232,26 @@ describe('claim-link transfers out of the pool', () => {
     expect(await held(linkId)).toEqual({ 'expense:payout_fees': FEE, 'expense:payouts': 2_000_000n });
     expect(await payout(linkId)).toMatchObject({ link_status: 'claimed', expired_at: null });
     await expectBalanced();
+    // The events tell the same story: the first claim is taken back by its own event, and the new
+    // inclusion is announced again (the expiry, replayed, is the same event: nothing new).
+    const { rows: events } = await kit.db.db.execute<{
+      event_id: string;
+      type: string;
+      reverses: string | null;
+    }>(sql`
+      select event_id, type, payload->>'reverses' as reverses from event_outbox
+      where type like 'payout.settled%' and payload->>'claim_link_id' = ${linkId} order by id`);
+    const payoutId = events[0]?.event_id.split(':')[1];
+    expect(events).toEqual([
+      { event_id: `payout.settled:${payoutId}:expired`, type: 'payout.settled', reverses: null },
+      { event_id: `payout.settled:${payoutId}:claimed`, type: 'payout.settled', reverses: null },
+      {
+        event_id: `payout.settled.reversed:${payoutId}:claimed`,
+        type: 'payout.settled.reversed',
+        reverses: `payout.settled:${payoutId}:claimed`,
+      },
+      { event_id: `payout.settled:${payoutId}:claimed:r1`, type: 'payout.settled', reverses: null },
+    ]);
   });
 
   it('behavior: the expiry waits while the pool has sent money the chain side stored but has not booked', async () => {
