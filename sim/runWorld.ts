@@ -23,6 +23,7 @@ import { settleTransfers } from '../src/settlement/settleTransfers.ts';
 import { type ChainDouble, createChainDouble, type SimTransfer } from './chainDouble.ts';
 import { worldReplacements } from './chainShapes.ts';
 import { crashingDb, SimulatedCrash } from './crashingDb.ts';
+import { judgeEvents } from './eventChecks.ts';
 import { judgeNearMisses } from './nearMissChecks.ts';
 import { beyondFinality, expectedBalances, finalStatus, inRegistry, type ReorgFact } from './oracle.ts';
 import { type JobFaults, type SimEvent, type SvcCallFault, worldTransfers } from './schedule.ts';
@@ -611,6 +612,7 @@ async function judge(
       );
   }
   problems.push(...(await judgeNearMisses(db, world, { mined, known, knownLinks: facts.knownLinks })));
+  problems.push(...(await judgeEvents(db, world)));
 
   // A reorg that orphaned a block the indexer had been shown final is said loudly, on its chain;
   // no reorg_beyond_finality finding without one (oracle.ts, beyondFinality).
