@@ -28,6 +28,7 @@ import { judgeNearMisses } from './nearMissChecks.ts';
 import { beyondFinality, expectedBalances, finalStatus, inRegistry, type ReorgFact } from './oracle.ts';
 import { type JobFaults, type SimEvent, type SvcCallFault, worldTransfers } from './schedule.ts';
 import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
+import { judgeFinalStates } from './stateChecks.ts';
 import { SIM_CHAIN_ID, type SimToken, type World } from './world.ts';
 
 /**
@@ -613,6 +614,7 @@ async function judge(
   }
   problems.push(...(await judgeNearMisses(db, world, { mined, known, knownLinks: facts.knownLinks })));
   problems.push(...(await judgeEvents(db, world)));
+  problems.push(...(await judgeFinalStates(db, world, facts)));
 
   // A reorg that orphaned a block the indexer had been shown final is said loudly, on its chain;
   // no reorg_beyond_finality finding without one (oracle.ts, beyondFinality).
