@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createChainRegistry } from '../config/chainRegistry.ts';
-import type { Config } from '../config/loadConfig.ts';
+import { type Config, defaultHttpLimits } from '../config/loadConfig.ts';
 import type { SandboxChain } from '../sandbox/chain/types.ts';
 
 export interface SandboxDaemonConfigInput {
@@ -41,6 +41,7 @@ export async function sandboxDaemonConfig(input: SandboxDaemonConfigInput): Prom
     adminWrite: input.adminWrite ?? false,
     pgConnectTimeoutMs: 5_000,
     pgStatementTimeoutMs: 30_000,
+    http: defaultHttpLimits,
     intakeQueueLimit: 5_000,
     logLevel: 'info',
     stores: [
