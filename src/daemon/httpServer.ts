@@ -68,6 +68,10 @@ function createServer(limits: HttpLimits): FastifyInstance {
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     connectionTimeout: 2 * limits.requestTimeoutMs,
+    // Fastify answers 414 to a path parameter over 100 characters before any route sees it: an
+    // id the read API's schema accepts (up to 128) was refused, and a longer one got a status the
+    // document does not have. Up to this length the route's own schema says what is wrong (400).
+    routerOptions: { maxParamLength: 2_048 },
     http: {
       headersTimeout: limits.headersTimeoutMs,
       // Node refuses a headers timeout longer than the request timeout it is created with.
