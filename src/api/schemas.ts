@@ -300,6 +300,7 @@ export const entriesResponse = component(
 // ---------- params and queries ----------
 
 /** PostgreSQL's text cannot hold U+0000: a string with one was a 500 from the query. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the NUL character is what it refuses.
 const NO_NUL = /^[^\u0000]*$/;
 
 /** A path segment id: printable ASCII, no spaces. */
