@@ -41,6 +41,11 @@ export const envFields = {
     .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
     .default('false')
     .transform((v) => v === 'true' || v === '1'),
+  /**
+   * When the admin session cookie is Secure: `auto`, when the browser came over https (a proxy's
+   * X-Forwarded-Proto or Forwarded saying so counts); `always`, whatever the request says.
+   */
+  ADMIN_COOKIE_SECURE: z.enum(['auto', 'always'], { message: 'must be auto or always' }).default('auto'),
   /** Milliseconds a new PostgreSQL connection may take before the attempt fails. */
   PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   /** Milliseconds any one SQL statement may run before PostgreSQL cancels it. */

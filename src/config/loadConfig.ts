@@ -17,6 +17,8 @@ export interface Config {
   opsHost: string;
   /** Whether /admin/queues may change jobs; read-only otherwise. */
   adminWrite: boolean;
+  /** When the admin session cookie is Secure (ADMIN_COOKIE_SECURE). */
+  adminCookieSecure: 'auto' | 'always';
   pgConnectTimeoutMs: number;
   pgStatementTimeoutMs: number;
   /** Timeouts and the connection cap of both HTTP ports (HTTP_*). */
@@ -195,6 +197,7 @@ export function inspectConfig(env: RawEnv): ConfigInspection {
     opsPort: e.OPS_PORT,
     opsHost: e.OPS_HOST,
     adminWrite: e.ADMIN_WRITE,
+    adminCookieSecure: e.ADMIN_COOKIE_SECURE,
     pgConnectTimeoutMs: e.PG_CONNECT_TIMEOUT_MS,
     pgStatementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS,
     http: httpLimitsOf(e),

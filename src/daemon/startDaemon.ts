@@ -80,6 +80,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   await registerAdminQueues(ops, {
     token: config.adminToken,
     write: config.adminWrite,
+    cookieSecure: config.adminCookieSecure,
     queues: rt.queues.all(),
   });
   await registerReadApi(ops, { token: config.apiToken, domain: rt.domain, logger });

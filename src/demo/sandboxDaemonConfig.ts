@@ -39,6 +39,7 @@ export async function sandboxDaemonConfig(input: SandboxDaemonConfigInput): Prom
     opsPort: 0,
     opsHost: '127.0.0.1',
     adminWrite: input.adminWrite ?? false,
+    adminCookieSecure: 'auto',
     pgConnectTimeoutMs: 5_000,
     pgStatementTimeoutMs: 30_000,
     http: defaultHttpLimits,
