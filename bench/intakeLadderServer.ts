@@ -11,6 +11,7 @@
  */
 import pino from 'pino';
 import { systemClock } from '../src/clock.ts';
+import { defaultHttpLimits } from '../src/config/loadConfig.ts';
 import { createPublicServer } from '../src/daemon/httpServer.ts';
 import { createDatabase } from '../src/db/database.ts';
 import { createInboxWriter, type InboxWriter } from '../src/intake/inboxWriter.ts';
@@ -26,7 +27,7 @@ const need = (name: string): string => {
 };
 
 const metrics = createMetrics();
-const app = createPublicServer({ metrics });
+const app = createPublicServer({ metrics, limits: defaultHttpLimits });
 let inbox: Pick<InboxWriter, 'store' | 'waiting'> = { store: async () => 'stored', waiting: () => 0 };
 if (step === 'store') {
   const database = createDatabase(need('DATABASE_URL'));

@@ -299,12 +299,33 @@ export const entriesResponse = component(
 
 // ---------- params and queries ----------
 
+/** PostgreSQL's text cannot hold U+0000: a string with one was a 500 from the query. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the NUL character is what it refuses.
+const NO_NUL = /^[^\u0000]*$/;
+
 /** A path segment id: printable ASCII, no spaces. */
 const pathId = z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable characters');
 
+/**
+ * A time parameter. The ISO 8601 format alone lets through what PostgreSQL's timestamptz (and a JS
+ * Date) refuses, each of which was a 500: year 0000, an instant past 9999 once its offset is
+ * applied (`9999-12-31T23:59:59-23:59`), offsets no zone has. So: offsets from -14:00 to +14:00,
+ * and the instant itself within years 0001 to 9999 (UTC).
+ */
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
 const queryTime = z.iso
   .datetime({ offset: true, error: 'must be an ISO 8601 time with a zone, e.g. 2025-01-31T00:00:00Z' })
-  .transform((t) => new Date(t));
+  .regex(/(Z|[+-](0\d|1[0-3]):[0-5]\d|[+-]14:00)$/, 'its offset must be Z or from -14:00 to +14:00')
+  .transform((t, ctx) => {
+    const at = new Date(t);
+    const ms = at.getTime();
+    if (Number.isNaN(ms) || ms < EARLIEST || ms > LATEST) {
+      ctx.addIssue({ code: 'custom', message: 'must be between 0001-01-01 and 9999-12-31 (UTC)' });
+      return z.NEVER;
+    }
+    return at;
+  });
 
 const storeParam = z
   .string()
@@ -345,6 +366,7 @@ export const intentsQuery = z.strictObject({
     .string({ error: 'is required: the order id the intents were created with' })
     .min(1, 'must not be empty')
     .max(256, 'at most 256 characters')
+    .regex(NO_NUL, 'must not hold a NUL character')
     .describe('the order id the intents were created with'),
   store: storeParam,
 });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/errors.ts';
 import { coerceError } from '../errors/coerceError.ts';
+import { terminalSafe } from '../text/terminalSafe.ts';
 import { CliError, EXIT_USAGE } from './CliError.ts';
 import { registerDemo } from './commands/demo.ts';
 import { registerDoctor } from './commands/doctor.ts';
@@ -17,6 +18,7 @@ import { registerStart } from './commands/start.ts';
 import { registerSuspense } from './commands/suspense.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
 import { loadEnvFile } from './envFile.ts';
+import { printNote } from './output.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -71,17 +73,16 @@ function reportError(err: unknown): number {
     if (err.exitCode === 0) return 0;
     if (err.code === 'commander.help') return EXIT_USAGE;
     const message = err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
-    process.stderr.write(`stablebooks: ${message} (run with --help for usage)\n`);
+    printNote(`${message} (run with --help for usage)`);
     return EXIT_USAGE;
   }
   if (err instanceof ConfigError) {
     // One problem is one line; several are listed under one line, all at once.
-    process.stderr.write(
-      err.problems.length === 1 ? `stablebooks: ${err.problems[0]}\n` : `stablebooks: ${err.message}\n`,
-    );
+    if (err.problems.length === 1) printNote(err.problems[0] ?? '');
+    else process.stderr.write(`stablebooks: ${terminalSafe(err.message, { newlines: true })}\n`);
     return EXIT_USAGE;
   }
   const message = coerceError(err).message;
-  process.stderr.write(`stablebooks: ${message.split('\n')[0]}\n`);
+  printNote(message.split('\n')[0] ?? '');
   return err instanceof CliError ? err.exitCode : 1;
 }

@@ -41,10 +41,26 @@ export const envFields = {
     .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
     .default('false')
     .transform((v) => v === 'true' || v === '1'),
+  /**
+   * When the admin session cookie is Secure: `auto`, when the browser came over https (a proxy's
+   * X-Forwarded-Proto or Forwarded saying so counts); `always`, whatever the request says.
+   */
+  ADMIN_COOKIE_SECURE: z.enum(['auto', 'always'], { message: 'must be auto or always' }).default('auto'),
   /** Milliseconds a new PostgreSQL connection may take before the attempt fails. */
   PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   /** Milliseconds any one SQL statement may run before PostgreSQL cancels it. */
   PG_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  /** Milliseconds a request's headers and body may take to arrive on either HTTP port; then 408 and closed. */
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
+  /** Milliseconds a request's headers may take to arrive; at most HTTP_REQUEST_TIMEOUT_MS. */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
+  /**
+   * Milliseconds an idle keep-alive connection stays open. Behind a load balancer keep it longer
+   * than the balancer's own idle timeout, or it may reuse a connection just as it closes (a 502).
+   */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(72_000),
+  /** Connections each HTTP port keeps open at most; past it the oldest is closed. */
+  HTTP_MAX_CONNECTIONS: z.coerce.number().int().min(10).max(1_000_000).default(1_000),
   /** Webhooks the intake may hold while it waits for PostgreSQL; beyond that it answers 503. */
   INTAKE_QUEUE_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(5_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -17,8 +17,12 @@ export interface Config {
   opsHost: string;
   /** Whether /admin/queues may change jobs; read-only otherwise. */
   adminWrite: boolean;
+  /** When the admin session cookie is Secure (ADMIN_COOKIE_SECURE). */
+  adminCookieSecure: 'auto' | 'always';
   pgConnectTimeoutMs: number;
   pgStatementTimeoutMs: number;
+  /** Timeouts and the connection cap of both HTTP ports (HTTP_*). */
+  http: HttpLimits;
   /** Webhooks the intake may hold waiting for storage before it answers 503. */
   intakeQueueLimit: number;
   logLevel: Env['LOG_LEVEL'];
@@ -57,6 +61,38 @@ export interface Config {
   /** Follow this clock instead of the system's (the sandbox's, for the demo and tests). */
   clockUrl?: string;
 }
+
+export interface HttpLimits {
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+}
+
+type HttpEnv = Pick<
+  Env,
+  | 'HTTP_REQUEST_TIMEOUT_MS'
+  | 'HTTP_HEADERS_TIMEOUT_MS'
+  | 'HTTP_KEEP_ALIVE_TIMEOUT_MS'
+  | 'HTTP_MAX_CONNECTIONS'
+>;
+
+function httpLimitsOf(e: HttpEnv): HttpLimits {
+  return {
+    requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+    headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+    keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    maxConnections: e.HTTP_MAX_CONNECTIONS,
+  };
+}
+
+/** The HTTP_* settings at their defaults, for a Config built in code (the demo, benchmarks). */
+export const defaultHttpLimits: HttpLimits = httpLimitsOf({
+  HTTP_REQUEST_TIMEOUT_MS: envFields.HTTP_REQUEST_TIMEOUT_MS.parse(undefined),
+  HTTP_HEADERS_TIMEOUT_MS: envFields.HTTP_HEADERS_TIMEOUT_MS.parse(undefined),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: envFields.HTTP_KEEP_ALIVE_TIMEOUT_MS.parse(undefined),
+  HTTP_MAX_CONNECTIONS: envFields.HTTP_MAX_CONNECTIONS.parse(undefined),
+});
 
 export interface ReconSettings {
   inTransitWindowMs: number;
@@ -136,6 +172,12 @@ export function inspectConfig(env: RawEnv): ConfigInspection {
       'EVENTS_WEBHOOK_SECRET: is required because EVENTS_WEBHOOK_URL is set (make one with: openssl rand -hex 32)',
     );
   }
+  // Node refuses to start a server whose headers may take longer than the whole request.
+  if (parsed.success && parsed.data.HTTP_HEADERS_TIMEOUT_MS > parsed.data.HTTP_REQUEST_TIMEOUT_MS) {
+    problems.push(
+      `HTTP_HEADERS_TIMEOUT_MS: must be at most HTTP_REQUEST_TIMEOUT_MS (${parsed.data.HTTP_REQUEST_TIMEOUT_MS}): the headers are part of the request`,
+    );
+  }
   const chains = chainsFile.problems.length === 0 ? createChainRegistry(chainsFile.chains) : undefined;
   const usable = {
     databaseUrl: fieldValue(env, 'DATABASE_URL'),
@@ -155,8 +197,10 @@ export function inspectConfig(env: RawEnv): ConfigInspection {
     opsPort: e.OPS_PORT,
     opsHost: e.OPS_HOST,
     adminWrite: e.ADMIN_WRITE,
+    adminCookieSecure: e.ADMIN_COOKIE_SECURE,
     pgConnectTimeoutMs: e.PG_CONNECT_TIMEOUT_MS,
     pgStatementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS,
+    http: httpLimitsOf(e),
     intakeQueueLimit: e.INTAKE_QUEUE_LIMIT,
     logLevel: e.LOG_LEVEL,
     stores: stores.stores,

@@ -5,6 +5,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bearer, matches } from '../http/bearer.ts';
+import { viaHttps } from '../http/viaHttps.ts';
 
 export const ADMIN_QUEUES_PATH = '/admin/queues';
 const COOKIE = 'stablebooks_admin';
@@ -15,8 +16,9 @@ export const ADMIN_SESSION_SECONDS = 8 * 3600;
  * The queue dashboard (bull-board) at /admin/queues, on the daemon's operations port, behind
  * ADMIN_TOKEN. Without a token nothing is registered (the paths are 404). A request is let in by
  * `Authorization: Bearer <token>` or by the session cookie; `?token=<token>` on a GET sets that
- * cookie (HttpOnly, SameSite=Strict, scoped to the dashboard's path, ADMIN_SESSION_SECONDS long)
- * and redirects to the same URL without the token, so the UI's own asset and API requests carry
+ * cookie (HttpOnly, SameSite=Strict, scoped to the dashboard's path, ADMIN_SESSION_SECONDS long;
+ * Secure when the browser came over https, directly or through a TLS-terminating proxy that says
+ * so, or always with `cookieSecure: 'always'`) and redirects to the same URL without the token, so the UI's own asset and API requests carry
  * it and the token does not stay in the address bar. The cookie holds its expiry and an HMAC of
  * it keyed by the token, not the token; an expired or forged one is 401. Anything else is 401;
  * comparisons are constant time and nothing here logs a request.
@@ -27,7 +29,14 @@ export const ADMIN_SESSION_SECONDS = 8 * 3600;
  */
 export async function registerAdminQueues(
   app: FastifyInstance,
-  deps: { token: string | undefined; write: boolean; queues: Queue[]; now?: () => number },
+  deps: {
+    token: string | undefined;
+    write: boolean;
+    queues: Queue[];
+    /** ADMIN_COOKIE_SECURE: `auto` (the default) or `always`. */
+    cookieSecure?: 'auto' | 'always';
+    now?: () => number;
+  },
 ): Promise<void> {
   const { token } = deps;
   if (!token) return;
@@ -63,7 +72,9 @@ export async function registerAdminQueues(
         const query = url.searchParams.get('token');
         if (req.method === 'GET' && matches(query, token)) {
           url.searchParams.delete('token');
-          const secure = req.protocol === 'https' ? '; Secure' : '';
+          // Not Secure over plain http (unless told `always`): the browser would drop the cookie
+          // and the dashboard could not load its own API.
+          const secure = deps.cookieSecure === 'always' || viaHttps(req) ? '; Secure' : '';
           const expires = now() + ADMIN_SESSION_SECONDS * 1000;
           return reply
             .header(

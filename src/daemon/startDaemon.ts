@@ -76,10 +76,11 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   };
   // The operations server starts first and stops last: /readyz and /metrics answer while the
   // workers drain.
-  const ops = createOpsServer({ metrics: rt.metrics, ready: () => readiness(rt) });
+  const ops = createOpsServer({ metrics: rt.metrics, ready: () => readiness(rt), limits: config.http });
   await registerAdminQueues(ops, {
     token: config.adminToken,
     write: config.adminWrite,
+    cookieSecure: config.adminCookieSecure,
     queues: rt.queues.all(),
   });
   await registerReadApi(ops, { token: config.apiToken, domain: rt.domain, logger });
@@ -92,7 +93,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   if (roles.has('worker')) shutdown.add('workers', startWorkers(rt, ctx).stop);
   if (roles.has('scheduler')) shutdown.add('schedulers', (await startSchedulers(rt)).stop);
 
-  const app = createPublicServer({ metrics: rt.metrics });
+  const app = createPublicServer({ metrics: rt.metrics, limits: config.http });
   if (roles.has('intake')) shutdown.add('intake inbox', startIntake(app, rt).stop);
   const url = await app.listen({ host: options.host ?? '0.0.0.0', port: options.port ?? config.port });
   shutdown.add('http', () => app.close());

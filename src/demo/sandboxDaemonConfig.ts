@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createChainRegistry } from '../config/chainRegistry.ts';
-import type { Config } from '../config/loadConfig.ts';
+import { type Config, defaultHttpLimits } from '../config/loadConfig.ts';
 import type { SandboxChain } from '../sandbox/chain/types.ts';
 
 export interface SandboxDaemonConfigInput {
@@ -39,8 +39,10 @@ export async function sandboxDaemonConfig(input: SandboxDaemonConfigInput): Prom
     opsPort: 0,
     opsHost: '127.0.0.1',
     adminWrite: input.adminWrite ?? false,
+    adminCookieSecure: 'auto',
     pgConnectTimeoutMs: 5_000,
     pgStatementTimeoutMs: 30_000,
+    http: defaultHttpLimits,
     intakeQueueLimit: 5_000,
     logLevel: 'info',
     stores: [

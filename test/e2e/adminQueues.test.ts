@@ -91,6 +91,28 @@ describe('admin: the queue dashboard behind ADMIN_TOKEN', () => {
     expect(api.status).toBe(200);
   });
 
+  it('behavior: the cookie is Secure when a proxy says the browser came over https, and not over plain http', async () => {
+    const login = (headers: Record<string, string> = {}, url = at(`/admin/queues?token=${token}`)) =>
+      fetch(url, { headers, redirect: 'manual' }).then((res) => {
+        expect(res.status).toBe(303);
+        return res.headers.get('set-cookie') ?? '';
+      });
+    // Plain http to the port itself (a browser on the operator's network): a Secure cookie would
+    // be dropped by the browser and the dashboard could not load its own API.
+    expect(await login()).not.toMatch(/;\s*Secure/i);
+    // Behind a TLS-terminating proxy, which says so in either header.
+    expect(await login({ 'x-forwarded-proto': 'https' })).toMatch(/; Secure$/);
+    expect(await login({ 'x-forwarded-proto': 'https, http' })).toMatch(/; Secure$/);
+    expect(await login({ forwarded: 'for=192.0.2.60;proto=https;by=203.0.113.43' })).toMatch(/; Secure$/);
+    expect(await login({ 'x-forwarded-proto': 'http' })).not.toMatch(/;\s*Secure/i);
+    // ADMIN_COOKIE_SECURE=always: whatever the request says.
+    const always = await pipeline.startDaemon(['intake'], {
+      port: 0,
+      config: { adminToken: token, adminCookieSecure: 'always' },
+    });
+    expect(await login({}, `${always.opsUrl}/admin/queues?token=${token}`)).toMatch(/; Secure$/);
+  });
+
   it('behavior: the API lists every queue of the daemon with its counts', async () => {
     const names = [
       'webhooks',

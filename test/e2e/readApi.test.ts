@@ -1,6 +1,7 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { sql } from 'drizzle-orm';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ALL_ROLES } from '../../src/daemon/roles.ts';
 import { rawRpc } from '../../src/devservices/anvil.ts';
@@ -399,6 +400,14 @@ describe('read API: bad requests', () => {
       ['/intents/{id}', `/intents/${intentId}?verbose=1`, 'verbose: unknown parameter'],
       ['/payouts/{id}', '/payouts/po%20x', 'id: must be 1 to 128 printable characters'],
       ['/openapi.json', '/openapi.json?x=1', 'x: unknown parameter'],
+      // What PostgreSQL would refuse is refused first, naming the parameter.
+      ['/intents', '/intents?order_id=%00', 'order_id: must not hold a NUL character'],
+      ['/intents', '/intents?order_id=a%00b', 'order_id: must not hold a NUL character'],
+      ['/balances', '/balances?at=0000-01-01T00:00:00Z', /^at: must be between 0001-01-01 and 9999-12-31/],
+      ['/balances', '/balances?at=9999-12-31T23:59:59-23:59', /^at: /],
+      ['/balances', '/balances?at=2025-01-01T00:00:00%2B15:00', /^at: /],
+      ['/entries', '/entries?from=0000-01-01T00:00:00Z', /^from: must be between 0001-01-01/],
+      ['/entries', '/entries?to=0001-01-01T00:00:00%2B01:00', /^to: /],
     ];
     for (const [route, path, reason] of cases) {
       const res = await get(route, path);
@@ -408,6 +417,109 @@ describe('read API: bad requests', () => {
       else expect(res.body.reason, path).toMatch(reason);
     }
   });
+
+  /** Percent-encodes `text`'s UTF-8 bytes (a lone surrogate as U+FFFD, as a client's would). */
+  const pathSegment = (text: string) =>
+    [...Buffer.from(text, 'utf8')]
+      .map((b) =>
+        /[A-Za-z0-9_.~-]/.test(String.fromCharCode(b))
+          ? String.fromCharCode(b)
+          : `%${b.toString(16).padStart(2, '0')}`,
+      )
+      .join('');
+
+  it('behavior: odd parameters (any text, NUL, far years, odd offsets, huge numbers, forged cursors) are never a 5xx', async () => {
+    const anyText = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.string({
+        unit: fc.constantFrom('\u0000', '\u001b', '\u007f', '\u0085', '\ud800', '%', '+', '&', '=', ' ', 'a'),
+        maxLength: 8,
+      }),
+      fc.constantFrom('', '\u0000', 'a\u0000b', '%00', '\ufeff', 'x'.repeat(300)),
+    );
+    const twoDigits = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
+    const isoTime = fc
+      .record({
+        year: fc.oneof(fc.integer({ min: 0, max: 9999 }), fc.constantFrom(0, 1, 1969, 1970, 9999)),
+        month: fc.integer({ min: 1, max: 12 }),
+        day: fc.integer({ min: 1, max: 31 }),
+        hour: twoDigits(23),
+        minute: twoDigits(59),
+        second: twoDigits(59),
+        fraction: fc.constantFrom('', '.0', '.999', '.123456789'),
+        zone: fc.oneof(
+          fc.constant('Z'),
+          fc
+            .tuple(fc.constantFrom('+', '-'), twoDigits(23), twoDigits(59))
+            .map(([sign, h, m]) => `${sign}${h}:${m}`),
+        ),
+      })
+      .map(
+        (t) =>
+          `${String(t.year).padStart(4, '0')}-${String(t.month).padStart(2, '0')}-${String(t.day).padStart(2, '0')}T${t.hour}:${t.minute}:${t.second}${t.fraction}${t.zone}`,
+      );
+    const number = fc.oneof(
+      fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }).map(String),
+      fc.constantFrom('0', '-1', '1', '500', '501', '1e3', '0x10', '1.5', '9'.repeat(40)),
+    );
+    const cursor = fc.oneof(
+      fc
+        .tuple(fc.constantFrom('entries', 'findings', 'x'), fc.oneof(number, anyText))
+        .map(([list, id]) => Buffer.from(`v1:${list}:${id}`, 'utf8').toString('base64url')),
+      anyText,
+    );
+    const value = fc.oneof(anyText, isoTime, number, cursor);
+    const params: Record<string, string[]> = {
+      '/intents': ['order_id', 'store'],
+      '/balances': ['store', 'at'],
+      '/findings': ['status', 'kind', 'severity', 'store', 'limit', 'cursor'],
+      '/entries': ['from', 'to', 'store', 'limit', 'cursor'],
+    };
+    // Percent-encodings a client may send that decode to no text, or to a NUL or an override.
+    const rawEncoded = fc.constantFrom(
+      '%ff',
+      '%c0%80',
+      '%ed%a0%80',
+      '%',
+      '%%00',
+      '%u0000',
+      '%E2%80%AE',
+      '%00',
+    );
+    const query = (route: string) => {
+      const name = fc.constantFrom(...(params[route] as string[]), 'nope');
+      return fc
+        .tuple(
+          fc.array(fc.tuple(name, value), { maxLength: 4 }),
+          fc.option(fc.tuple(name, rawEncoded), { nil: undefined }),
+        )
+        .map(([pairs, raw]) => {
+          const encoded = new URLSearchParams(pairs).toString();
+          return `${route}?${[encoded, raw ? `${raw[0]}=${raw[1]}` : ''].filter(Boolean).join('&')}`;
+        });
+    };
+    const request = fc.oneof(
+      ...Object.keys(params).map((route) => query(route).map((path) => [route, path] as const)),
+      fc
+        .tuple(
+          fc.constantFrom('/intents/{id}', '/payouts/{id}'),
+          // `.` and `..` are dot segments fetch would resolve away.
+          anyText.filter((t) => t.length > 0 && t !== '.' && t !== '..'),
+        )
+        .map(([route, id]) => [route, route.replace('{id}', pathSegment(id))] as const),
+    );
+    await fc.assert(
+      fc.asyncProperty(request, async ([route, path]) => {
+        const res = await get(route, path);
+        expect([200, 400, 404], `${path}: ${res.text.slice(0, 300)}`).toContain(res.status);
+      }),
+      {
+        numRuns: 400,
+        ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED) } : {}),
+        ...(process.env.FC_PATH ? { path: process.env.FC_PATH } : {}),
+      },
+    );
+  }, 120_000);
 
   it('behavior: every route was answered and validated with 200, 400 and 401, and the id routes with 404', () => {
     for (const route of Object.keys(served.paths).map((p) => p.replace('/api/v1', ''))) {

@@ -6,6 +6,7 @@ import { EXPORT_FORMATS, type ExportFormat, ExportInputError } from '../../expor
 import { openJournalOutput } from '../../export/journalOutput.ts';
 import { PeriodError, parseTime } from '../../recon/period.ts';
 import { CliError, EXIT_USAGE } from '../CliError.ts';
+import { printNote } from '../output.ts';
 
 interface ExportCliOptions {
   format: ExportFormat;
@@ -62,10 +63,10 @@ export function registerExport(program: Command): void {
           { format: opts.format, storeId: opts.store ?? null, from, to },
           () => openJournalOutput(opts.out),
         );
-        for (const warning of result.warnings) process.stderr.write(`stablebooks: warning: ${warning}\n`);
+        for (const warning of result.warnings) printNote(`warning: ${warning}`);
         if (opts.out !== undefined)
-          process.stderr.write(
-            `stablebooks: ${result.entries} entries, ${result.postings} postings and ${result.openingLines} opening balances written to ${opts.out}\n`,
+          printNote(
+            `${result.entries} entries, ${result.postings} postings and ${result.openingLines} opening balances written to ${opts.out}`,
           );
       } catch (err) {
         if (err instanceof ExportInputError) throw new CliError(err.message, EXIT_USAGE);

@@ -94,4 +94,26 @@ describe('read API: params and queries', () => {
     expect(reason(parseInput(entriesQuery, { a: '1', b: '2' }))).toBe('a, b: unknown parameters');
     expect(reason(parseInput(entriesQuery, { limit: ['1', '2'] }))).toBe('limit: given more than once');
   });
+
+  it('error: what PostgreSQL would refuse is refused first: NUL, years outside 0001-9999, offsets no zone has', () => {
+    expect(reason(parseInput(intentsQuery, { order_id: 'a\u0000b' }))).toBe(
+      'order_id: must not hold a NUL character',
+    );
+    // Any parameter, even one no schema knows yet.
+    expect(reason(parseInput(entriesQuery, { store: ['st_a', '\u0000'] }))).toBe(
+      'store: must not hold a NUL character',
+    );
+    const outside = 'must be between 0001-01-01 and 9999-12-31 (UTC)';
+    expect(reason(parseInput(balancesQuery, { at: '0000-01-01T00:00:00Z' }))).toBe(`at: ${outside}`);
+    expect(reason(parseInput(balancesQuery, { at: '0001-01-01T00:00:00+00:01' }))).toBe(`at: ${outside}`);
+    expect(reason(parseInput(balancesQuery, { at: '9999-12-31T23:59:59-00:01' }))).toBe(`at: ${outside}`);
+    expect(reason(parseInput(entriesQuery, { from: '2025-01-01T00:00:00-23:59' }))).toBe(
+      'from: its offset must be Z or from -14:00 to +14:00',
+    );
+    expect(reason(parseInput(entriesQuery, { from: '2025-01-01T00:00:00+14:01' }))).toMatch(
+      /^from: its offset/,
+    );
+    for (const at of ['0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '2025-06-01T12:00:00+14:00'])
+      expect(parseInput(balancesQuery, { at }).ok, at).toBe(true);
+  });
 });

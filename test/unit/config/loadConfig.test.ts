@@ -95,6 +95,14 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('error: a headers timeout longer than the request timeout is refused, naming both', () => {
+    const env = { ...validEnv(), HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_HEADERS_TIMEOUT_MS: '6000' };
+    expect(problemsOf(env)).toEqual([
+      'HTTP_HEADERS_TIMEOUT_MS: must be at most HTTP_REQUEST_TIMEOUT_MS (5000): the headers are part of the request',
+    ]);
+    expect(problemsOf({ ...env, HTTP_HEADERS_TIMEOUT_MS: '5000' })).toEqual([]);
+  });
+
   it('error: wallets on a chain without RPC_URL_<id>', () => {
     const env = { ...validEnv(), RPC_URL_11155111: undefined };
     expect(problemsOf(env)).toEqual([
