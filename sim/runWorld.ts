@@ -10,6 +10,7 @@ import type { DomainContext } from '../src/context/domainContext.ts';
 import type { Database, Db } from '../src/db/database.ts';
 import { processInboxBatch } from '../src/inbox/processInboxBatch.ts';
 import { createInboxWriter } from '../src/intake/inboxWriter.ts';
+import { receiveWebhook } from '../src/intake/receiveWebhook.ts';
 import { createAccountCache } from '../src/ledger/ensureAccounts.ts';
 import { createLogger } from '../src/logging/logger.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
@@ -20,6 +21,7 @@ import { cancelPayout } from '../src/payouts/cancelPayout.ts';
 import { createPayout } from '../src/payouts/createPayout.ts';
 import { expireClaimLinks } from '../src/payouts/expireClaimLinks.ts';
 import { settleTransfers } from '../src/settlement/settleTransfers.ts';
+import { signWebhook } from '../src/svc/signing/webhookSignature.ts';
 import { type ChainDouble, createChainDouble, type SimTransfer } from './chainDouble.ts';
 import { worldReplacements } from './chainShapes.ts';
 import { crashingDb, SimulatedCrash } from './crashingDb.ts';
@@ -154,6 +156,54 @@ export async function runWorld(
   const intents = new Map(world.intents.map((i) => [i.id, i]));
   const inbox = createInboxWriter({ db: database.db, logger, enqueueMany: async () => {} });
   const known = new Set<string>();
+  const intake = {
+    clock,
+    storesByKey: new Map(stores.map((st) => [st.apiKey, st])),
+    inbox,
+    queueLimit: 1_000_000,
+    metrics,
+  };
+  /**
+   * The service delivers a webhook through the intake, signed with its store's secret on its own
+   * clock (`skewMs` off the daemon's): stored (200), or refused as stale when the clock is more
+   * than the window off (401), which is the only refusal the world may see.
+   */
+  const deliver = async (
+    storeId: string,
+    webhookId: string,
+    raw: Buffer,
+    skewMs: number,
+  ): Promise<boolean> => {
+    const store = stores.find((st) => st.storeId === storeId) as StoreConfig;
+    const path = '/webhooks/checkout';
+    const signed = signWebhook({
+      secret: store.apiSecret,
+      method: 'POST',
+      path,
+      webhookId,
+      body: raw,
+      clock: { now: () => new Date(EPOCH_MS + now + skewMs) },
+      nonce: `${webhookId}:${deliveries++}`,
+    });
+    const answer = await receiveWebhook(intake, {
+      endpoint: 'checkout',
+      method: 'POST',
+      path,
+      query: '',
+      headers: { ...signed, 'X-API-Key': store.apiKey, 'Content-Type': 'application/json' },
+      rawBody: raw,
+    });
+    // The window is 300 s: a delivery signed further off must never be stored.
+    if (answer.status === 200 && Math.abs(skewMs) > 301_000)
+      problems.push(
+        `webhook ${webhookId}: the intake stored a delivery signed ${skewMs / 1000} s off its clock`,
+      );
+    if (answer.status === 200) return true;
+    const stale = answer.status === 401 && answer.body.reason?.startsWith('stale_timestamp');
+    if (!stale || Math.abs(skewMs) <= 300_000)
+      problems.push(`webhook ${webhookId}: the intake answered ${answer.status} ${answer.body.reason ?? ''}`);
+    return false;
+  };
   /** Payouts whose link stablebooks learnt from a create answer. */
   const knownLinks = new Set<string>();
   const payouts = new Map(world.payouts.map((p) => [p.referenceId, p]));
@@ -314,17 +364,20 @@ export async function runWorld(
         const body = intent && service.webhookAt(intent, event.sentAt, event.id);
         if (!intent || !body) break;
         readFaults = { lagMs: 0, fail: false };
-        await inbox.store({
-          storeId: intent.storeId,
-          endpoint: 'checkout',
-          webhookId: event.id,
-          nonceKey: `${intent.storeId}:${event.id}:${deliveries++}`,
-          nonceTtlSeconds: 600,
-          headersJson: '{}',
-          body: Buffer.from(JSON.stringify(body)),
-          json: true,
-        });
-        known.add(intent.id);
+        const raw = Buffer.from(JSON.stringify(body));
+        const stored = await deliver(intent.storeId, event.id, raw, event.skewMs ?? 0);
+        // Refused for the service's clock: it delivers again with its clock right.
+        if (!stored)
+          retryLater(
+            `webhook:${event.id}:${deliveries}`,
+            async () => {
+              const ok = await deliver(intent.storeId, event.id, raw, 0);
+              if (ok) known.add(intent.id);
+              return ok;
+            },
+            180_000,
+          );
+        else known.add(intent.id);
         await processInbox(event.batch, event);
         break;
       }

@@ -58,6 +58,11 @@ export type SimEvent =
       batch: number;
       /** The intent's last notification, which the service delivers in the end: never shrunk away. */
       last?: true;
+      /**
+       * clock_jump: how far the service's clock is off (ms, either way) when it signs this delivery;
+       * refused as stale, it is delivered again a few minutes later with the clock right.
+       */
+      skewMs?: number;
       /** The service's answers to the batch's intent reads. */
       svc?: SvcCallFault[];
       prepared?: true;
@@ -103,7 +108,8 @@ export type Fault =
   | 'svc_errors'
   | 'lost_answers'
   | 'crash_jobs'
-  | 'crash_prepared';
+  | 'crash_prepared'
+  | 'clock_jump';
 
 /** Each fault with one line on what it does (`--faults list`). */
 export const FAULTS: Record<Fault, string> = {
@@ -123,6 +129,8 @@ export const FAULTS: Record<Fault, string> = {
     'the service acts and its answer is lost: claim-link create (also on a replay), cancel (the link is cancelled and refunded), reads',
   crash_jobs: 'trackIntent, createPayout, cancelPayout and expireClaimLinks die after their k-th statement',
   crash_prepared: "a crash's statement count includes the statements sent through executePrepared",
+  clock_jump:
+    "the service's clock is 5 to 15 minutes off when it signs a webhook: the intake refuses the stale timestamp, and the service delivers it again with its clock right and a fresh nonce",
 };
 export const ALL_FAULTS: readonly Fault[] = Object.keys(FAULTS) as Fault[];
 /**
@@ -206,6 +214,12 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
   const chance = (p: number) => rnd() < p;
   const int = (lo: number, hi: number) => lo + Math.floor(rnd() * (hi - lo + 1));
   const crash = () => (has('crash') && chance(0.1) ? int(1, 12) : undefined);
+  // The service's clock jumps draw from a stream of their own: without the fault, nothing changes.
+  const jumps = seededRandom(`schedule:${seed}:clock_jump`);
+  const skew = (): number | undefined =>
+    has('clock_jump') && jumps() < 0.15
+      ? (jumps() < 0.5 ? -1 : 1) * (302_000 + Math.floor(jumps() * 600_000))
+      : undefined;
   const events: SimEvent[] = [];
 
   /** When each world transfer's own mine event comes, by transaction hash (the reorg shapes' clock). */
@@ -239,6 +253,7 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
           crash: crash(),
           batch: int(1, 8),
           ...(last ? { last: true as const } : {}),
+          ...withSkew(skew()),
         });
       }
     }
@@ -391,4 +406,8 @@ function withJobFaults(events: SimEvent[], seed: string, faults: ReadonlySet<Fau
     if (hit) out.retryAfter = later() < 0.5 ? 60_000 : 60_000 + Math.floor(later() * 4 * 3_600_000);
     return out;
   });
+}
+
+function withSkew(skewMs: number | undefined): { skewMs?: number } {
+  return skewMs === undefined ? {} : { skewMs };
 }

@@ -225,6 +225,12 @@ export async function waitFor<T>(
 export async function expectExactlyOnce(db: Db, ids: string[]): Promise<void> {
   const inbox = await inboxCounts(db);
   expect(inbox).toEqual({ total: ids.length, received: 0, processed: ids.length });
+  // A payment booked to suspense before its confirmation leaves it at the chain job's next pass
+  // after the webhook is processed (a few seconds here): wait for that pass, at most a minute, then
+  // judge (a suspense entry still not moved fails below, with its count).
+  await waitFor('suspense entries moved to their intent', () => suspenseSettled(db), 60_000).catch(
+    () => undefined,
+  );
   const { rows } = await db.execute<{ ref_id: string; kind: string; n: number }>(sql`
     select ref_id, kind, count(*)::int as n from ledger_entries group by ref_id, kind`);
   // Once anvil's finalized block (64 behind) passes a payment, its proof is a second entry kind.
@@ -258,3 +264,11 @@ export async function expectExactlyOnce(db: Db, ids: string[]): Promise<void> {
 }
 
 export const elapsed = (since: number) => `${((performance.now() - since) / 1000).toFixed(1)} s`;
+
+async function suspenseSettled(db: Db): Promise<boolean> {
+  const { rows } = await db.execute<{ pending: number }>(sql`
+    select (count(*) filter (where kind = 'chain.transfer_in_unmatched')
+          - count(*) filter (where kind = 'chain.transfer_in_unmatched.reversal'))::int as pending
+    from ledger_entries`);
+  return rows[0]?.pending === 0;
+}
