@@ -9,7 +9,7 @@ import type { FindingDraft } from '../findings/finding.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
 import { paymentProven } from '../ledger/rules/chainTransferRules.ts';
-import { inTransitOf, notStoreWalletFinding } from './proveIntentPayment.ts';
+import { inTransitOf, notStoreWalletFinding, proveIntentPayment } from './proveIntentPayment.ts';
 
 /**
  * Single-transaction verification (docs/accounting.md, "Payments, payouts and the chain") for confirmed intents whose paying hash
@@ -67,6 +67,29 @@ export async function verifyPayments(deps: VerifyDeps, options: { limit?: number
                       and f.kind in ('payment_tx_not_found', 'payment_tx_reverted', 'payment_transfer_missing'))
     order by i.confirmed_at limit ${options.limit ?? 100}`);
   for (const intent of rows) await verifyOne(deps, intent);
+  return rows.length + (await proveHeldPayments(deps, before, options.limit ?? 100));
+}
+
+/**
+ * Confirmed intents whose paying transfer is stored, final and in suspense (rule 9) while no live
+ * proof books it. A confirmation's proof skips a transfer another matcher holds (lockPayingLogs:
+ * the holder proves the intent once the confirmation commits), but a chain job that read the
+ * intents before that commit decides the transfer without it, and both commit. Proving the
+ * intent now moves the money out of suspense (rule 2), as the proof would have. Past the grace
+ * only: in steady state the matcher proves first, and this reads one indexed query.
+ */
+async function proveHeldPayments(deps: VerifyDeps, before: string, limit: number): Promise<number> {
+  const { rows } = await deps.db.execute<{ id: string }>(sql`
+    select i.id from checkout_intents i
+    where i.status = 20 and i.confirmed_at < ${before}::timestamptz
+      and exists (select 1 from chain_transfers t where t.chain_id = i.chain_id
+                  and t.tx_hash = lower(coalesce(i.tx_hash_2, i.tx_hash)) and t.state = 'final'
+                  and t.matched_as like '%transfer_in_unmatched%')
+      and not exists (select 1 from ledger_entries e where e.ref_type = 'checkout_intent' and e.ref_id = i.id
+                      and e.kind = 'chain.payment_proven'
+                      and not exists (select 1 from ledger_entries r where r.reverses_entry_id = e.id))
+    order by i.confirmed_at limit ${limit}`);
+  for (const { id } of rows) await deps.db.transaction((tx) => proveIntentPayment(tx, deps, id));
   return rows.length;
 }
 
