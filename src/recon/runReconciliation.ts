@@ -13,6 +13,7 @@ import { type BalanceProof, proveBalances, recordProofMetrics } from './balanceP
 import { assertProofs, assertTrialBalance } from './checks/assertions.ts';
 import type { CheckContext, CheckOutcome } from './checks/checkContext.ts';
 import { clearInTransit, clearRefunds, clearSuspense } from './checks/clearing.ts';
+import { assertLedgerChain } from './checks/ledgerChain.ts';
 import { matchClaimLinks, matchIntentCreations, matchIntents, matchStuckIntents } from './checks/matching.ts';
 import { createFoundTable, type FindingsSync, syncFindings } from './foundFindings.ts';
 import type { Period } from './period.ts';
@@ -273,7 +274,11 @@ async function runChecks(
     );
   });
   await phase('assertions', async () => {
-    outcomes.push(await assertProofs(ctx, proofs), await assertTrialBalance(ctx));
+    outcomes.push(
+      await assertProofs(ctx, proofs),
+      await assertTrialBalance(ctx),
+      await assertLedgerChain(ctx),
+    );
   });
   return outcomes;
 }
