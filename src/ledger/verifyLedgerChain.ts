@@ -98,8 +98,8 @@ export async function verifyLedgerChain(
 
   const behind = await db.execute<{ id: string }>(sql`
     select e.id::text from ledger_entries e,
-      (select horizon from ledger_seals where ledger_checkpoint_usable(horizon, xmin) order by seq desc limit 1) h
-    where e.tx_id < h.horizon and not exists (select 1 from ledger_seals s where s.entry_id = e.id)
+      (select horizon, xmin from ledger_seals order by seq desc limit 1) h
+    where e.tx_id < h.horizon and ledger_checkpoint_usable(h.horizon, h.xmin) and not exists (select 1 from ledger_seals s where s.entry_id = e.id)
     order by e.tx_id, e.id limit 1`);
   const stray = behind.rows[0];
   if (stray) {
