@@ -23,13 +23,15 @@ export async function chainHead(db: DbExecutor): Promise<ChainHead | null> {
  * it covers was committed before `at`, and the chain up to it could be published then.
  */
 export async function chainHeadAt(db: DbExecutor, at: Date): Promise<ChainHead | null> {
-  return readHead(db, sql`sealed_at < ${at.toISOString()}::timestamptz`);
+  return readHead(db, sql`l.sealed_at < ${at.toISOString()}::timestamptz`);
 }
 
+// Every column through the alias `l`: an ORDER BY on a bare `seq` would sort the text output
+// column of that name ('9' after '28'), not the bigint.
 async function readHead(db: DbExecutor, where: SQL): Promise<ChainHead | null> {
   const { rows } = await db.execute<{ seq: string; hash: string; entry_id: string; sealed_at: Date }>(sql`
-    select seq::text, hash, entry_id::text, sealed_at from ledger_seals where ${where}
-    order by seq desc limit 1`);
+    select l.seq::text, l.hash, l.entry_id::text, l.sealed_at from ledger_seals l where ${where}
+    order by l.seq desc limit 1`);
   const r = rows[0];
   return r
     ? { seq: BigInt(r.seq), hash: r.hash, entryId: BigInt(r.entry_id), sealedAt: new Date(r.sealed_at) }

@@ -55,8 +55,8 @@ export async function sealLedger(db: Db, options: { batch?: number } = {}): Prom
       );
       const horizon = h.rows[0]?.horizon ?? '0';
       const last = await tx.execute<{ seq: string; hash: string; horizon: string; usable: boolean }>(sql`
-        select seq::text, hash, horizon::text, ledger_checkpoint_usable(horizon, xmin) as usable
-        from ledger_seals order by seq desc limit 1`);
+        select l.seq::text, l.hash, l.horizon::text, ledger_checkpoint_usable(l.horizon, l.xmin) as usable
+        from ledger_seals l order by l.seq desc limit 1`);
       const prev = last.rows[0];
       const from = prev?.usable ? prev.horizon : '0';
       const pending = await tx.execute<{ id: string; tx_id: string }>(sql`
@@ -87,7 +87,13 @@ export async function sealLedger(db: Db, options: { batch?: number } = {}): Prom
       const backlog = await sealBacklog(tx);
       return { ran: true, sealed: ids.length, head: await chainHead(tx), ...backlog };
     },
-    { isolationLevel: 'repeatable read' },
+    // Read committed on purpose: under repeatable read the snapshot is taken by the lock's own
+    // statement, before the lock is granted, so a sealer let in just as another committed would
+    // not see that one's seals and fork the chain (the seq key would refuse it, failing the run).
+    // Each statement after the lock sees every seal committed before it; the entries
+    // below the horizon were all committed when the horizon was read, so later statements see
+    // exactly them.
+    { isolationLevel: 'read committed' },
   );
 }
 

@@ -59,8 +59,8 @@ export async function verifyLedgerChain(
 
   for (;;) {
     const page = await db.execute<{ seq: string; entry_id: string; prev_hash: string; hash: string }>(sql`
-      select seq::text, entry_id::text, prev_hash, hash from ledger_seals
-      where seq > ${seq.toString()}::bigint order by seq limit ${PAGE}`);
+      select l.seq::text, l.entry_id::text, l.prev_hash, l.hash from ledger_seals l
+      where l.seq > ${seq.toString()}::bigint order by l.seq limit ${PAGE}`);
     if (page.rows.length === 0) break;
     const contents = await readSealContents(
       db,
