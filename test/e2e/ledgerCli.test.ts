@@ -104,6 +104,7 @@ describe('stablebooks ledger seal and verify', () => {
       kind: string;
       ref_type: string;
       ref_id: string;
+      store_id: string;
     }>(sql`
       select e.id::text as entry_id, e.kind, e.ref_type, e.ref_id, e.store_id
       from ledger_seals s join ledger_entries e on e.id = s.entry_id where s.seq = 2`);
