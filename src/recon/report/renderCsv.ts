@@ -219,7 +219,7 @@ export function renderCsv(report: ReconReport): CsvFile[] {
           ['period_end', report.ledgerChain.atPeriodEnd],
           ['generated', report.ledgerChain.atGeneration],
         ] as const
-      ).map(([head, h]) => [head, h?.seq ?? null, h?.hash ?? null, h?.entryId ?? null, h?.sealedAt ?? null]),
+      ).flatMap(([head, h]) => (h === null ? [] : [[head, h.seq, h.hash, h.entryId, h.sealedAt]])),
     ),
     csv(
       'checks.csv',
