@@ -50,7 +50,10 @@ export interface ReconReport {
 export interface LedgerChainSection {
   /** The last seal written before period.to (by its sealing time); null when none was. */
   atPeriodEnd: ChainHeadRow | null;
-  /** The last seal when the report was read (at generatedAt), which the run's check recomputed. */
+  /**
+   * The last seal when the report was read (at generatedAt). The run's check recomputed the chain
+   * moments before, in its own snapshot: up to this seal or a few seals short of it.
+   */
   atGeneration: ChainHeadRow | null;
 }
 
