@@ -2,8 +2,9 @@
  * The cost of the entries' hash chain to posting (issue 32: at most 10% of posting throughput),
  * and how fast the chain is built and recomputed. Used by bench/ledger.ts.
  *
- * Three variants in alternating rounds, since this shared machine's runs differ by ~20% from one
- * minute to the next and a 10% effect needs them side by side:
+ * Three variants in alternating rounds (each round starting with the next variant), since this
+ * shared machine's runs differ by ~20% from one minute to the next and a 10% effect needs them
+ * side by side:
  * - before: the schema before migration 0017 (no ledger_entries tx_id index), no sealer;
  * - the index only (what every posting pays from migration 0017 on);
  * - the index and the sealer running every `everyMs` (the daemon seals every 5 s).
@@ -45,7 +46,11 @@ export async function sealingImpact(
   const rounds: SealingRound[] = [];
   try {
     for (let round = 1; round <= options.rounds; round++) {
-      for (const variant of ['before', 'index', 'sealer'] as const) {
+      // Each round starts with another variant: the machine's load drifts within a round too.
+      const order = (['before', 'index', 'sealer'] as const).map(
+        (_, i, all) => all[(i + round - 1) % all.length]!,
+      );
+      for (const variant of order) {
         if (variant === 'before') await statsDb.execute(sql`drop index if exists ${INDEX}`);
         else await statsDb.execute(sql`create index if not exists ${INDEX} on ledger_entries (tx_id)`);
         if (variant !== 'before') await sealAll(sealerDb.db);
