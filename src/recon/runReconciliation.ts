@@ -386,8 +386,18 @@ async function completeRun(
 function runCounts(
   report: ReconReport,
   sync: FindingsSync,
-): { findings: ReconReport['findings']['counts']; sync: FindingsSync; checks: Record<string, number> } {
+): {
+  findings: ReconReport['findings']['counts'];
+  sync: FindingsSync;
+  checks: Record<string, number>;
+  ledger_chain: { seq: string; hash: string } | null;
+} {
+  const head = report.ledgerChain.atGeneration;
   return {
+    // The head this run published: the next run's chain check recomputes the chain up to it
+    // (src/recon/checks/ledgerChain.ts), so resealing the chain after a rewrite is caught even
+    // without a report kept outside.
+    ledger_chain: head === null ? null : { seq: head.seq, hash: head.hash },
     findings: {
       ...report.findings.counts,
     },

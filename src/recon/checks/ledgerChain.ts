@@ -17,12 +17,17 @@ export function chainBreakRef(b: ChainBreak): { refType: string; refId: string }
  * last year's entry is as much a rewrite. The first break is a critical `ledger_chain_broken`
  * finding naming the entry, which fails the run and, like every open critical finding, alerts.
  *
+ * The chain is also checked against the head the last completed run published (recon_runs.counts):
+ * an owner who rewrote entries and recomputed every later seal leaves a chain that verifies, but
+ * no longer gives that head; to get past this check they must rewrite recon_runs too, and the
+ * reports already sent out still hold the head.
+ *
  * The chain is the whole ledger's, so the finding has no store_id. An unscoped run owns the kind
  * (a chain that matches again resolves it); a store-scoped run checks the chain too, but owns only
  * the break it found, so it never resolves what an unscoped run found.
  */
 export async function assertLedgerChain(ctx: CheckContext): Promise<CheckOutcome> {
-  const v = await verifyLedgerChain(ctx.tx);
+  const v = await verifyLedgerChain(ctx.tx, { expectHead: await lastPublishedHead(ctx) });
   const b = v.broken;
   if (b) {
     const { refType, refId } = chainBreakRef(b);
@@ -67,4 +72,15 @@ export async function assertLedgerChain(ctx: CheckContext): Promise<CheckOutcome
             ]
           : [],
   };
+}
+
+/** The head the last completed run (any store) published; undefined before the first one. */
+async function lastPublishedHead(ctx: CheckContext): Promise<{ seq: bigint; hash: string } | undefined> {
+  const { rows } = await ctx.tx.execute<{ seq: string | null; hash: string | null }>(sql`
+    select counts->'ledger_chain'->>'seq' as seq, counts->'ledger_chain'->>'hash' as hash from recon_runs
+    where status = 'completed' and jsonb_typeof(counts->'ledger_chain') = 'object'
+    order by finished_at desc limit 1`);
+  const r = rows[0];
+  if (!r?.seq || !r.hash || !/^\d+$/.test(r.seq)) return undefined;
+  return { seq: BigInt(r.seq), hash: r.hash };
 }

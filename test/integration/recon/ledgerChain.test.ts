@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { readConditions } from '../../../src/alerts/evaluateAlerts.ts';
 import { createManualClock } from '../../../src/clock.ts';
@@ -10,6 +11,7 @@ import { account } from '../../../src/ledger/accounts.ts';
 import { chainHead } from '../../../src/ledger/chainHead.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
 import { sealLedger } from '../../../src/ledger/sealLedger.ts';
+import { verifyLedgerChain } from '../../../src/ledger/verifyLedgerChain.ts';
 import { type ReconDeps, runReconciliation } from '../../../src/recon/runReconciliation.ts';
 import { captureLogger } from '../../helpers/captureLogger.ts';
 import { rewriteLedgerAsOwner } from '../../helpers/ownerRewrite.ts';
@@ -148,5 +150,34 @@ describe('reconciliation and the ledger hash chain', () => {
     expect(await readFile(join(run.dir, 'report.html'), 'utf8')).toContain(
       `hash chain breaks at seal 1 (entry ${firstEntry}, checkout.confirmed, checkout_intent recon-chain-1)`,
     );
+  });
+
+  it('behavior: an owner who also recomputes every seal after the rewrite is caught against the head the last run published', async () => {
+    const published = await db.execute<{ seq: string; hash: string }>(sql`
+      select counts->'ledger_chain'->>'seq' as seq, counts->'ledger_chain'->>'hash' as hash
+      from recon_runs where status = 'completed' order by finished_at desc limit 1`);
+    const head = published.rows[0];
+    expect(head?.seq).toBe('5');
+    const client = new pg.Client({ connectionString: kit.db.url });
+    await client.connect();
+    await client.query(
+      'begin; alter table ledger_seals disable trigger user; delete from ledger_seals; alter table ledger_seals enable trigger user; commit;',
+    );
+    await client.end();
+    while ((await sealLedger(db)).sealed > 0);
+    // The database is consistent again: the chain verifies on its own.
+    expect((await verifyLedgerChain(db)).ok).toBe(true);
+
+    const run = await runReconciliation(deps, { period: period() });
+    expect(run.passed).toBe(false);
+    const check = run.report.checks.find((c) => c.name === 'assertions.ledger_chain');
+    expect(check?.status).toBe('fail');
+    expect(check?.detail).toContain(`not the published 5:${head?.hash}`);
+    const { rows } = await db.execute<{ ref_id: string }>(sql`
+      select f.ref_id from findings f where f.kind = 'ledger_chain_broken' and f.resolved_at is null`);
+    const fifth = await db.execute<{ entry_id: string }>(
+      sql`select s.entry_id::text from ledger_seals s where s.seq = 5`,
+    );
+    expect(rows.map((r) => r.ref_id)).toEqual([fifth.rows[0]?.entry_id]);
   });
 });
