@@ -9,6 +9,9 @@
  *    as postEntry is called today and with an AccountCache; and where one entry's time goes.
  * 3. accountBalance latency for an account with ~1M postings: without a checkpoint, and after
  *    checkpointBalances with a small tail; plus how long checkpointBalances takes and the plan.
+ * 4. The entries' hash chain (bench/ledgerSealing.ts): posting at 8 connections (one entry per
+ *    tx + AccountCache) before migration 0017, with its index, and with the sealer running, in
+ *    alternating rounds; then how fast the bulk-loaded entries are sealed and the chain recomputed.
  *
  * Starts a durable ephemeral PostgreSQL (fsync, synchronous_commit, full_page_writes on) and
  * always stops it; with DATABASE_URL set it uses that server instead and writes a run's worth of
@@ -16,7 +19,9 @@
  *
  * Environment: BENCH_SECONDS (default 10) per timed phase, BENCH_POSTINGS (default 1000000)
  * postings on the measured account, BENCH_BALANCE_CALLS (default 200), BENCH_TAIL (default 1000
- * entries posted after the checkpoint). No timing is asserted: the figures are printed.
+ * entries posted after the checkpoint), BENCH_SEAL_ROUNDS (default 3) rounds of the sealing
+ * variants, BENCH_SEAL_EVERY_MS (default 5000, as the daemon's ledger.seal) between sealer runs.
+ * No timing is asserted: the figures are printed.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -33,11 +38,14 @@ import { type AccountCache, createAccountCache } from '../src/ledger/ensureAccou
 import type { EntryDraft, EntryLine } from '../src/ledger/entryDraft.ts';
 import { postEntry } from '../src/ledger/postEntry.ts';
 import { fmt, log, positiveNumber, runCommand, sleep } from './benchKit.ts';
+import { chainRates, type SealingRound, sealingImpact } from './ledgerSealing.ts';
 
 const SECONDS = positiveNumber('BENCH_SECONDS', 10);
 const TARGET_POSTINGS = positiveNumber('BENCH_POSTINGS', 1_000_000);
 const BALANCE_CALLS = positiveNumber('BENCH_BALANCE_CALLS', 200);
 const TAIL_ENTRIES = positiveNumber('BENCH_TAIL', 1000);
+const SEAL_ROUNDS = positiveNumber('BENCH_SEAL_ROUNDS', 3);
+const SEAL_EVERY_MS = positiveNumber('BENCH_SEAL_EVERY_MS', 5000);
 const BATCH = 50;
 const BULK_CHUNK = 100_000;
 /** Share of entries that go to the hottest store/token; the rest spread over the others. */
@@ -766,6 +774,15 @@ async function report(url: string, statsDb: Db, scratch: string): Promise<void> 
     if (clients === 1) steps = await anatomy(url, next, 500);
   }
 
+  // 4a. What the hash chain costs posting (the daemon's path at 8 connections).
+  const sealRounds = await sealingImpact(
+    url,
+    statsDb,
+    async () =>
+      (await runLedger(url, statsDb, next, { connections: 8, batch: 1, cached: true })).entriesPerSecond,
+    { rounds: Math.round(SEAL_ROUNDS), everyMs: SEAL_EVERY_MS },
+  );
+
   // 3. Balance latency at ~1M postings on one account.
   const hotCode = accountCode(account('income:sales', hot.storeId, hot.token));
   const hotId = await accountId(statsDb, hotCode);
@@ -850,7 +867,10 @@ async function report(url: string, statsDb: Db, scratch: string): Promise<void> 
     await balanceDb.close();
   }
 
-  // 4. Results.
+  // 4b. Sealing the bulk load, and recomputing the whole chain.
+  const chain = await chainRates(url);
+
+  // 5. Results.
   const baselineFor = (clients: number) => baselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
   const nodeBaselineFor = (clients: number) =>
     nodeBaselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
@@ -961,6 +981,7 @@ async function report(url: string, statsDb: Db, scratch: string): Promise<void> 
   );
   console.log(`- plan without checkpoint: ${planSummary.full}`);
   console.log(`- plan after checkpoint: ${planSummary.tail}`);
+  printSealing(sealRounds, chain);
 
   // One entry at a time as the daemon posts it: with its process-wide AccountCache, inside the
   // transaction of the fact (one entry per tx), or alone (one statement).
@@ -987,6 +1008,51 @@ async function report(url: string, statsDb: Db, scratch: string): Promise<void> 
     );
   }
   await statsDb.execute(sql.raw(`drop table ${table_}`));
+}
+
+function printSealing(rounds: SealingRound[], chain: Awaited<ReturnType<typeof chainRates>>): void {
+  const variants = [
+    ['before', 'before migration 0017 (no tx_id index, no sealer)'],
+    ['index', 'tx_id index, no sealer'],
+    ['sealer', `tx_id index + sealer every ${SEAL_EVERY_MS} ms`],
+  ] as const;
+  const mean = (v: SealingRound['variant']) => {
+    const of = rounds.filter((r) => r.variant === v);
+    return of.reduce((s, r) => s + r.entriesPerSecond, 0) / Math.max(1, of.length);
+  };
+  const before = mean('before');
+  console.log(
+    `\n## Hash chain: posting at 8 connections, one entry per tx + AccountCache (${SECONDS} s per round)\n`,
+  );
+  console.log(
+    table(
+      [
+        'what',
+        ...rounds.filter((r) => r.variant === 'before').map((r) => `round ${r.round}`),
+        'mean entries/s',
+        'vs before',
+      ],
+      variants.map(([v, label]) => [
+        label,
+        ...rounds.filter((r) => r.variant === v).map((r) => fmt(r.entriesPerSecond)),
+        fmt(mean(v)),
+        `${(((mean(v) - before) / before) * 100).toFixed(1)}%`,
+      ]),
+    ),
+  );
+  console.log(
+    `\n- sealing ${fmt(chain.sealed)} bulk-loaded entries: ${chain.sealSeconds.toFixed(1)} s ` +
+      `(${fmt(chain.sealed / chain.sealSeconds)} entries/s)`,
+  );
+  console.log(
+    `- recomputing the whole chain (ledger verify): ${fmt(chain.verified)} seals in ${chain.verifySeconds.toFixed(1)} s ` +
+      `(${fmt(chain.verified / chain.verifySeconds)} entries/s)`,
+  );
+  const drop = (before - mean('sealer')) / before;
+  console.log(
+    `- target: posting falls by at most 10% with the chain: ${(drop * 100).toFixed(1)}% ` +
+      `(${drop <= 0.1 ? 'met' : 'NOT met'})`,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -2,6 +2,7 @@ import type { Job, Queue } from 'bullmq';
 import { pruneEvents } from '../src/events/deliverEvents.ts';
 import { pruneWebhookNonces, waitingInboxRows } from '../src/intake/inboxMaintenance.ts';
 import { checkpointBalances } from '../src/ledger/balances.ts';
+import { sealLedger } from '../src/ledger/sealLedger.ts';
 import { staleTrackedIntents } from '../src/payments/intentTracking.ts';
 import { addWebhookJobs } from './addWebhookJobs.ts';
 import type { JobContext } from './jobContext.ts';
@@ -38,6 +39,15 @@ export function maintenanceProcessor(ctx: JobContext) {
       }
       case maintenanceJobs.checkpointBalances.name:
         return (await checkpointBalances(ctx.domain.db)).accounts;
+      case maintenanceJobs.sealLedger.name: {
+        const run = await sealLedger(ctx.domain.db);
+        if (run.sealed > 0 && run.head)
+          ctx.logger.debug(
+            { sealed: run.sealed, seq: run.head.seq.toString(), unsealed: run.unsealed },
+            'ledger sealed',
+          );
+        return run.sealed;
+      }
       case maintenanceJobs.pruneNonces.name:
         return pruneWebhookNonces(ctx.domain.db);
       case maintenanceJobs.pruneEvents.name:

@@ -9,7 +9,8 @@ import { z } from 'zod';
  * - polls-<store_id>: one queue per API key, so one BullMQ rate limit per key is shared by every
  *   process; job id `poll.<intent>.<n>` (n = the intent's poll count), so a chain of polls has
  *   exactly one next job however many processes schedule it;
- * - maintenance: the sweepers, on job schedulers (exactly one schedule whatever the process count);
+ * - maintenance: the sweepers, the balance checkpoints and the ledger's sealing, on job schedulers
+ *   (exactly one schedule whatever the process count);
  * - chain: one indexer pass per chain on a scheduler `chain.index.<chain id>`, the single-hash
  *   verifications and the balance proofs (a PostgreSQL advisory lock per chain keeps one indexer
  *   pass at a time even when two processes run one);
@@ -64,6 +65,8 @@ export const maintenanceJobs = {
   sweepPolls: { name: 'polls.sweep', everyMs: 60_000, data: z.object({}) },
   /** Advances the ledger's balance checkpoints, so one account's balance stays a short read. */
   checkpointBalances: { name: 'ledger.checkpoint', everyMs: 5 * 60_000, data: z.object({}) },
+  /** Extends the ledger's hash chain over the entries committed since (src/ledger/sealLedger.ts). */
+  sealLedger: { name: 'ledger.seal', everyMs: 5_000, data: z.object({}) },
   /** Deletes webhook nonces past their lifetime. */
   pruneNonces: { name: 'nonces.prune', everyMs: 10 * 60_000, data: z.object({}) },
   /** Deletes outbound events delivered or given up a week ago (every one that old when delivery is off). */

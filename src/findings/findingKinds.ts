@@ -59,6 +59,7 @@ export const FINDING_KINDS = [
   'claim_unproven',
   'balance_proof_failed',
   'trial_balance_nonzero',
+  'ledger_chain_broken',
 ] as const;
 
 export type FindingKind = (typeof FINDING_KINDS)[number];

@@ -68,6 +68,8 @@ export const ledgerEntries = pgTable(
   (t) => [
     index('ledger_entries_ref_idx').on(t.refType, t.refId),
     index('ledger_entries_kind_idx').on(t.kind),
+    // The sealing job reads the entries not yet sealed by transaction id (src/ledger/sealLedger.ts).
+    index('ledger_entries_tx_idx').on(t.txId),
     foreignKey({ name: 'ledger_entries_reverses_fk', columns: [t.reversesEntryId], foreignColumns: [t.id] }),
   ],
 );
@@ -124,5 +126,31 @@ export const ledgerBalanceCheckpoints = pgTable(
       columns: [t.accountId],
       foreignColumns: [ledgerAccounts.id],
     }),
+  ],
+);
+
+/**
+ * The hash chain over the ledger's entries (docs/accounting.md, "The entries' hash chain"): seal
+ * `seq` covers entry `entry_id` and the seal before it (`prev_hash`), so a rewrite of any sealed
+ * entry, even by the schema's owner with the triggers off, breaks every hash from there on, and a
+ * chain head printed in a report sent out earlier no longer matches. Append-only
+ * (migrations/0017). Written by the sealing job (src/ledger/sealLedger.ts), never by posters.
+ */
+export const ledgerSeals = pgTable(
+  'ledger_seals',
+  {
+    /** 1, 2, 3, … with no gap: the chain's order. */
+    seq: bigint('seq', { mode: 'bigint' }).primaryKey(),
+    entryId: bigint('entry_id', { mode: 'bigint' }).notNull().unique(),
+    /** The previous seal's hash; 64 zeros for seq 1. */
+    prevHash: text('prev_hash').notNull(),
+    /** sha256 of prev_hash and the entry's canonical content (src/ledger/entrySealContent.ts), hex. */
+    hash: text('hash').notNull(),
+    /** The sealing run's horizon: every entry whose tx_id is below it was sealed by then. */
+    horizon: xid8('horizon').notNull(),
+    sealedAt: timestamp('sealed_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    foreignKey({ name: 'ledger_seals_entry_fk', columns: [t.entryId], foreignColumns: [ledgerEntries.id] }),
   ],
 );

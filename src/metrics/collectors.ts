@@ -2,6 +2,7 @@ import type { Queue } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import { balances } from '../ledger/balances.ts';
+import { sealBacklog } from '../ledger/sealLedger.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -106,6 +107,8 @@ async function readDatabase(
     const recon = await tx.execute<{ store_key: string; finished: string; passed: boolean | null }>(sql`
       select distinct on (store_key) store_key, extract(epoch from finished_at)::text as finished, passed
       from recon_runs where status = 'completed' order by store_key, finished_at desc`);
+    // Through the tx_id index, from the last seal's horizon: the entries of the last few seconds.
+    const backlog = await sealBacklog(tx);
     // Balances from the checkpoints plus their tails (src/ledger/balances.ts), not a full scan.
     const accounts = await balances(tx);
     // The outbox's undelivered rows, through its partial index of them.
@@ -121,6 +124,7 @@ async function readDatabase(
       findings: findings.rows,
       payouts: payouts.rows,
       accounts,
+      backlog,
     };
   });
 
@@ -166,6 +170,8 @@ async function readDatabase(
     line.units += Number(a.balance) / 10 ** a.decimals;
     byKind.set(key, line);
   }
+  metrics.ledgerUnsealedEntries.set(read.backlog.unsealed);
+  metrics.ledgerSealLag.set(read.backlog.lagSeconds);
   metrics.ledgerImbalance.set([...net.values()].filter((v) => v !== 0n).length);
   metrics.ledgerBalance.reset();
   for (const line of byKind.values()) metrics.ledgerBalance.set(line.labels, line.units);

@@ -105,6 +105,19 @@ export function createMetrics() {
       collect: fromDatabase,
       registers: [registry],
     }),
+    // Read at scrape time too: a sealer that stopped is seen as a growing lag, whichever process scrapes.
+    ledgerUnsealedEntries: new Gauge({
+      name: 'stablebooks_ledger_unsealed_entries',
+      help: 'Committed ledger entries not yet in the hash chain (the ledger.seal job seals them every few seconds)',
+      collect: fromDatabase,
+      registers: [registry],
+    }),
+    ledgerSealLag: new Gauge({
+      name: 'stablebooks_ledger_seal_lag_seconds',
+      help: 'Age of the oldest committed ledger entry not yet in the hash chain (0 when every entry is sealed)',
+      collect: fromDatabase,
+      registers: [registry],
+    }),
     ledgerBalance: new Gauge({
       name: 'stablebooks_ledger_balance',
       help: 'Balance of each account kind summed over stores, by chain and token, in token units (debit positive, credit negative; display only, exact figures in the ledger)',

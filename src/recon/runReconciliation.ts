@@ -13,6 +13,7 @@ import { type BalanceProof, proveBalances, recordProofMetrics } from './balanceP
 import { assertProofs, assertTrialBalance } from './checks/assertions.ts';
 import type { CheckContext, CheckOutcome } from './checks/checkContext.ts';
 import { clearInTransit, clearRefunds, clearSuspense } from './checks/clearing.ts';
+import { assertLedgerChain } from './checks/ledgerChain.ts';
 import { matchClaimLinks, matchIntentCreations, matchIntents, matchStuckIntents } from './checks/matching.ts';
 import { createFoundTable, type FindingsSync, syncFindings } from './foundFindings.ts';
 import type { Period } from './period.ts';
@@ -273,7 +274,11 @@ async function runChecks(
     );
   });
   await phase('assertions', async () => {
-    outcomes.push(await assertProofs(ctx, proofs), await assertTrialBalance(ctx));
+    outcomes.push(
+      await assertProofs(ctx, proofs),
+      await assertTrialBalance(ctx),
+      await assertLedgerChain(ctx),
+    );
   });
   return outcomes;
 }
@@ -381,8 +386,18 @@ async function completeRun(
 function runCounts(
   report: ReconReport,
   sync: FindingsSync,
-): { findings: ReconReport['findings']['counts']; sync: FindingsSync; checks: Record<string, number> } {
+): {
+  findings: ReconReport['findings']['counts'];
+  sync: FindingsSync;
+  checks: Record<string, number>;
+  ledger_chain: { seq: string; hash: string } | null;
+} {
+  const head = report.ledgerChain.atGeneration;
   return {
+    // The head this run published: the next run's chain check recomputes the chain up to it
+    // (src/recon/checks/ledgerChain.ts), so resealing the chain after a rewrite is caught even
+    // without a report kept outside.
+    ledger_chain: head === null ? null : { seq: head.seq, hash: head.hash },
     findings: {
       ...report.findings.counts,
     },

@@ -16,7 +16,8 @@ import {
  * - store_key: the store id, or `*` for a run over every store (a unique key cannot hold null);
  * - status: running, completed (the run finished; `passed` says whether the books are right),
  *   failed (the run itself broke; see error);
- * - counts: findings new / open / resolved in the period and checks by status;
+ * - counts: findings new / open / resolved in the period, checks by status, and the ledger chain
+ *   head the run published (`ledger_chain`: seq and hash; the next run checks the chain against it);
  * - files: [{ name, path, sha256, bytes }] of the written reports.
  */
 export const reconRuns = pgTable(

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { rawRpc } from '../../src/devservices/anvil.ts';
+import { verifyLedgerChain } from '../../src/ledger/verifyLedgerChain.ts';
 import { CheckoutStatus } from '../../src/svc/models/checkoutStatus.ts';
 import { signWebhook } from '../../src/svc/signing/webhookSignature.ts';
 import { startPipeline } from '../helpers/pipelineHarness.ts';
@@ -96,6 +97,24 @@ describe('metrics: /metrics moves as the pipeline runs', () => {
     expect(sum(after, 'stablebooks_rpc_requests_total')).toBeGreaterThan(0);
     expect(sum(after, 'stablebooks_chain_head_block')).toBeGreaterThan(0);
     expect(after).toMatch(/stablebooks_queue_jobs\{queue="webhooks",state="completed"\} [1-9]/);
+  });
+
+  it("behavior: the daemon's ledger.seal job seals what it booked: the chain covers every entry and verifies, the backlog gauges read 0", async () => {
+    const { rows } = await pipeline.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from ledger_entries`,
+    );
+    expect(rows[0]?.n).toBeGreaterThan(0);
+    await pipeline.waitFor(async () => {
+      const text = await scrape();
+      return (
+        text.includes('stablebooks_ledger_unsealed_entries 0') &&
+        text.includes('stablebooks_ledger_seal_lag_seconds 0')
+      );
+    }, 30_000);
+    const sealed = await pipeline.db.execute<{ entries: number; seals: number }>(sql`
+      select (select count(*)::int from ledger_entries) as entries, (select count(*)::int from ledger_seals) as seals`);
+    expect(sealed.rows[0]?.seals).toBe(sealed.rows[0]?.entries);
+    expect(await verifyLedgerChain(pipeline.db)).toMatchObject({ ok: true, broken: null });
   });
 
   it('behavior: a forged webhook moves the rejection counter', async () => {

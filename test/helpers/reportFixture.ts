@@ -494,6 +494,20 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
         net: '0.000000',
       },
     ],
+    ledgerChain: {
+      atPeriodEnd: {
+        seq: '1042',
+        hash: 'a3f1c2d4e5b6978899aabbccddeeff00112233445566778899aabbccddeeff00',
+        entryId: '1050',
+        sealedAt: '2026-11-07T23:59:58.000Z',
+      },
+      atGeneration: {
+        seq: '1097',
+        hash: '0f1e2d3c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff0',
+        entryId: '1101',
+        sealedAt: '2026-11-08T00:29:59.000Z',
+      },
+    },
   };
   return { ...report, ...overrides };
 }

@@ -2,7 +2,10 @@ import type { Command } from 'commander';
 import { loadDatabaseUrl } from '../../config/loadConfig.ts';
 import { createDatabase, type Db } from '../../db/database.ts';
 import { type BalancePoint, balances, trialBalance } from '../../ledger/balances.ts';
+import { formatChainHead } from '../../ledger/chainHead.ts';
 import { listEntries } from '../../ledger/listEntries.ts';
+import { sealBacklog, sealLedger } from '../../ledger/sealLedger.ts';
+import { verifyLedgerChain } from '../../ledger/verifyLedgerChain.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
@@ -12,7 +15,9 @@ const money = (amount: bigint, decimals: number, symbol: string) =>
   `${formatDecimalAmount(amount, decimals)} ${symbol}`;
 
 export function registerLedger(program: Command): void {
-  const ledger = program.command('ledger').description('read the double-entry ledger');
+  const ledger = program
+    .command('ledger')
+    .description('read the double-entry ledger, and seal and verify its hash chain');
 
   ledger
     .command('balances')
@@ -73,6 +78,7 @@ export function registerLedger(program: Command): void {
     });
 
   registerProve(ledger);
+  registerChain(ledger);
 
   ledger
     .command('entries')
@@ -215,6 +221,110 @@ function registerProve(ledger: Command): void {
         await database.close();
       }
     });
+}
+
+/** The books do not match what was sealed: as `stablebooks report` when the books are not proven. */
+const EXIT_NOT_PROVEN = 3;
+/** How often a long verification says how far it is. */
+const PROGRESS_MS = 2_000;
+
+function registerChain(ledger: Command): void {
+  ledger
+    .command('verify')
+    .description(
+      "recompute the entries' hash chain from the entries and name the first one that no longer matches",
+    )
+    .option(
+      '--head <seq:hash>',
+      "also check the chain against a head a report published (its ledger chain's seq:hash)",
+    )
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { head?: string; json?: boolean }) => {
+      const expectHead = opts.head === undefined ? undefined : parseHead(opts.head);
+      await withDb(async (db) => {
+        const started = Date.now();
+        let said = started;
+        // One snapshot for the whole walk; read only, so it holds no transaction id back.
+        const { v, backlog } = await db.transaction(
+          async (tx) => ({
+            v: await verifyLedgerChain(tx, {
+              expectHead,
+              onProgress: (done, total) => {
+                if (Date.now() - said < PROGRESS_MS) return;
+                said = Date.now();
+                process.stderr.write(
+                  `ledger verify: ${done} of ${total} seals (${Math.floor((done / Math.max(1, total)) * 100)}%) ${((said - started) / 1000).toFixed(1)} s\n`,
+                );
+              },
+            }),
+            backlog: await sealBacklog(tx),
+          }),
+          { isolationLevel: 'repeatable read', accessMode: 'read only' },
+        );
+        const b = v.broken;
+        printResult(
+          opts.json,
+          {
+            ok: v.ok,
+            verified: v.verified,
+            head: v.head ? formatChainHead(v.head) : null,
+            unsealed: backlog.unsealed,
+            broken: b
+              ? {
+                  seq: b.seq.toString(),
+                  entry_id: b.entryId?.toString() ?? null,
+                  kind: b.kind,
+                  store_id: b.storeId,
+                  ref_type: b.ref?.type ?? null,
+                  ref_id: b.ref?.id ?? null,
+                  reason: b.reason,
+                }
+              : null,
+          },
+          () =>
+            b
+              ? `BROKEN at seal ${b.seq}` +
+                (b.entryId === null
+                  ? ''
+                  : `: entry ${b.entryId} (${b.kind ?? '?'}, ${b.ref ? `${b.ref.type} ${b.ref.id}` : 'no ref'}, store ${b.storeId ?? '?'})`) +
+                ` - ${b.reason}; ${v.verified} seals before it match`
+              : `ok: ${v.verified} entries in the chain, every hash matches` +
+                (v.head ? `; head ${formatChainHead(v.head)}` : '') +
+                (expectHead ? `; the published head ${formatChainHead(expectHead)} matches` : '') +
+                (backlog.unsealed > 0 ? `; ${backlog.unsealed} newer entries not sealed yet` : ''),
+        );
+        if (!v.ok) process.exitCode = EXIT_NOT_PROVEN;
+      });
+    });
+
+  ledger
+    .command('seal')
+    .description(
+      "extend the entries' hash chain now (the daemon's ledger.seal job does it every few seconds)",
+    )
+    .action(async () => {
+      await withDb(async (db) => {
+        const run = await sealLedger(db);
+        process.stdout.write(
+          run.ran
+            ? `sealed ${run.sealed} entries; head ${run.head ? formatChainHead(run.head) : 'none (no entry yet)'}` +
+                (run.unsealed > 0
+                  ? `; ${run.unsealed} entries of transactions still open wait for the next run`
+                  : '') +
+                '\n'
+            : 'another sealer is running; nothing done\n',
+        );
+      });
+    });
+}
+
+function parseHead(value: string): { seq: bigint; hash: string } {
+  const m = /^(\d+):([0-9a-f]{64})$/.exec(value.trim().toLowerCase());
+  if (!m?.[1] || !m[2] || BigInt(m[1]) === 0n)
+    throw new CliError(
+      `--head: ${value} is not a chain head (seq:hash, e.g. 1042:<64 hex digits>, as a report prints it)`,
+    );
+  return { seq: BigInt(m[1]), hash: m[2] };
 }
 
 function parsePoint(at: string | undefined, atEntry: string | undefined): BalancePoint {

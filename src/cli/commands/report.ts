@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { ChainHeadRow } from '../../recon/report/reportModel.ts';
 import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
@@ -128,6 +129,7 @@ export function registerReport(program: Command): void {
             result: p.result,
             error: p.error,
           })),
+          ledger_chain: r.ledgerChain,
           dir: result.dir,
           files: result.files.map((f) => ({ name: f.name, path: f.path, sha256: f.sha256, bytes: f.bytes })),
           duration_ms: result.durationMs,
@@ -141,6 +143,7 @@ export function registerReport(program: Command): void {
               [2],
             ),
             `findings: ${summary.findings.new} new, ${summary.findings.open} still open, ${summary.findings.resolved} resolved`,
+            `ledger chain at period end: ${chainHeadText(r.ledgerChain.atPeriodEnd)}; now: ${chainHeadText(r.ledgerChain.atGeneration)} (check later with stablebooks ledger verify --head <seq:hash>)`,
             `report: ${result.dir} (${result.files.length} files)`,
           ].join('\n'),
         );
@@ -149,4 +152,8 @@ export function registerReport(program: Command): void {
         await database.close();
       }
     });
+}
+
+function chainHeadText(head: ChainHeadRow | null): string {
+  return head === null ? 'no entry sealed' : `${head.seq}:${head.hash}`;
 }

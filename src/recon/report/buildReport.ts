@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../../config/chainRegistry.ts';
 import type { DbExecutor } from '../../db/database.ts';
 import { trialBalance } from '../../ledger/balances.ts';
+import { type ChainHead, chainHead, chainHeadAt } from '../../ledger/chainHead.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import { suspenseTotals } from '../../suspense/suspenseItems.ts';
 import { checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
@@ -11,6 +12,7 @@ import type { Period } from '../period.ts';
 import { findingsSection } from './reportFindings.ts';
 import {
   type AccountStatement,
+  type ChainHeadRow,
   type CheckResult,
   FINDINGS_SAMPLE_PER_KIND,
   type PaymentDifference,
@@ -71,7 +73,22 @@ export async function buildReport(tx: DbExecutor, input: ReportInput): Promise<R
     findings,
     balanceProofs: input.proofs.map((p) => proofRow(p, input.generatedAt)),
     trialBalance: trial,
+    ledgerChain: {
+      atPeriodEnd: headRow(await chainHeadAt(tx, input.period.to)),
+      atGeneration: headRow(await chainHead(tx)),
+    },
   };
+}
+
+function headRow(head: ChainHead | null): ChainHeadRow | null {
+  return head
+    ? {
+        seq: head.seq.toString(),
+        hash: head.hash,
+        entryId: head.entryId.toString(),
+        sealedAt: head.sealedAt.toISOString(),
+      }
+    : null;
 }
 
 const fmt = (units: string | null, decimals: number) => formatDecimalAmount(BigInt(units ?? '0'), decimals);

@@ -597,6 +597,13 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
         ? 'their net is not zero.'
         : `they are off by ${formatAmount(f.text('net') ?? '', 0)} base units.`,
     ),
+  ledger_chain_broken: (f) =>
+    s(
+      `The ledger's hash chain breaks at seal ${f.text('seq') ?? '?'}`,
+      f.text('entry_id') &&
+        ` (entry ${f.text('entry_id')}, ${f.text('entry_kind') ?? 'unknown kind'}, ${f.text('entry_ref_type') ?? ''} ${f.text('entry_ref_id') ?? ''})`,
+      `: ${f.text('reason') ?? 'it does not match the entries'}. The books were changed after they were written.`,
+    ),
 };
 
 /** The sentence of a kind this version does not know: the kind, its reference and every detail. */

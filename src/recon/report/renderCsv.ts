@@ -212,6 +212,16 @@ export function renderCsv(report: ReconReport): CsvFile[] {
       report.trialBalance.map((t) => [t.chainId, t.symbol, t.token, t.debits, t.credits, t.net]),
     ),
     csv(
+      'ledger_chain.csv',
+      ['head', 'seq', 'hash', 'entry_id', 'sealed_at'],
+      (
+        [
+          ['period_end', report.ledgerChain.atPeriodEnd],
+          ['generated', report.ledgerChain.atGeneration],
+        ] as const
+      ).flatMap(([head, h]) => (h === null ? [] : [[head, h.seq, h.hash, h.entryId, h.sealedAt]])),
+    ),
+    csv(
       'checks.csv',
       ['name', 'layer', 'status', 'count', 'detail'],
       report.checks.map((c) => [c.name, c.layer, c.status, c.count, c.detail]),

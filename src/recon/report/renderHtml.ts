@@ -36,7 +36,7 @@ import {
   shortDay,
   shortHex,
 } from './humanFormat.ts';
-import type { ReconReport } from './reportModel.ts';
+import type { ChainHeadRow, ReconReport } from './reportModel.ts';
 import { confirmedTotalsByToken, sumDecimals, type TokenKey, tokenLabel } from './reportTotals.ts';
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
@@ -625,6 +625,31 @@ const trialBalanceSection: Section = (ctx) =>
     numeric: [1, 2, 3],
   });
 
+const ledgerChainSection: Section = (ctx) => {
+  const { atPeriodEnd, atGeneration } = ctx.report.ledgerChain;
+  const row = (label: string, h: ChainHeadRow | null): Cell[] =>
+    h === null
+      ? [label, null, null, null, null]
+      : [
+          label,
+          formatAmount(h.seq, 0),
+          { text: h.hash, cls: 'hexcell' },
+          h.entryId,
+          formatDateTime(h.sealedAt),
+        ];
+  return table({
+    id: 'ledger-chain',
+    title: 'Ledger hash chain',
+    note:
+      'Each entry is sealed with a hash over it and every entry before it. Keep this report: ' +
+      '`stablebooks ledger verify --head <entries>:<hash>` recomputes the chain from the books as they are then, ' +
+      'and fails if any entry it covers was changed since.',
+    header: ['head', 'entries', 'hash', 'last entry', 'sealed'],
+    rows: [row('at the end of the period', atPeriodEnd), row('when this report was made', atGeneration)],
+    numeric: [1],
+  });
+};
+
 /** The page, top to bottom. A new block of the report is a new Section and one line here. */
 const suspenseSection: Section = (ctx) => {
   const { unclassified, classified } = ctx.report.suspense;
@@ -667,6 +692,7 @@ const SECTIONS: Section[] = [
   findingsSection,
   proofsSection,
   trialBalanceSection,
+  ledgerChainSection,
 ];
 
 // --- page ---------------------------------------------------------------------------------------

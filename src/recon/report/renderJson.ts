@@ -20,6 +20,7 @@ const TOP_LEVEL_ORDER: readonly (keyof ReconReport)[] = [
   'findings',
   'balanceProofs',
   'trialBalance',
+  'ledgerChain',
 ];
 
 function sortKeys(value: unknown): unknown {

@@ -2,7 +2,7 @@
  * The report as a short Markdown summary for a chat message or a ticket: the headline and the
  * totals, not every row (the CSV and HTML formats have those). GitHub-flavoured tables.
  */
-import type { ReconReport } from './reportModel.ts';
+import type { ChainHeadRow, ReconReport } from './reportModel.ts';
 import { confirmedTotalsByToken, payoutTotalsByOutcome } from './reportTotals.ts';
 
 /** A `|` would end the cell and a newline the row; check details and RPC errors may hold either. */
@@ -119,5 +119,22 @@ export function renderMarkdown(report: ReconReport): string {
         [2, 3, 4],
       ),
     ),
+    section('Ledger hash chain', [1], () =>
+      table(
+        ['head', 'entries', 'hash', 'last entry', 'sealed at'],
+        [
+          chainRow('end of period', report.ledgerChain.atPeriodEnd),
+          chainRow('report made', report.ledgerChain.atGeneration),
+        ],
+        [1],
+      ),
+    ),
   ].join('\n\n')}\n`;
+}
+
+/** Check it later with `stablebooks ledger verify --head <entries>:<hash>`. */
+function chainRow(label: string, h: ChainHeadRow | null): (string | null)[] {
+  return h === null
+    ? [label, null, null, null, null]
+    : [label, h.seq, `\`${h.hash}\``, h.entryId, h.sealedAt];
 }

@@ -38,6 +38,33 @@ export interface ReconReport {
   findings: FindingsSection;
   balanceProofs: ProofRow[];
   trialBalance: TrialBalanceRow[];
+  ledgerChain: LedgerChainSection;
+}
+
+/**
+ * The entries' hash chain (docs/accounting.md, "The entries' hash chain"). A head published here
+ * lets anyone holding this report detect a later rewrite of any entry it covers:
+ * `stablebooks ledger verify --head <seq>:<hash>` recomputes the chain up to seal `seq` from the
+ * entries as they are then, and fails when it does not give `hash`.
+ */
+export interface LedgerChainSection {
+  /** The last seal written before period.to (by its sealing time); null when none was. */
+  atPeriodEnd: ChainHeadRow | null;
+  /**
+   * The last seal when the report was read (at generatedAt). The run's check recomputed the chain
+   * moments before, in its own snapshot: up to this seal or a few seals short of it.
+   */
+  atGeneration: ChainHeadRow | null;
+}
+
+export interface ChainHeadRow {
+  /** The seal's number, a decimal string; also how many entries the chain covers up to it (no gaps). */
+  seq: string;
+  /** sha256, 64 hex digits. */
+  hash: string;
+  /** The entry of that seal. */
+  entryId: string;
+  sealedAt: string;
 }
 
 export interface CheckResult {

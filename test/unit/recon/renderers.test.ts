@@ -84,6 +84,7 @@ function emptyReport(passed: boolean): ReconReport {
     },
     balanceProofs: [],
     trialBalance: [],
+    ledgerChain: { atPeriodEnd: null, atGeneration: null },
   });
 }
 
@@ -133,6 +134,7 @@ describe('renderCsv', () => {
     'payouts.csv',
     'balance_proofs.csv',
     'trial_balance.csv',
+    'ledger_chain.csv',
     'checks.csv',
   ];
 
