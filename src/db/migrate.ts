@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
-import { applyRuntimeGrants, type GrantSummary } from './runtimeGrants.ts';
+import { applyRuntimeGrants, checkRuntimeRole, type GrantSummary } from './runtimeGrants.ts';
 
 /** The repository's migrations/ folder: drizzle-kit output plus hand-written SQL, append-only. */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations', import.meta.url));
@@ -32,6 +32,7 @@ export async function runMigrations(
   await client.connect();
   try {
     await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    if (options.runtimeRole !== undefined) await checkRuntimeRole(client, options.runtimeRole);
     const before = await countApplied(client);
     await migrate(drizzle(client), { migrationsFolder: options.migrationsFolder ?? MIGRATIONS_FOLDER });
     const after = await countApplied(client);

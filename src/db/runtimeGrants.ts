@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { StablebooksError } from '../errors/stablebooksError.ts';
 
 /**
  * What the daemon's own database role (RUNTIME_ROLE) may do to each table: the one place that
@@ -88,9 +89,10 @@ export const RUNTIME_NO_ACCESS = ['drizzle.__drizzle_migrations'] as const;
 /** The schemas whose tables migrate manages (those the migrations create tables in). */
 export const MANAGED_SCHEMAS = ['public', 'drizzle'] as const;
 
-/** RUNTIME_ROLE cannot be used: one line saying why and what to do. */
-export class RuntimeRoleError extends Error {
+/** RUNTIME_ROLE cannot be used: one line saying why and what to do; a retry cannot help. */
+export class RuntimeRoleError extends StablebooksError {
   override name = 'RuntimeRoleError';
+  readonly retryable = false;
 }
 
 export interface GrantSummary {
@@ -162,7 +164,12 @@ function insertableTables(): string[] {
     .map(([name]) => name);
 }
 
-async function checkRuntimeRole(client: pg.Client, role: string): Promise<void> {
+/**
+ * Throws a RuntimeRoleError unless `role` exists and grants can restrict it: not a superuser, not
+ * the role `client` runs as (the owner) nor a member of it. Migrate checks it before migrating too,
+ * so a wrong RUNTIME_ROLE changes nothing.
+ */
+export async function checkRuntimeRole(client: pg.Client, role: string): Promise<void> {
   const { rows } = await client.query<{ superuser: boolean; owner: boolean; current: string }>(
     `select r.rolsuper as superuser, current_user as current,
             r.rolname = current_user or pg_has_role(r.rolname, current_user, 'MEMBER') as owner
