@@ -1,6 +1,6 @@
-import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { type EphemeralAnvil, startAnvil } from '../../src/devservices/anvil.ts';
+import { ensureLoginRole, type LoginRole } from '../../src/devservices/loginRole.ts';
 import { type EphemeralPostgres, startEphemeralPostgres } from '../../src/devservices/postgres.ts';
 import { type EphemeralRedis, startEphemeralRedis } from '../../src/devservices/redis.ts';
 
@@ -9,12 +9,15 @@ declare module 'vitest' {
     /** Superuser URL; each test file creates its own database from it (test/helpers/testDatabase.ts). */
     adminDatabaseUrl: string;
     /** The login role the daemon runs as in tests (its URL: testDatabase.ts), made here once. */
-    runtimeRole: { name: string; password: string };
+    runtimeRole: LoginRole;
     redisUrl: string;
     /** A shared anvil; tests that change chain state start their own (src/devservices/anvil.ts). */
     rpcUrl: string;
   }
 }
+
+/** The login role test daemons run as: no superuser, owns nothing (test/helpers/testDatabase.ts). */
+const RUNTIME_ROLE: LoginRole = { name: 'stablebooks_test_runtime', password: 'stablebooks-test-runtime' };
 
 /**
  * Starts the real services once per test run: PostgreSQL, Redis and anvil, unless DATABASE_URL,
@@ -45,7 +48,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
         }),
     ]);
     project.provide('adminDatabaseUrl', pgUrl);
-    project.provide('runtimeRole', await ensureRuntimeRole(pgUrl));
+    // Made once here (roles are cluster-wide); each migrated test database grants it.
+    await ensureLoginRole(pgUrl, RUNTIME_ROLE);
+    project.provide('runtimeRole', RUNTIME_ROLE);
     project.provide('redisUrl', redisUrl);
     project.provide('rpcUrl', rpcUrl);
   } catch (err) {
@@ -53,25 +58,4 @@ export default async function setup(project: TestProject): Promise<() => Promise
     throw err;
   }
   return teardown;
-}
-
-/**
- * The daemon's role in tests: a plain login role (no superuser, owns nothing) that each migrated
- * test database grants what RUNTIME_ROLE gets in production. Roles are cluster-wide: made once
- * here, idempotently (a PostgreSQL given by DATABASE_URL may have it from an earlier run).
- */
-async function ensureRuntimeRole(adminUrl: string): Promise<{ name: string; password: string }> {
-  const role = { name: 'stablebooks_test_runtime', password: 'stablebooks-test-runtime' };
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    const exists = await client.query('select 1 from pg_roles where rolname = $1', [role.name]);
-    const verb = exists.rowCount ? 'alter' : 'create';
-    await client.query(
-      `${verb} role ${client.escapeIdentifier(role.name)} login nosuperuser nocreatedb nocreaterole password ${client.escapeLiteral(role.password)}`,
-    );
-  } finally {
-    await client.end();
-  }
-  return role;
 }

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, inject } from 'vitest';
 import { createDatabase, type Database } from '../../src/db/database.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
+import { ensureLoginRole, urlAsRole } from '../../src/devservices/loginRole.ts';
 
 /**
  * Gives the calling test file a database of its own, so files run in parallel without sharing
@@ -29,18 +30,11 @@ export async function createTestDatabase(label = 'test'): Promise<string> {
 export async function createOwnedTestDatabase(label = 'test'): Promise<string> {
   const admin = inject('adminDatabaseUrl');
   const role = { name: 'stablebooks_test_owner', password: 'stablebooks-test-owner' };
-  await withClient(admin, (c) =>
-    c.query(`do $$ begin
-      create role ${role.name} login nosuperuser password '${role.password}';
-    exception when duplicate_object or unique_violation then null;
-    end $$`),
-  );
-  const url = new URL(await createTestDatabase(label));
-  const name = url.pathname.slice(1);
+  await ensureLoginRole(admin, role);
+  const url = await createTestDatabase(label);
+  const name = new URL(url).pathname.slice(1);
   await withClient(admin, (c) => c.query(`alter database "${name}" owner to ${role.name}`));
-  url.username = role.name;
-  url.password = role.password;
-  return url.toString();
+  return urlAsRole(url, role);
 }
 
 async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
@@ -55,11 +49,7 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
 
 /** The same database as `url`, logged in as the daemon's role (RUNTIME_ROLE) instead. */
 export function asRuntimeRole(url: string): string {
-  const role = inject('runtimeRole');
-  const runtime = new URL(url);
-  runtime.username = role.name;
-  runtime.password = role.password;
-  return runtime.toString();
+  return urlAsRole(url, inject('runtimeRole'));
 }
 
 export interface MigratedDatabase extends Database {
