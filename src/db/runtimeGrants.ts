@@ -116,7 +116,9 @@ export async function applyRuntimeGrants(client: pg.Client, role: string): Promi
   await client.query('begin');
   try {
     await client.query(`grant usage on schema public to ${who}`);
-    // PostgreSQL before 15 lets every role create objects in public; the runtime must not.
+    // The runtime must not create objects (a table of its own, a function shadowing one). This
+    // takes back a CREATE given to the role itself; the one PostgreSQL 14 and older give PUBLIC
+    // is revoked by whoever sets up the database (README, "Two database roles").
     await client.query(`revoke create on schema public from ${who}`);
     const tables = await client.query<{ schema: string; name: string }>(
       `select schemaname as schema, tablename as name from pg_tables
