@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { createDatabase } from '../src/db/database.ts';
 import { runMigrations } from '../src/db/migrate.ts';
+import { ensureLoginRole, type LoginRole, urlAsRole } from '../src/devservices/loginRole.ts';
 import { startEphemeralPostgres } from '../src/devservices/postgres.ts';
 import { runWorld } from './runWorld.ts';
 import { ALL_FAULTS, FAULTS, type Fault, type SimEvent, scheduleEvents } from './schedule.ts';
@@ -87,6 +88,9 @@ function parse(argv: string[]): Options {
   };
 }
 
+/** The role each run's daemon code connects as; a database made from the template keeps its grants. */
+const SIM_RUNTIME_ROLE: LoginRole = { name: 'stablebooks_sim_runtime', password: 'stablebooks-sim-runtime' };
+
 async function main(): Promise<number> {
   if (process.argv.slice(2).join(' ').includes('--shapes list')) {
     for (const name of ALL_SHAPES) console.log(`${name.padEnd(24)} ${SHAPES[name]}`);
@@ -105,7 +109,9 @@ async function main(): Promise<number> {
   const { adminUrl, stop } = await postgres();
   const template = `sim_template_${process.pid}`;
   await admin(adminUrl, `create database ${template}`);
-  await runMigrations(dbUrl(adminUrl, template));
+  // The daemon's code runs as its role, as in production (README, "Two database roles").
+  await ensureLoginRole(adminUrl, SIM_RUNTIME_ROLE);
+  await runMigrations(dbUrl(adminUrl, template), { runtimeRole: SIM_RUNTIME_ROLE.name });
   let passed = 0;
   let failed = 0;
   const started = Date.now();
@@ -114,7 +120,7 @@ async function main(): Promise<number> {
   const run = async (seed: string, events: SimEvent[]) => {
     const name = `sim_${process.pid}_${runs++}`;
     await admin(adminUrl, `create database ${name} template ${template}`);
-    const database = createDatabase(dbUrl(adminUrl, name), { max: 6 });
+    const database = createDatabase(urlAsRole(dbUrl(adminUrl, name), SIM_RUNTIME_ROLE), { max: 6 });
     try {
       return await runWorld(database, generateWorld(seed, worldOptions), events);
     } finally {

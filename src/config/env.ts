@@ -26,6 +26,18 @@ function urlOf(protocol: RegExp, mustBe: string) {
 export const envFields = {
   /** PostgreSQL holding the ledger, facts and findings. */
   DATABASE_URL: postgresUrl,
+  /**
+   * `stablebooks migrate` only: the PostgreSQL role the daemon runs as (the user of `start`'s
+   * DATABASE_URL). Migrate, run as the schema's owner, grants it what the daemon needs and
+   * nothing more (src/db/runtimeGrants.ts). Unset: no grants (everything runs as one role).
+   */
+  RUNTIME_ROLE: z
+    .string()
+    .regex(
+      /^[a-z_][a-z0-9_]{0,62}$/,
+      'must be a PostgreSQL role name: lower-case letters, digits and _, at most 63, not starting with a digit',
+    )
+    .optional(),
   /** Redis for BullMQ queues, schedules, rate limits and nonce caches. */
   REDIS_URL: redisUrl,
   /** Base address of the Merchant Payments Service (or the sandbox). */

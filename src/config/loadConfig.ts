@@ -234,9 +234,30 @@ export function inspectConfig(env: RawEnv): ConfigInspection {
   return { problems, config, usable };
 }
 
-/** For commands that only touch the database (`stablebooks migrate`). */
+/** For commands that only touch the database. */
 export function loadDatabaseUrl(env: RawEnv): string {
   return loadField(env, 'DATABASE_URL');
+}
+
+/**
+ * `stablebooks migrate`'s settings: the owner's DATABASE_URL and the daemon's role to grant
+ * (RUNTIME_ROLE, optional); both problems at once when both are bad.
+ */
+export function loadMigrateSettings(env: RawEnv): { databaseUrl: string; runtimeRole: string | undefined } {
+  const problems: string[] = [];
+  const take = <K extends 'DATABASE_URL' | 'RUNTIME_ROLE'>(name: K) => {
+    try {
+      return loadField(env, name);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+      return undefined;
+    }
+  };
+  const databaseUrl = take('DATABASE_URL');
+  const runtimeRole = take('RUNTIME_ROLE');
+  if (databaseUrl === undefined || problems.length > 0) throw new ConfigError(problems);
+  return { databaseUrl, runtimeRole };
 }
 
 /** One variable alone, parsed as loadConfig parses it; a ConfigError of one line naming it if bad. */

@@ -9,6 +9,7 @@ import { type RunningDaemon, startDaemon } from '../daemon/startDaemon.ts';
 import { createDatabase, type Database } from '../db/database.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { freePort } from '../devservices/freePort.ts';
+import { ensureLoginRole, type LoginRole, urlAsRole } from '../devservices/loginRole.ts';
 import { type EphemeralPostgres, startEphemeralPostgres } from '../devservices/postgres.ts';
 import { type EphemeralPrometheus, startEphemeralPrometheus } from '../devservices/prometheus.ts';
 import { type EphemeralRedis, startEphemeralRedis } from '../devservices/redis.ts';
@@ -26,6 +27,11 @@ export const DEMO_BUSINESS = 'biz_demo';
 export const DEMO_CHAIN_ID = 11155111;
 /** Blocks below the head at which a transfer is final on the demo chain (anvil has no real finality). */
 export const DEMO_FINALITY_DEPTH = 2;
+/**
+ * The role the demo's daemon runs as, as in production (README, "Two database roles"): migrate
+ * runs as the superuser that owns the throwaway server and grants this role the daemon's needs.
+ */
+const DEMO_RUNTIME_ROLE: LoginRole = { name: 'stablebooks_daemon', password: 'stablebooks-demo' };
 
 /** Everything the demo runs, on this machine only, gone after stop() (unless kept). */
 export interface DemoServices {
@@ -70,7 +76,9 @@ export async function startDemoServices(options: {
       () => postgres.stop(),
       () => redis.stop(),
     );
-    await runMigrations(postgres.url);
+    await ensureLoginRole(postgres.url, DEMO_RUNTIME_ROLE);
+    await runMigrations(postgres.url, { runtimeRole: DEMO_RUNTIME_ROLE.name });
+    const daemonDatabaseUrl = urlAsRole(postgres.url, DEMO_RUNTIME_ROLE);
 
     const port = await freePort();
     const daemonUrl = `http://127.0.0.1:${port}`;
@@ -106,7 +114,7 @@ export async function startDemoServices(options: {
     const logger = createLogger({ level: 'info', secrets: [store.api_secret], destination: logStream });
 
     const config = await sandboxDaemonConfig({
-      databaseUrl: postgres.url,
+      databaseUrl: daemonDatabaseUrl,
       redisUrl: redis.url,
       sandboxUrl: sandbox.url,
       port,
@@ -157,7 +165,7 @@ export async function startDemoServices(options: {
       prometheusProblem = (err as Error).message.split('\n')[0] ?? 'did not start';
     }
 
-    const database = createDatabase(postgres.url, { max: 6, applicationName: 'stablebooks-demo' });
+    const database = createDatabase(daemonDatabaseUrl, { max: 6, applicationName: 'stablebooks-demo' });
     stops.push(() => database.close());
     const clock = sandbox.world.clock;
     const client = createSvcClient({

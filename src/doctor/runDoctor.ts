@@ -4,13 +4,19 @@ import { createPublicClient, fallback, http } from 'viem';
 import { inspectConfig } from '../config/loadConfig.ts';
 import type { Token } from '../ledger/accounts.ts';
 import { createSvcClient } from '../svc/client.ts';
+import { databaseRoleWarning } from './databaseRole.ts';
 
 /** One line of `stablebooks doctor`: what was checked, whether it passed, and what was seen. */
 export interface DoctorCheck {
   name: string;
   ok: boolean;
   detail: string;
+  /** Passed, but with something to fix (printed WARN; the exit status stays 0). */
+  warning?: true;
 }
+
+/** What a check found: its detail line, and whether that detail is a warning. */
+type Finding = string | { detail: string; warning: true };
 
 const TIMEOUT_MS = 5000;
 
@@ -84,21 +90,24 @@ function notChecked(name: string, variable: string): Promise<DoctorCheck> {
   return Promise.resolve({ name, ok: false, detail: `not checked: ${variable} is not usable (see config)` });
 }
 
-async function check(name: string, fn: () => Promise<string>): Promise<DoctorCheck> {
+async function check(name: string, fn: () => Promise<Finding>): Promise<DoctorCheck> {
   try {
-    return { name, ok: true, detail: await fn() };
+    const found = await fn();
+    return typeof found === 'string' ? { name, ok: true, detail: found } : { name, ok: true, ...found };
   } catch (err) {
     const message = err instanceof Error ? err.message || err.name : String(err);
     return { name, ok: false, detail: message.split('\n')[0] ?? 'failed' };
   }
 }
 
-async function checkPostgres(url: string): Promise<string> {
+async function checkPostgres(url: string): Promise<Finding> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: TIMEOUT_MS });
   await client.connect();
   try {
     const { rows } = await client.query<{ v: string }>(`select current_setting('server_version') as v`);
-    return `reachable, PostgreSQL ${rows[0]?.v}`;
+    const reachable = `reachable, PostgreSQL ${rows[0]?.v}`;
+    const warning = await databaseRoleWarning(client);
+    return warning === undefined ? reachable : { detail: `${reachable}; ${warning}`, warning: true };
   } finally {
     await client.end();
   }

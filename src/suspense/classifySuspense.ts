@@ -16,9 +16,9 @@ import { findSuspenseItem, type SuspenseItem, suspenseItemByEntry } from './susp
 
 /**
  * A person's classification of an item in suspense (docs/accounting.md, rule 10), and its undoing.
- * Each call is one transaction of the caller's; the item's rule-9 entry is locked first (FOR
- * UPDATE), so two classifications of one item, or a classification and a rule that explains the
- * transfer (supersedeClassification), take turns and never both move its money.
+ * Each call is one transaction of the caller's; the item's rule-9 entry is locked first
+ * (lockSuspenseEntry), so two classifications of one item, or a classification and a rule that
+ * explains the transfer (supersedeClassification), take turns and never both move its money.
  *
  * Glossary
  * - item: a live rule-9 entry still in suspense (src/suspense/suspenseItems.ts);
@@ -29,6 +29,8 @@ import { findSuspenseItem, type SuspenseItem, suspenseItemByEntry } from './susp
 /** Who `reversed_by` names when a rule, not a person, reversed a classification. */
 export const SUPERSEDED_BY = 'stablebooks';
 const NOTE_MAX = 2000;
+/** Class of the two-key advisory lock on a rule-9 entry (the indexer's lock has another class). */
+const SUSPENSE_ENTRY_LOCK_CLASS = 0x5b_5e_e9;
 const BY_MAX = 200;
 
 export interface ClassifyRequest {
@@ -149,8 +151,9 @@ export async function supersedeClassification(
   suspenseEntryId: bigint,
   reason: string,
 ): Promise<boolean> {
+  await lockSuspenseEntry(tx, suspenseEntryId);
   const locked = await tx.execute<{ store_id: string; ref_id: string }>(sql`
-    select store_id, ref_id from ledger_entries where id = ${suspenseEntryId.toString()}::bigint for update`);
+    select store_id, ref_id from ledger_entries where id = ${suspenseEntryId.toString()}::bigint`);
   const entry = locked.rows[0];
   if (!entry) return false;
   const { rows } = await tx.execute<{
@@ -204,9 +207,7 @@ export async function supersedeClassificationOfKey(
 /** The named item, read again after its rule-9 entry is locked (what committed before the lock). */
 async function lockedItem(tx: DbExecutor, name: string): Promise<SuspenseItem> {
   const found = await findSuspenseItem(tx, name);
-  await tx.execute(
-    sql`select 1 from ledger_entries where id = ${found.entryId.toString()}::bigint for update`,
-  );
+  await lockSuspenseEntry(tx, found.entryId);
   const item = await suspenseItemByEntry(tx, found.entryId);
   if (!item)
     throw new SuspenseItemError(
@@ -214,6 +215,19 @@ async function lockedItem(tx: DbExecutor, name: string): Promise<SuspenseItem> {
       `${describe(found)} left suspense just now (a rule explained it); nothing changed`,
     );
   return item;
+}
+
+/**
+ * Locks a rule-9 entry until the end of the transaction. An advisory lock, not `select ... for
+ * update`: a row lock needs UPDATE on ledger_entries, which the daemon's role does not hold
+ * (src/db/runtimeGrants.ts: the ledger is append-only). The statements after it read what
+ * committed before it was granted (read committed), as after a row lock. Entry ids are hashed
+ * to the lock's 32-bit key: two entries sharing a hash only wait for each other.
+ */
+async function lockSuspenseEntry(tx: DbExecutor, entryId: bigint): Promise<void> {
+  await tx.execute(
+    sql`select pg_advisory_xact_lock(${SUSPENSE_ENTRY_LOCK_CLASS}, hashint8(${entryId.toString()}::bigint))`,
+  );
 }
 
 async function markReversed(

@@ -7,7 +7,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type EphemeralAnvil, startAnvil } from '../../src/devservices/anvil.ts';
 import { createSandboxChain } from '../../src/sandbox/chain/sandboxChain.ts';
 import { runCli } from '../helpers/runCli.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
+import {
+  asRuntimeRole,
+  createMigratedDatabase,
+  createOwnedTestDatabase,
+  createTestDatabase,
+} from '../helpers/testDatabase.ts';
 
 /**
  * `stablebooks doctor` against a service stand-in that checks request signatures with its own
@@ -92,7 +97,8 @@ async function doctorEnv(overrides: Record<string, string> = {}): Promise<Record
     ]),
   );
   return {
-    DATABASE_URL: await createTestDatabase('doctor'),
+    // The daemon's role, as in production: doctor warns about a superuser (see the role test).
+    DATABASE_URL: asRuntimeRole(await createTestDatabase('doctor')),
     REDIS_URL: inject('redisUrl'),
     SVC_BASE_URL: baseUrl,
     STORES_FILE: storesFile,
@@ -250,5 +256,31 @@ describe('stablebooks doctor', () => {
         `not checked: ${variable} is not usable (see config)`,
       );
     }
+  });
+});
+
+describe("stablebooks doctor on the daemon's database role", () => {
+  const postgresLine = async (databaseUrl: string) => {
+    const run = await runCli(['doctor'], await doctorEnv({ DATABASE_URL: databaseUrl }));
+    return { code: run.code, line: run.stdout.split('\n').find((l) => /^\S+\s+postgres\s/.test(l)) };
+  };
+
+  it('behavior: warns (exit 0) when the role is a superuser or owns the ledger tables, not when it is the runtime role', async () => {
+    const superuser = await postgresLine(await createTestDatabase('doctor_superuser'));
+    expect(superuser.line).toMatch(
+      /^WARN\s+postgres\s+reachable, PostgreSQL [^;]+; role postgres is a superuser: the daemon could rewrite the books' past; give the daemon a role of its own \(stablebooks migrate's RUNTIME_ROLE, README "Two database roles"\)$/,
+    );
+    expect(superuser.code).toBe(0);
+
+    // A plain role that migrated the schema: it owns the ledger.
+    const ownerUrl = await createOwnedTestDatabase('doctor_owner');
+    await runCli(['migrate'], { DATABASE_URL: ownerUrl });
+    const owner = await postgresLine(ownerUrl);
+    expect(owner.line).toMatch(
+      /^WARN\s+postgres\s+reachable, PostgreSQL [^;]+; role stablebooks_test_owner owns ledger_accounts, ledger_balance_checkpoints, ledger_entries and \d+ more: the daemon could switch the ledger's triggers off/,
+    );
+
+    const runtime = await postgresLine((await createMigratedDatabase('doctor_runtime')).url);
+    expect(runtime.line).toMatch(/^ok\s+postgres\s+reachable, PostgreSQL [^;]+$/);
   });
 });

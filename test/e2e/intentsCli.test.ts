@@ -84,7 +84,7 @@ describe('stablebooks intents', () => {
 
   it('error: the service created the intent but it could not be recorded: one line naming it and the track command, exit 75; tracking it then works', async () => {
     // Every tracking row that create inserts fails, as with a database that keeps dropping the connection.
-    await pipeline.db.execute(
+    await pipeline.ownerDb.execute(
       sql.raw(`
       create or replace function cli_blip() returns trigger language plpgsql as $$
       begin
@@ -113,7 +113,7 @@ describe('stablebooks intents', () => {
         env,
       );
     } finally {
-      await pipeline.db.execute(sql.raw('drop trigger cli_blip on checkout_intents'));
+      await pipeline.ownerDb.execute(sql.raw('drop trigger cli_blip on checkout_intents'));
     }
     expect(run.code).toBe(75);
     expect(run.stdout).toBe('');

@@ -537,7 +537,7 @@ describe('processInboxBatch', () => {
     const bad = paid[2]!;
     // The database refuses this intent's row (a trigger raising for its id): its statement fails,
     // and with it the batch's transaction.
-    await pipeline.db.execute(
+    await pipeline.ownerDb.execute(
       sql.raw(`
       create or replace function test_refuse_intent() returns trigger language plpgsql as $$
       begin
@@ -548,7 +548,7 @@ describe('processInboxBatch', () => {
         for each row execute function test_refuse_intent();`),
     );
     onTestFinished(async () => {
-      await pipeline.db.execute(sql`drop trigger if exists test_refuse_intent on checkout_intents`);
+      await pipeline.ownerDb.execute(sql`drop trigger if exists test_refuse_intent on checkout_intents`);
     });
 
     const results = await processInboxBatch(

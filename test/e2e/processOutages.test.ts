@@ -4,6 +4,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { alertJobs, claimLinkJobs, maintenanceJobs, QUEUE } from '../../jobs/queues.ts';
 import { createDatabase } from '../../src/db/database.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
+import { ensureLoginRole, urlAsRole } from '../../src/devservices/loginRole.ts';
 import { startEphemeralPostgres } from '../../src/devservices/postgres.ts';
 import type { DaemonProcess } from '../helpers/daemonProcess.ts';
 import {
@@ -47,11 +48,15 @@ describe('outages and crashes of real processes', () => {
       await admin.connect();
       await admin.query('create database outage');
       await admin.end();
-      const url = new URL(server.url);
-      url.pathname = '/outage';
-      await runMigrations(url.toString());
-      const database = createDatabase(url.toString(), { max: 4 });
-      const s = await setup('pg_outage', { database: { db: database.db, url: url.toString() } });
+      const ownerUrl = new URL(server.url);
+      ownerUrl.pathname = '/outage';
+      // The daemons run as the runtime role, as everywhere in the tests (helpers/testDatabase.ts).
+      const role = inject('runtimeRole');
+      await ensureLoginRole(server.url, role);
+      await runMigrations(ownerUrl.toString(), { runtimeRole: role.name });
+      const url = urlAsRole(ownerUrl.toString(), role);
+      const database = createDatabase(url, { max: 4 });
+      const s = await setup('pg_outage', { database: { db: database.db, url } });
       const intake = await s.start('intake', 'intake', intakePort);
       const rest = await s.start('worker-scheduler', 'worker,scheduler');
 

@@ -1,5 +1,6 @@
 import type { TestProject } from 'vitest/node';
 import { type EphemeralAnvil, startAnvil } from '../../src/devservices/anvil.ts';
+import { ensureLoginRole, type LoginRole } from '../../src/devservices/loginRole.ts';
 import { type EphemeralPostgres, startEphemeralPostgres } from '../../src/devservices/postgres.ts';
 import { type EphemeralRedis, startEphemeralRedis } from '../../src/devservices/redis.ts';
 
@@ -7,11 +8,16 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** Superuser URL; each test file creates its own database from it (test/helpers/testDatabase.ts). */
     adminDatabaseUrl: string;
+    /** The login role the daemon runs as in tests (its URL: testDatabase.ts), made here once. */
+    runtimeRole: LoginRole;
     redisUrl: string;
     /** A shared anvil; tests that change chain state start their own (src/devservices/anvil.ts). */
     rpcUrl: string;
   }
 }
+
+/** The login role test daemons run as: no superuser, owns nothing (test/helpers/testDatabase.ts). */
+const RUNTIME_ROLE: LoginRole = { name: 'stablebooks_test_runtime', password: 'stablebooks-test-runtime' };
 
 /**
  * Starts the real services once per test run: PostgreSQL, Redis and anvil, unless DATABASE_URL,
@@ -42,6 +48,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
         }),
     ]);
     project.provide('adminDatabaseUrl', pgUrl);
+    // Made once here (roles are cluster-wide); each migrated test database grants it.
+    await ensureLoginRole(pgUrl, RUNTIME_ROLE);
+    project.provide('runtimeRole', RUNTIME_ROLE);
     project.provide('redisUrl', redisUrl);
     project.provide('rpcUrl', rpcUrl);
   } catch (err) {

@@ -19,7 +19,10 @@ import { createMigratedDatabase } from './testDatabase.ts';
 
 export interface Pipeline {
   sandbox: TestSandbox;
+  /** The daemon's role (helpers/testDatabase.ts). */
   db: Db;
+  /** The schema's owner, for fixtures the daemon may not do (a test's trigger). */
+  ownerDb: Db;
   config: Config;
   daemonUrl: string;
   /** The daemon's log lines, for secret checks. */
@@ -100,6 +103,7 @@ export async function startPipeline(
   return {
     sandbox,
     db: database.db,
+    ownerDb: database.ownerDb,
     config,
     daemonUrl,
     logs,

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, inject } from 'vitest';
 import { createDatabase, type Database } from '../../src/db/database.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
+import { ensureLoginRole, urlAsRole } from '../../src/devservices/loginRole.ts';
 
 /**
  * Gives the calling test file a database of its own, so files run in parallel without sharing
@@ -21,6 +22,21 @@ export async function createTestDatabase(label = 'test'): Promise<string> {
   return url.toString();
 }
 
+/**
+ * A database of the calling file's own, owned by a login role that is not a superuser (as the
+ * README's production setup has it), and that role's URL. The role is cluster-wide and shared:
+ * made idempotently, a concurrent file's `create role` being the same role.
+ */
+export async function createOwnedTestDatabase(label = 'test'): Promise<string> {
+  const admin = inject('adminDatabaseUrl');
+  const role = { name: 'stablebooks_test_owner', password: 'stablebooks-test-owner' };
+  await ensureLoginRole(admin, role);
+  const url = await createTestDatabase(label);
+  const name = new URL(url).pathname.slice(1);
+  await withClient(admin, (c) => c.query(`alter database "${name}" owner to ${role.name}`));
+  return urlAsRole(url, role);
+}
+
 async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -31,14 +47,34 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
   }
 }
 
-/** A database of the calling file's own with every migration applied, and a pool closed after the file. */
+/** The same database as `url`, logged in as the daemon's role (RUNTIME_ROLE) instead. */
+export function asRuntimeRole(url: string): string {
+  return urlAsRole(url, inject('runtimeRole'));
+}
+
+export interface MigratedDatabase extends Database {
+  /** The daemon's URL: the runtime role, with the grants `stablebooks migrate` gives it. */
+  url: string;
+  /** The owner's (the migrator's) URL and handle, for fixtures the daemon may not do (tampering with the ledger). */
+  ownerUrl: string;
+  ownerDb: Database['db'];
+}
+
+/**
+ * A database of the calling file's own with every migration applied as the owner, and the
+ * runtime role granted as `stablebooks migrate` grants RUNTIME_ROLE: `db`, `pool` and `url` are
+ * that role's, so the code under test runs with the daemon's privileges (a missing grant fails
+ * the test). Pools closed after the file.
+ */
 export async function createMigratedDatabase(
   label = 'test',
   options: { max?: number } = {},
-): Promise<Database & { url: string }> {
-  const url = await createTestDatabase(label);
-  await runMigrations(url);
+): Promise<MigratedDatabase> {
+  const ownerUrl = await createTestDatabase(label);
+  await runMigrations(ownerUrl, { runtimeRole: inject('runtimeRole').name });
+  const url = asRuntimeRole(ownerUrl);
   const database = createDatabase(url, { max: options.max ?? 10 });
-  afterAll(() => database.close());
-  return { ...database, url };
+  const owner = createDatabase(ownerUrl, { max: 2 });
+  afterAll(() => Promise.all([database.close(), owner.close()]));
+  return { ...database, url, ownerUrl, ownerDb: owner.db };
 }

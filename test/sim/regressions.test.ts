@@ -7,6 +7,7 @@ import { parseShapes } from '../../sim/shapes.ts';
 import { generateWorld } from '../../sim/world.ts';
 import { createDatabase } from '../../src/db/database.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
+import { asRuntimeRole } from '../helpers/testDatabase.ts';
 
 /**
  * Every seed the simulator ever failed on, replayed whole (`npm run sim -- --seed S` plays the
@@ -81,7 +82,7 @@ async function query(statement: string): Promise<void> {
 
 beforeAll(async () => {
   await query(`create database ${template}`);
-  await runMigrations(urlOf(template));
+  await runMigrations(urlOf(template), { runtimeRole: inject('runtimeRole').name });
 }, 60_000);
 afterAll(() => query(`drop database if exists ${template} with (force)`));
 
@@ -90,7 +91,8 @@ describe('simulator regressions', () => {
     it(`behavior: seed ${seed} (${only ?? 'the first faults'}; shapes ${shapes}) books what the oracle expects`, async () => {
       const name = `${template}_${index}`;
       await query(`create database ${name} template ${template}`);
-      const database = createDatabase(urlOf(name), { max: 6 });
+      // The daemon's role: a database made from the template keeps the template's grants.
+      const database = createDatabase(asRuntimeRole(urlOf(name)), { max: 6 });
       try {
         const faults = new Set(only ? (only.split(',') as Fault[]) : FIRST_FAULTS);
         const world = generateWorld(seed, {

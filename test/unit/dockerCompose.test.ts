@@ -98,6 +98,9 @@ function portMapping(entry: string): { hostIp: string; published: string; target
 const nodeScript = (test: string[]) =>
   test[0] === 'CMD' && test[1] === 'node' && test[2] === '-e' ? test[3]! : null;
 
+/** The services that run once and exit: the daemon's login role, then the migrations. */
+const ONE_SHOTS = ['postgres-roles', 'migrate'];
+
 describe('docker-compose.yml: the whole stack', () => {
   it('invariant: it is valid YAML and valid against the Compose Specification schema', () => {
     // The schema predates JSON Schema's `$id`: its informational `id` strings are dropped for
@@ -132,6 +135,7 @@ describe('docker-compose.yml: the whole stack', () => {
         'grafana',
         'migrate',
         'postgres',
+        'postgres-roles',
         'prometheus',
         'redis',
         'sandbox',
@@ -161,11 +165,15 @@ describe('docker-compose.yml: the whole stack', () => {
     expect(daemon.migrate).toEqual({ condition: 'service_completed_successfully' });
     for (const dep of ['postgres', 'redis', 'anvil', 'sandbox'])
       expect(daemon[dep], dep).toEqual({ condition: 'service_healthy' });
+    // migrate grants the daemon's role, which must exist by then.
+    expect(service('migrate').depends_on?.['postgres-roles']).toEqual({
+      condition: 'service_completed_successfully',
+    });
   });
 
   it('invariant: every long-running service has a healthcheck whose test is an array of strings', () => {
     for (const [name, body] of Object.entries(services)) {
-      if (name === 'migrate') continue;
+      if (ONE_SHOTS.includes(name)) continue;
       const test = body.healthcheck?.test;
       expect(Array.isArray(test), `${name}: healthcheck test is a list`).toBe(true);
       for (const part of test as unknown[])
@@ -208,7 +216,7 @@ describe('docker-compose.yml: the whole stack', () => {
       expect(body.restart, `${name}: restart policy`).toBeDefined();
     for (const name of ['postgres', 'redis', 'daemon', 'prometheus', 'alertmanager', 'grafana'])
       expect(service(name).restart, name).toBe('unless-stopped');
-    expect(service('migrate').restart).toBe('no');
+    for (const name of ONE_SHOTS) expect(service(name).restart, name).toBe('no');
     // anvil keeps no state and the sandbox deploys its tokens on start: either one restarted alone
     // changes the token addresses the daemon watches, so they are restarted together by hand.
     for (const name of ['anvil', 'sandbox']) expect(service(name).restart, name).toBe('no');
@@ -242,13 +250,22 @@ describe('docker-compose.yml: the whole stack', () => {
     it('invariant: the passwords come from variables with demo defaults, the same in every URL', () => {
       const cases: Array<Record<string, string>> = [
         {},
-        { POSTGRES_PASSWORD: 'pg-secret', REDIS_PASSWORD: 'redis-secret' },
+        {
+          POSTGRES_PASSWORD: 'pg-secret',
+          POSTGRES_DAEMON_PASSWORD: 'daemon-secret',
+          REDIS_PASSWORD: 'redis-secret',
+        },
       ];
       for (const vars of cases) {
         const pgPassword = environment('postgres', vars).POSTGRES_PASSWORD!;
         expect(pgPassword).toBe(vars.POSTGRES_PASSWORD ?? 'stablebooks-demo');
-        for (const name of ['migrate', 'daemon'])
-          expect(new URL(environment(name, vars).DATABASE_URL!).password, name).toBe(pgPassword);
+        expect(new URL(environment('migrate', vars).DATABASE_URL!).password).toBe(pgPassword);
+        expect(environment('postgres-roles', vars).PGPASSWORD).toBe(pgPassword);
+        // The daemon logs in as its own role, with its own password, which postgres-roles sets.
+        const daemonPassword = environment('postgres-roles', vars).DAEMON_PASSWORD!;
+        expect(daemonPassword).toBe(vars.POSTGRES_DAEMON_PASSWORD ?? 'stablebooks-daemon-demo');
+        const daemonUrl = new URL(environment('daemon', vars).DATABASE_URL!);
+        expect(daemonUrl.password).toBe(daemonPassword);
 
         const redisPassword = environment('redis', vars).REDIS_PASSWORD!;
         expect(redisPassword).toBe(vars.REDIS_PASSWORD ?? 'stablebooks-demo');
@@ -266,6 +283,19 @@ describe('docker-compose.yml: the whole stack', () => {
       expect(check[1]).toContain('redis-cli');
       expect(interpolate(check[1]!)).toContain('"$REDIS_PASSWORD"');
     });
+  });
+
+  it("invariant: two roles: migrate runs as the owner and grants the daemon's role, which the daemon logs in as", () => {
+    const owner = environment('postgres').POSTGRES_USER;
+    const migrateUrl = new URL(environment('migrate').DATABASE_URL!);
+    const daemonUrl = new URL(environment('daemon').DATABASE_URL!);
+    expect(migrateUrl.username).toBe(owner);
+    expect(environment('postgres-roles').PGUSER).toBe(owner);
+    expect(daemonUrl.username).not.toBe(owner);
+    expect(environment('migrate').RUNTIME_ROLE).toBe(daemonUrl.username);
+    expect(compose.configs.postgres_roles?.content).toContain(`create role ${daemonUrl.username}`);
+    for (const url of [migrateUrl, daemonUrl])
+      expect(`${url.host}${url.pathname}`).toBe('postgres:5432/stablebooks');
   });
 
   describe('Prometheus and Alertmanager', () => {

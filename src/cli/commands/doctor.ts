@@ -14,7 +14,9 @@ export function registerDoctor(program: Command): void {
       const checks = await runDoctor(process.env);
       const ok = checks.every((c) => c.ok);
       printResult(opts.json, { ok, checks }, (r) =>
-        r.checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(14)} ${c.detail}`).join('\n'),
+        r.checks
+          .map((c) => `${c.ok ? (c.warning ? 'WARN' : 'ok  ') : 'FAIL'}  ${c.name.padEnd(14)} ${c.detail}`)
+          .join('\n'),
       );
       if (!ok) process.exitCode = 1;
     });

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { loadDatabaseUrl } from '../../config/loadConfig.ts';
+import { loadMigrateSettings } from '../../config/loadConfig.ts';
 import { runMigrations } from '../../db/migrate.ts';
 import { printResult } from '../output.ts';
 
@@ -7,16 +7,23 @@ export function registerMigrate(program: Command): void {
   program
     .command('migrate')
     .description(
-      'apply pending database migrations to DATABASE_URL (safe to run again, and from several processes)',
+      "apply pending database migrations to DATABASE_URL (the schema's owner), then grant RUNTIME_ROLE what the daemon needs (safe to run again, and from several processes)",
     )
     .option('--json', 'machine-readable output')
     .action(async (opts: { json?: boolean }) => {
-      const result = await runMigrations(loadDatabaseUrl(process.env));
+      const { databaseUrl, runtimeRole } = loadMigrateSettings(process.env);
+      const result = await runMigrations(databaseUrl, runtimeRole === undefined ? {} : { runtimeRole });
       const applied = result.after - result.before;
-      printResult(opts.json, { applied, total: result.after }, (r) =>
-        r.applied === 0
-          ? `database is up to date (${r.total} migrations)`
-          : `applied ${r.applied} migration(s); ${r.total} in all`,
+      const grants = result.grants ?? null;
+      printResult(opts.json, { applied, total: result.after, grants }, (r) =>
+        [
+          r.applied === 0
+            ? `database is up to date (${r.total} migrations)`
+            : `applied ${r.applied} migration(s); ${r.total} in all`,
+          r.grants
+            ? `granted role ${r.grants.role} the daemon's privileges on ${r.grants.granted} tables (none on ${r.grants.revoked} more)`
+            : 'RUNTIME_ROLE not set: no grants (the daemon would run as this role, owner of the books)',
+        ].join('\n'),
       );
     });
 }

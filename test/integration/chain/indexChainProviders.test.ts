@@ -31,9 +31,10 @@ async function withProxy<T>(fn: (proxy: RpcProxy) => Promise<T>): Promise<T> {
   }
 }
 
+/** As the owner: the daemon's role never deletes transfers or cursors. */
 async function resetIndex() {
-  await kit.db.db.execute(sql`delete from chain_transfers`);
-  await kit.db.db.execute(sql`delete from chain_cursors`);
+  await kit.db.ownerDb.execute(sql`delete from chain_transfers`);
+  await kit.db.ownerDb.execute(sql`delete from chain_cursors`);
 }
 
 async function expectEverythingIndexed() {

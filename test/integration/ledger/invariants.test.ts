@@ -52,7 +52,9 @@ beforeAll(async () => {
     ],
   });
   entryId = posted.id;
-  client = new pg.Client({ connectionString: database.url });
+  // The owner's connection: the triggers and constraints must hold even against it (the daemon's
+  // role is refused earlier, by privilege: test/integration/db/runtimeRole.test.ts).
+  client = new pg.Client({ connectionString: database.ownerUrl });
   await client.connect();
   const ids = await client.query<{ id: string; code: string }>('select id::text, code from ledger_accounts');
   const byCode = new Map(ids.rows.map((r) => [r.code, BigInt(r.id)]));

@@ -17,7 +17,8 @@ import { USDC_BASE } from '../../helpers/tokens.ts';
  */
 const database = await createMigratedDatabase('ledger_restore');
 const { db } = database;
-const client = new pg.Client({ connectionString: database.url });
+// The owner's connection, as pg_restore's: only an owner may disable triggers and drop constraints.
+const client = new pg.Client({ connectionString: database.ownerUrl });
 await client.connect();
 afterAll(() => client.end());
 

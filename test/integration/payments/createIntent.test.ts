@@ -16,7 +16,8 @@ import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
  * on real PostgreSQL; the sandbox creates the intent). A blip is retried; a failure that lasts is
  * an error naming the intent and the command that tracks it, and nothing is created twice.
  */
-const { db } = await createMigratedDatabase('createintent');
+// ownerDb: the test's trigger is a schema change, which only the owner may make.
+const { db, ownerDb } = await createMigratedDatabase('createintent');
 const sandbox = await startTestSandbox();
 const real = sandbox.client('st_a');
 let creates = 0;
@@ -40,11 +41,12 @@ const deps: DomainContext = {
 
 /** The next `failures` inserts of a tracking row by create fail as a dropped connection would. */
 async function failTrackingInserts(failures: number): Promise<void> {
-  await db.execute(
+  // security definer: the daemon's role, which fires the trigger, holds nothing on blip_seq.
+  await ownerDb.execute(
     sql.raw(`
     drop sequence if exists blip_seq;
     create sequence blip_seq;
-    create or replace function blip() returns trigger language plpgsql as $$
+    create or replace function blip() returns trigger language plpgsql security definer as $$
     begin
       if new.tracked_via = 'create' and nextval('blip_seq') <= ${failures} then
         raise exception 'simulated: terminating connection due to administrator command' using errcode = '57P01';
@@ -57,7 +59,7 @@ async function failTrackingInserts(failures: number): Promise<void> {
 }
 
 async function healDatabase(): Promise<void> {
-  await db.execute(sql.raw('drop trigger if exists blip on checkout_intents'));
+  await ownerDb.execute(sql.raw('drop trigger if exists blip on checkout_intents'));
 }
 
 async function creationOf(orderId: string) {
@@ -130,9 +132,9 @@ describe('createIntent: recording what the service created', () => {
   });
 
   it('error: a failure no retry helps (integrity violation) is not retried', async () => {
-    await db.execute(
+    await ownerDb.execute(
       sql.raw(`
-      create or replace function blip() returns trigger language plpgsql as $$
+      create or replace function blip() returns trigger language plpgsql security definer as $$
       begin
         if new.tracked_via = 'create' then
           perform nextval('blip_seq');
@@ -153,7 +155,7 @@ describe('createIntent: recording what the service created', () => {
       await healDatabase();
     }
     expect(err).toBeInstanceOf(IntentNotRecordedError);
-    const { rows } = await db.execute<{ n: string }>(sql`select last_value::text as n from blip_seq`);
+    const { rows } = await ownerDb.execute<{ n: string }>(sql`select last_value::text as n from blip_seq`);
     expect(rows[0]?.n).toBe('1');
   });
 });

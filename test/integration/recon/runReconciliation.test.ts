@@ -296,7 +296,9 @@ describe('runReconciliation', () => {
     await runReconciliation(deps, { period: period() });
     expect(await findingsOf(unknown)).toEqual([]);
     expect(await findingsOf(stalePending)).toEqual(['intent_creation_unresolved']);
-    await kit.db.db.execute(sql`delete from checkout_intent_creations where id = ${stalePending}::bigint`);
+    await kit.db.ownerDb.execute(
+      sql`delete from checkout_intent_creations where id = ${stalePending}::bigint`,
+    );
   });
 
   it('behavior: a transfer not yet matched fails the balance proof with a reason, resolved once it is booked', async () => {
@@ -481,7 +483,7 @@ describe('runReconciliation', () => {
     expect(fileIds.slice(0, 100)).toEqual(sampleIds);
     const written = run.files.find((f) => f.name === join('csv', 'findings.csv'))!;
     expect(written.bytes).toBe(Buffer.byteLength(csv.join('\n')) + 1);
-    await kit.db.db.execute(sql`delete from findings where ref_id like 'sample-%'`);
+    await kit.db.ownerDb.execute(sql`delete from findings where ref_id like 'sample-%'`);
   });
 
   it('behavior: a store-scoped run resolves only its own store findings and an unknown store is refused', async () => {
@@ -557,7 +559,7 @@ describe('runReconciliation', () => {
         gt7d: 0,
       });
     }
-    await kit.db.db.execute(sql`delete from findings where kind = 'age_probe'`);
+    await kit.db.ownerDb.execute(sql`delete from findings where kind = 'age_probe'`);
   });
 });
 

@@ -663,7 +663,7 @@ describe('claim-link fundings out of custody', () => {
       await settle();
       expect(await matchedAs(paid.txHash)).toEqual(['payment_proof']);
     } finally {
-      await kit.db.db.execute(sql`delete from chain_watched_wallets where address = ${merchant}`);
+      await kit.db.ownerDb.execute(sql`delete from chain_watched_wallets where address = ${merchant}`);
     }
   });
 });
