@@ -7,7 +7,7 @@ import { runCli } from '../helpers/runCli.ts';
 import { createMigratedDatabase } from '../helpers/testDatabase.ts';
 import { USDC_BASE, USDT_BNB } from '../helpers/tokens.ts';
 
-const { db, url } = await createMigratedDatabase('ledger_cli');
+const { db, url, ownerUrl } = await createMigratedDatabase('ledger_cli');
 
 const confirmed = await postEntry(db, {
   idempotencyKey: 'checkout:confirmed:intent-1',
@@ -110,7 +110,7 @@ describe('stablebooks ledger seal and verify', () => {
       from ledger_seals s join ledger_entries e on e.id = s.entry_id where s.seq = 2`);
     const second = rows[0];
     if (!second) throw new Error('no second seal');
-    await rewriteLedgerAsOwner(url, `id = ${second.entry_id}`);
+    await rewriteLedgerAsOwner(ownerUrl, `id = ${second.entry_id}`);
 
     const run = await runCli(['ledger', 'verify'], { DATABASE_URL: url });
     expect(run.code).toBe(3);

@@ -1,8 +1,8 @@
 import pg from 'pg';
 
 /**
- * The rewrite of issue 32, item 2, done as the schema's owner (the test databases' user owns every
- * table): the ledger's triggers off, every amount times 100 and every entry's memo and date
+ * The rewrite of issue 32, item 2, done as the schema's owner (pass createMigratedDatabase's
+ * `ownerUrl`; the daemon's role cannot): the ledger's triggers off, every amount times 100 and every entry's memo and date
  * changed, still balanced, the triggers back on. `where` narrows it to some entries (SQL over
  * ledger_entries `id`); by default every entry, as in the issue.
  */

@@ -17,7 +17,7 @@ import { USDC_BASE, USDT_BNB } from '../../helpers/tokens.ts';
  * commits, and a rewrite by the schema's owner with the ledger's triggers off, found by
  * recomputing the chain.
  */
-const { db, pool, url } = await createMigratedDatabase('ledger_chain', { max: 16 });
+const { db, pool, url, ownerUrl } = await createMigratedDatabase('ledger_chain', { max: 16 });
 
 let n = 0;
 function payment(storeId = 'st_a'): EntryDraft {
@@ -151,23 +151,34 @@ describe('the ledger hash chain', () => {
     expect(await sealBacklog(db)).toEqual({ unsealed: 0, lagSeconds: 0 });
   }, 120_000);
 
-  it('error: ledger_seals is append-only like the ledger', async () => {
-    await expect(pool.query(`update ledger_seals set hash = repeat('0', 64) where seq = 1`)).rejects.toThrow(
-      /UPDATE on ledger_seals is not allowed/,
-    );
-    await expect(pool.query('delete from ledger_seals where seq = 1')).rejects.toThrow(
-      /DELETE on ledger_seals is not allowed/,
-    );
-    await expect(pool.query('truncate ledger_seals')).rejects.toThrow(
-      /TRUNCATE on ledger_seals is not allowed/,
-    );
+  it('error: ledger_seals is append-only like the ledger (for its owner by triggers, for the daemon by its grants)', async () => {
+    const owner = new pg.Pool({ connectionString: ownerUrl, max: 1 });
+    try {
+      await expect(
+        owner.query(`update ledger_seals set hash = repeat('0', 64) where seq = 1`),
+      ).rejects.toThrow(/UPDATE on ledger_seals is not allowed/);
+      await expect(owner.query('delete from ledger_seals where seq = 1')).rejects.toThrow(
+        /DELETE on ledger_seals is not allowed/,
+      );
+      await expect(owner.query('truncate ledger_seals')).rejects.toThrow(
+        /TRUNCATE on ledger_seals is not allowed/,
+      );
+    } finally {
+      await owner.end();
+    }
+    for (const statement of [
+      `update ledger_seals set hash = repeat('0', 64) where seq = 1`,
+      'delete from ledger_seals where seq = 1',
+      'truncate ledger_seals',
+    ])
+      await expect(pool.query(statement)).rejects.toThrow(/permission denied for table ledger_seals/);
   });
 
   it('behavior: one entry rewritten by the owner with the triggers off is named, with the seals before it still matching', async () => {
     const chain = await seals();
     const target = chain[99];
     if (!target) throw new Error('the chain is shorter than expected');
-    await rewriteLedgerAsOwner(url, `id = ${target.entry_id}`);
+    await rewriteLedgerAsOwner(ownerUrl, `id = ${target.entry_id}`);
     const v = await verifyLedgerChain(db);
     expect(v.ok).toBe(false);
     expect(v.verified).toBe(99);
@@ -185,7 +196,7 @@ describe('the ledger hash chain', () => {
   it("behavior: the issue's rewrite of every entry is found at the first seal; resealing the whole chain is caught by a head published before", async () => {
     const published = await chainHead(db);
     if (!published) throw new Error('no chain head');
-    await rewriteLedgerAsOwner(url);
+    await rewriteLedgerAsOwner(ownerUrl);
     const [first] = await seals();
     const v = await verifyLedgerChain(db);
     expect(v).toMatchObject({ ok: false, verified: 0 });
@@ -193,7 +204,7 @@ describe('the ledger hash chain', () => {
 
     // The owner goes further: drops the seals (triggers off) and lets the sealer rebuild the chain
     // over the rewritten entries. The database is consistent again; the published head is not.
-    const client = new pg.Client({ connectionString: url });
+    const client = new pg.Client({ connectionString: ownerUrl });
     await client.connect();
     await client.query(
       'begin; alter table ledger_seals disable trigger user; delete from ledger_seals; alter table ledger_seals enable trigger user; commit;',

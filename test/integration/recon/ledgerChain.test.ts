@@ -111,7 +111,7 @@ describe('reconciliation and the ledger hash chain', () => {
       sql`select s.entry_id::text from ledger_seals s where s.seq = 1`,
     );
     const firstEntry = rows[0]?.entry_id;
-    await rewriteLedgerAsOwner(kit.db.url);
+    await rewriteLedgerAsOwner(kit.db.ownerUrl);
 
     const run = await runReconciliation(deps, { period: period() });
     expect(run.passed).toBe(false);
@@ -158,7 +158,7 @@ describe('reconciliation and the ledger hash chain', () => {
       from recon_runs where status = 'completed' order by finished_at desc limit 1`);
     const head = published.rows[0];
     expect(head?.seq).toBe('5');
-    const client = new pg.Client({ connectionString: kit.db.url });
+    const client = new pg.Client({ connectionString: kit.db.ownerUrl });
     await client.connect();
     await client.query(
       'begin; alter table ledger_seals disable trigger user; delete from ledger_seals; alter table ledger_seals enable trigger user; commit;',
