@@ -19,6 +19,16 @@ const kit = await createIndexerKit('held_transfer_race');
 const GRACE = 60_000;
 const clock = createManualClock(new Date());
 const deps = kit.deps();
+/** The verification job as the daemon runs it, on the test's clock. */
+const verify = () =>
+  verifyPayments({
+    db: kit.db.db,
+    chains: kit.registry,
+    stores: kit.stores,
+    rpcs: new Map([[CHAIN_ID, deps.rpc]]),
+    clock,
+    graceMs: GRACE,
+  });
 
 async function kindsOf(refs: string[]): Promise<string[]> {
   const { rows } = await kit.db.db.execute<{ kind: string }>(sql`
@@ -62,14 +72,7 @@ describe('a confirmation booked while its transfer is held', () => {
 
     // The verification job, once the grace after the confirmation is over, proves it.
     clock.set(new Date(clock.now().getTime() + 2 * GRACE));
-    await verifyPayments({
-      db: kit.db.db,
-      chains: kit.registry,
-      stores: kit.stores,
-      rpcs: new Map([[CHAIN_ID, deps.rpc]]),
-      clock,
-      graceMs: GRACE,
-    });
+    await verify();
     expect(await kindsOf([intentId, row.transfer])).toEqual([
       'chain.transfer_in_unmatched',
       'checkout.confirmed',
@@ -77,14 +80,7 @@ describe('a confirmation booked while its transfer is held', () => {
       'chain.payment_proven',
     ]);
     // Run again: nothing more.
-    await verifyPayments({
-      db: kit.db.db,
-      chains: kit.registry,
-      stores: kit.stores,
-      rpcs: new Map([[CHAIN_ID, deps.rpc]]),
-      clock,
-      graceMs: GRACE,
-    });
+    await verify();
     expect(await kindsOf([intentId, row.transfer])).toHaveLength(4);
   });
 });
