@@ -174,6 +174,18 @@ async function custodyProof() {
   return { ok: p?.ok ?? null, drift: p?.chainBalance == null ? null : p.ledgerBalance - p.chainBalance };
 }
 
+/**
+ * A refund booked whole: none of its transfers in suspense, suspense as it was, no finding open
+ * about the link or those transfers, custody proven against the chain, the books balanced.
+ */
+async function expectWhole(linkId: string, txHashes: string[], suspenseBefore: bigint): Promise<void> {
+  expect(await suspenseEntries(txHashes)).toBe(0);
+  expect(await suspense()).toBe(suspenseBefore);
+  expect(await openFindings(linkId, txHashes)).toEqual([]);
+  expect(await custodyProof()).toEqual({ ok: true, drift: 0n });
+  await expectBalanced();
+}
+
 async function expectBalanced(): Promise<void> {
   for (const line of await trialBalance(kit.db.db)) expect(line.net, line.asset).toBe(0n);
 }
@@ -216,11 +228,7 @@ describe('a cancel refund paid back to custody in pieces', () => {
     // Only the funding fee stays in payout_fees; nothing owed, nothing in suspense.
     expect(await held(linkId)).toEqual({ 'expense:payout_fees': FEE });
     expect(await refundedAt(linkId)).not.toBeNull();
-    expect(await suspenseEntries([first.txHash, second.txHash])).toBe(0);
-    expect(await suspense()).toBe(suspenseBefore);
-    expect(await openFindings(linkId, [first.txHash, second.txHash])).toEqual([]);
-    expect(await custodyProof()).toEqual({ ok: true, drift: 0n });
-    await expectBalanced();
+    await expectWhole(linkId, [first.txHash, second.txHash], suspenseBefore);
   });
 
   it('behavior: one transaction with two logs of 2 and 1 for a 3 link clears the receivable piece by piece', async () => {
@@ -234,11 +242,7 @@ describe('a cancel refund paid back to custody in pieces', () => {
     expect(await matchedAs(refund.txHash)).toEqual(['claim_link_refund_piece', 'claim_link_refunded']);
     expect(await held(linkId)).toEqual({ 'expense:payout_fees': FEE });
     expect(await refundedAt(linkId)).not.toBeNull();
-    expect(await suspenseEntries([refund.txHash])).toBe(0);
-    expect(await suspense()).toBe(suspenseBefore);
-    expect(await openFindings(linkId, [refund.txHash])).toEqual([]);
-    expect(await custodyProof()).toEqual({ ok: true, drift: 0n });
-    await expectBalanced();
+    await expectWhole(linkId, [refund.txHash], suspenseBefore);
   });
 
   it('behavior: a refund that never completes (2 of 3) leaves 1 owed, no fees from it, and refund_overdue after the grace', async () => {
@@ -286,11 +290,7 @@ describe('a cancel refund paid back to custody in pieces', () => {
     ]);
     expect(await held(linkId)).toEqual({ 'expense:payout_fees': FEE - 1_000_000n });
     expect(await refundedAt(linkId)).not.toBeNull();
-    expect(await suspenseEntries([first.txHash, second.txHash])).toBe(0);
-    expect(await suspense()).toBe(suspenseBefore);
-    expect(await openFindings(linkId, [first.txHash, second.txHash])).toEqual([]);
-    expect(await custodyProof()).toEqual({ ok: true, drift: 0n });
-    await expectBalanced();
+    await expectWhole(linkId, [first.txHash, second.txHash], suspenseBefore);
   });
 
   it('error: a piece arriving once the receivable is cleared goes to suspense with claim_link_refund_unexpected', async () => {
