@@ -107,6 +107,21 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
       removed: false,
     }));
 
+  function balanceAt(token: string, wallet: string, block?: bigint): bigint {
+    const w = wallet.toLowerCase();
+    const tk = token.toLowerCase();
+    let balance = 0n;
+    for (const b of blocks) {
+      if (block !== undefined && b.number > block) break;
+      for (const t of b.transfers) {
+        if (t.token !== tk) continue;
+        if (t.to === w) balance += t.value;
+        if (t.from === w) balance -= t.value;
+      }
+    }
+    return balance;
+  }
+
   const request = async ({ method, params }: { method: string; params?: unknown }): Promise<unknown> => {
     const args = (params ?? []) as unknown[];
     switch (method) {
@@ -116,7 +131,12 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
         return numberToHex(headBlock().number);
       case 'eth_getBlockByNumber': {
         const tag = args[0] as string;
-        if (tag === 'latest' || tag === 'safe' || tag === 'finalized') return header(headBlock());
+        if (tag === 'latest') return header(headBlock());
+        // What a node says is final: `unsafeDepth` below the head.
+        if (tag === 'safe' || tag === 'finalized') {
+          const n = headBlock().number - BigInt(unsafeDepth);
+          return header(at(n > 0n ? n : 0n));
+        }
         return header(at(BigInt(tag)));
       }
       case 'eth_getLogs': {
@@ -150,6 +170,32 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
           out.splice(recent, 1);
         }
         return out;
+      }
+      case 'eth_call': {
+        // balanceOf(address) at a block (the balance proofs' readContract): the only call a
+        // token here answers.
+        const [call, tag] = args as [{ to: Hex; data: Hex }, string | undefined];
+        if (!call.data.startsWith(BALANCE_OF))
+          throw new Error(`chain double: eth_call ${call.data.slice(0, 10)}`);
+        const wallet = `0x${call.data.slice(-40)}`;
+        const block = tag === undefined || !tag.startsWith('0x') ? undefined : BigInt(tag);
+        return `0x${balanceAt(call.to, wallet, block).toString(16).padStart(64, '0')}`;
+      }
+      case 'eth_getTransactionReceipt': {
+        // A transaction of this chain succeeded once it is in a canonical block; its logs are
+        // its transfers there (the single-hash verification's read).
+        const hash = (args[0] as string).toLowerCase();
+        const b = blocks.find((x) => x.transfers.some((t) => t.txHash === hash));
+        if (!b) return null;
+        const logs = logsOf(b).filter((log) => log.transactionHash === hash);
+        return {
+          transactionHash: hash,
+          transactionIndex: logs[0]?.transactionIndex ?? '0x0',
+          blockHash: b.hash,
+          blockNumber: numberToHex(b.number),
+          status: '0x1',
+          logs,
+        };
       }
       default:
         throw new Error(`chain double: ${method} is not implemented`);
@@ -200,20 +246,7 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
       return { head, replaced: dropped.map((b) => ({ number: b.number, transfers: b.transfers })) };
     },
     head: () => headBlock().number,
-    balanceOf(token, wallet, block) {
-      const w = wallet.toLowerCase();
-      const tk = token.toLowerCase();
-      let balance = 0n;
-      for (const b of blocks) {
-        if (block !== undefined && b.number > block) break;
-        for (const t of b.transfers) {
-          if (t.token !== tk) continue;
-          if (t.to === w) balance += t.value;
-          if (t.from === w) balance -= t.value;
-        }
-      }
-      return balance;
-    },
+    balanceOf: (token, wallet, block) => balanceAt(token, wallet, block),
     blockOf(txHash) {
       const h = txHash.toLowerCase();
       return blocks.find((b) => b.transfers.some((t) => t.txHash === h))?.number;
@@ -224,6 +257,9 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
     rpc: () => ({ chainId, client, perUrl: [client], urls: ['sim://chain'], hosts: ['sim'] }),
   };
 }
+
+/** balanceOf(address)'s selector. */
+const BALANCE_OF = '0x70a08231';
 
 function blockHash(number: bigint, fork: number): Hex {
   return `0x${createHash('sha256').update(`block:${number}:${fork}`).digest('hex')}`;
