@@ -29,7 +29,11 @@ export function maintenanceProcessor(ctx: JobContext) {
         return ids.length;
       }
       case maintenanceJobs.sweepPolls.name: {
-        const stale = await staleTrackedIntents(ctx.domain.db, POLL_STALE_MS * ctx.pollScale);
+        const stale = await staleTrackedIntents(
+          ctx.domain.db,
+          POLL_STALE_MS * ctx.pollScale,
+          ctx.domain.clock.now(),
+        );
         for (const s of stale) {
           // The number read here, not re-read: the job dropped and the job added are the same one.
           await dropFinishedJob(ctx.queues.polls(s.storeId), pollJob.jobId(s.id, s.pollCount));

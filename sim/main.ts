@@ -120,9 +120,9 @@ async function main(): Promise<number> {
   const run = async (seed: string, events: SimEvent[]) => {
     const name = `sim_${process.pid}_${runs++}`;
     await admin(adminUrl, `create database ${name} template ${template}`);
-    const database = createDatabase(urlAsRole(dbUrl(adminUrl, name), SIM_RUNTIME_ROLE), { max: 6 });
+    const database = createDatabase(urlAsRole(dbUrl(adminUrl, name), SIM_RUNTIME_ROLE), { max: 12 });
     try {
-      return await runWorld(database, generateWorld(seed, worldOptions), events);
+      return await runWorld(database, generateWorld(seed, worldOptions), events, { seed });
     } finally {
       await database.close();
       // SIM_KEEP_DB: keep each run's database for inspection (its URL on stderr).

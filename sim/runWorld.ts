@@ -1,14 +1,13 @@
 import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
-import { indexChainPass } from '../src/chain/indexChain.ts';
-import type { ChainRpc } from '../src/chain/rpcClients.ts';
+import { addWebhookJobs } from '../jobs/addWebhookJobs.ts';
+import { chainJobs, claimLinkJobs, maintenanceJobs, pollJob, QUEUE } from '../jobs/queues.ts';
 import type { Clock } from '../src/clock.ts';
 import { createChainRegistry } from '../src/config/chainRegistry.ts';
 import type { Config } from '../src/config/loadConfig.ts';
 import type { StoreConfig } from '../src/config/stores.ts';
 import type { DomainContext } from '../src/context/domainContext.ts';
 import type { Database, Db } from '../src/db/database.ts';
-import { processInboxBatch } from '../src/inbox/processInboxBatch.ts';
 import { createInboxWriter } from '../src/intake/inboxWriter.ts';
 import { receiveWebhook } from '../src/intake/receiveWebhook.ts';
 import { createAccountCache } from '../src/ledger/ensureAccounts.ts';
@@ -16,20 +15,22 @@ import { createLogger } from '../src/logging/logger.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
 import { formatDecimalAmount, parseDecimalAmount } from '../src/money/decimalAmount.ts';
 import { trackIntent } from '../src/payments/createIntent.ts';
-import { pollIntent } from '../src/payments/pollIntent.ts';
 import { cancelPayout } from '../src/payouts/cancelPayout.ts';
 import { createPayout } from '../src/payouts/createPayout.ts';
-import { expireClaimLinks } from '../src/payouts/expireClaimLinks.ts';
-import { settleTransfers } from '../src/settlement/settleTransfers.ts';
+import { seededRandom } from '../src/seededRandom.ts';
 import { signWebhook } from '../src/svc/signing/webhookSignature.ts';
 import { type ChainDouble, createChainDouble, type SimTransfer } from './chainDouble.ts';
 import { worldReplacements } from './chainShapes.ts';
 import { crashingDb, SimulatedCrash } from './crashingDb.ts';
 import { judgeEvents } from './eventChecks.ts';
+import { createInterleaver } from './interleaver.ts';
 import { judgeNearMisses } from './nearMissChecks.ts';
 import { beyondFinality, expectedBalances, finalStatus, inRegistry, type ReorgFact } from './oracle.ts';
 import { type JobFaults, type SimEvent, type SvcCallFault, worldTransfers } from './schedule.ts';
+import { seedMathRandom } from './seededMathRandom.ts';
 import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
+import { createSimQueues, type SimJob } from './simQueues.ts';
+import { createSimWorkers, type WorkerFaults } from './simWorkers.ts';
 import { judgeFinalStates } from './stateChecks.ts';
 import { SIM_CHAIN_ID, type SimToken, type World } from './world.ts';
 
@@ -48,6 +49,30 @@ const FINALITY_DEPTH = 2;
  * crash_jobs) cut short runs again, unless its event says (JobFaults.retryAfter): BullMQ's backoff.
  */
 const RETRY_MS = 60_000;
+/** How long a cancelled or expired link may wait for its refund (REFUND_GRACE_HOURS' default). */
+const REFUND_GRACE_MS = 24 * 3_600_000;
+/**
+ * The daemon's job schedulers in the world (src/daemon/schedulers.ts), at the catalog's interval
+ * or every 30 minutes of the world's clock if that is longer: a scheduler adds its next job when it
+ * falls due, and the world's clock moves minutes between events. The indexer's pass is the world's
+ * `index` event (its reorg shapes are placed around those passes); the outbox prune is left out
+ * (the oracle folds the whole outbox), and so are the alerts, the deliveries of outbound events
+ * (no receiver here) and the daily reconciliation (run once at quiescence).
+ */
+const SCHEDULER_MIN_MS = 30 * 60_000;
+const SCHEDULED = [
+  { queue: QUEUE.chain, job: chainJobs.verifyPayments },
+  { queue: QUEUE.chain, job: chainJobs.prove },
+  { queue: QUEUE.claimLinks, job: claimLinkJobs.expire },
+  { queue: QUEUE.claimLinks, job: claimLinkJobs.refundsOverdue },
+  { queue: QUEUE.maintenance, job: maintenanceJobs.sweepInbox },
+  { queue: QUEUE.maintenance, job: maintenanceJobs.sweepPolls },
+  { queue: QUEUE.maintenance, job: maintenanceJobs.checkpointBalances },
+  { queue: QUEUE.maintenance, job: maintenanceJobs.sealLedger },
+  { queue: QUEUE.maintenance, job: maintenanceJobs.pruneNonces },
+].map((s) => ({ ...s, everyMs: Math.max(SCHEDULER_MIN_MS, s.job.everyMs) }));
+/** The daemon's workers in every world (issue 31): two, racing at statement boundaries. */
+const WORKERS = 2;
 
 export interface RunResult {
   problems: string[];
@@ -65,6 +90,23 @@ export async function runWorld(
   database: Database,
   world: World,
   events: readonly SimEvent[],
+  /** The seed the world was made from: the workers' interleaving and the product's jitter draw from it. */
+  options: { seed?: string } = {},
+): Promise<RunResult> {
+  const seed = options.seed ?? world.stores[0]?.storeId ?? 'world';
+  const restoreRandom = seedMathRandom(seed);
+  try {
+    return await playWorld(database, world, events, seed);
+  } finally {
+    restoreRandom();
+  }
+}
+
+async function playWorld(
+  database: Database,
+  world: World,
+  events: readonly SimEvent[],
+  seed: string,
 ): Promise<RunResult> {
   let now = 0;
   const clock: Clock = { now: () => new Date(EPOCH_MS + now) };
@@ -114,7 +156,8 @@ export async function runWorld(
   let callPlan: SvcCallFault[] = [];
   const nextCall = (): SvcCallFault => callPlan.shift() ?? false;
   const accounts = createAccountCache();
-  const domainOn = (db: Db): DomainContext => ({
+  /** A job's domain: the service answers its calls as the running job's faults say (`worker`'s when a worker runs it). */
+  const domainOn = (db: Db, worker?: WorkerFaults): DomainContext => ({
     db,
     chains,
     stores,
@@ -126,8 +169,8 @@ export async function runWorld(
       service.client(
         storeId,
         () => now,
-        () => readFaults,
-        nextCall,
+        () => worker?.read ?? readFaults,
+        worker ? () => worker.svc.shift() ?? false : nextCall,
       ),
   });
   /** One chain double per chain of the world; a transfer goes to its token's chain. */
@@ -154,7 +197,13 @@ export async function runWorld(
   const metrics = createMetrics();
   const transfers = worldTransfers(world);
   const intents = new Map(world.intents.map((i) => [i.id, i]));
-  const inbox = createInboxWriter({ db: database.db, logger, enqueueMany: async () => {} });
+  const queues = createSimQueues(() => now);
+  // The intake adds each stored webhook's job, as the daemon's (src/daemon/intake.ts).
+  const inbox = createInboxWriter({
+    db: database.db,
+    logger,
+    enqueueMany: (ids) => addWebhookJobs(queues.queue(QUEUE.webhooks), ids),
+  });
   const known = new Set<string>();
   const intake = {
     clock,
@@ -226,7 +275,6 @@ export async function runWorld(
       if (result.payout.claimLinkId) knownLinks.add(ref);
     });
   };
-  const linksJob = (faults?: JobFaults) => job(faults, (db) => expireClaimLinks(domainOn(db), clock.now()));
   const problems: string[] = [];
   let deliveries = 0;
 
@@ -297,36 +345,83 @@ export async function runWorld(
       retryLater(`cancel:${ref}`, () => cancel(ref, {}), faults.retryAfter);
     return ok || refused;
   };
-  /** The chain job of each chain, in turn; what each pass was shown of finality is noted. */
-  const indexAndSettle = async (faults?: JobFaults) => {
-    for (const [chainId, chain] of doubles) {
-      const final = chain.head() - BigInt(FINALITY_DEPTH);
+  const interleaver = createInterleaver(seed);
+  const workers = createSimWorkers(
+    {
+      db: database.db,
+      queues,
+      interleaver,
+      domainOn,
+      chainDeps: (db) => ({
+        rpcs,
+        indexerFor: (chainId) => {
+          const rpc = rpcs.get(chainId);
+          return rpc && { db, pool: database.pool, config, rpc, metrics, logger, clock };
+        },
+        apply: { db, config, accounts, clock, unmatchedGraceMs: GRACE_MS },
+        verify: { db, chains, stores, rpcs, clock, graceMs: GRACE_MS },
+        prove: { db, config, rpcs, clock },
+        metrics,
+      }),
+      metrics,
+      logger,
+      pollScale: 1,
+      refundGraceMs: REFUND_GRACE_MS,
+      now: () => now,
+      random: seededRandom(`workers:${seed}`),
+      onError: (job, err) => {
+        if (!isExpected(err)) problems.push(`job ${job.queue}/${job.name} threw: ${describe(err)}`);
+      },
+      onComplete: (job, value) => {
+        // What each indexer pass that ran whole, caught up, was shown of finality (oracle.ts, ReorgFact).
+        if (job.name !== chainJobs.index.name) return;
+        const { chainId } = job.data as { chainId: number };
+        const outcome = value as { skipped: string | null; lag: number };
+        const seen = shown.get(chainId);
+        const final = chainOf(chainId).head() - BigInt(FINALITY_DEPTH);
+        if (seen && outcome.skipped === null && outcome.lag === 0 && final > seen.sure) seen.sure = final;
+      },
+    },
+    WORKERS,
+  );
+  /** When each scheduler's next job falls due. */
+  const scheduledAt = new Map(SCHEDULED.map((s) => [s.job.name, 0]));
+  /** The schedulers' jobs that fell due, then every due job, on the workers, until none is due. */
+  const runJobs = async () => {
+    for (const s of SCHEDULED) {
+      if ((scheduledAt.get(s.job.name) ?? 0) > now) continue;
+      scheduledAt.set(s.job.name, now + s.everyMs);
+      queues.add(s.queue, s.job.name, {});
+    }
+    await workers.drain();
+  };
+  /** The indexer pass of each chain, as jobs: what each was shown of finality is noted when it completes. */
+  const indexChains = (faults?: { crash?: number; prepared?: true }) => {
+    for (const chainId of doubles.keys()) {
       const seen = shown.get(chainId) as { sure: bigint; maybe: bigint };
+      const final = chainOf(chainId).head() - BigInt(FINALITY_DEPTH);
       if (final > seen.maybe) seen.maybe = final;
-      await job(faults, async (db) => {
-        const rpc = rpcs.get(chainId) as ChainRpc;
-        const outcome = await indexChainPass(
-          { db, pool: database.pool, config, rpc, metrics, logger, clock },
-          chainId,
-        );
-        if (!outcome.skipped && outcome.lag === 0 && final > seen.sure) seen.sure = final;
-        await settleTransfers({ db, config, accounts, clock, unmatchedGraceMs: GRACE_MS }, chainId);
-      });
+      queues.add(QUEUE.chain, chainJobs.index.name, { chainId }, faults);
     }
   };
-  const processInbox = async (batch: number, faults?: JobFaults) => {
-    const { rows } = await database.db.execute<{ webhook_id: string }>(
-      sql`select webhook_id from webhook_inbox where status = 'received' order by received_at, webhook_id limit ${batch}`,
+  /** The next poll of an intent now (its job brought forward, or added), with the world's read faults. */
+  const pollNow = async (intentId: string, faults: SimJob['faults']) => {
+    const { rows } = await database.db.execute<{ store_id: string; poll_count: number }>(
+      sql`select store_id, poll_count from checkout_intents where id = ${intentId} and settled_by is null`,
     );
-    if (rows.length === 0) return;
-    await job(faults, async (db) => {
-      const results = await processInboxBatch(
-        domainOn(db),
-        rows.map((r) => r.webhook_id),
-        { stragglerWaitMs: 50 },
-      );
-      for (const r of results) if (!r.ok && !(r.error instanceof SimulatedCrash)) throw r.error;
-    });
+    const row = rows[0];
+    if (!row) return;
+    const id = pollJob.jobId(intentId, row.poll_count);
+    const queue = queues.queue(QUEUE.polls(row.store_id));
+    await queue.add(
+      pollJob.name,
+      { intentId, storeId: row.store_id, n: row.poll_count },
+      { ...pollJob.options, jobId: id },
+    );
+    const held = queues.find(QUEUE.polls(row.store_id), id);
+    if (held?.state !== 'held') return;
+    held.due = Math.min(held.due, now);
+    if (faults) held.faults = faults;
   };
 
   for (const event of events) {
@@ -354,7 +449,8 @@ export async function runWorld(
         chainOf(event.chain).dropNextLog();
         break;
       case 'index':
-        await indexAndSettle(event);
+        indexChains(event);
+        await runJobs();
         break;
       case 'track':
         await track(event.intent, event);
@@ -378,7 +474,12 @@ export async function runWorld(
             180_000,
           );
         else known.add(intent.id);
-        await processInbox(event.batch, event);
+        const held = queues.find(QUEUE.webhooks, `wh.${encodeURIComponent(event.id)}`);
+        if (held?.state === 'held' && (event.crash !== undefined || event.svc))
+          held.faults = { crash: event.crash, svc: event.svc, prepared: event.prepared };
+        // The workers take webhooks as they come; a batch's worth waits for them (the micro-batcher's).
+        const waiting = queues.unfinished().filter((j) => j.queue === QUEUE.webhooks).length;
+        if (waiting >= event.batch) await runJobs();
         break;
       }
       case 'payout': {
@@ -399,16 +500,22 @@ export async function runWorld(
         service.claim(event.ref);
         break;
       case 'expire':
-        if (!(await linksJob(event)) && hostile(event))
-          retryLater('expire', () => linksJob(), event.retryAfter);
+        // The expiry job runs as the clock passes the link's 14 days.
+        queues.add(QUEUE.claimLinks, claimLinkJobs.expire.name, {}, event);
+        await runJobs();
         break;
-      case 'poll': {
-        readFaults = { lagMs: event.lag, fail: event.fail };
-        await job(event, (db) => pollIntent(domainOn(db), event.intent));
-        readFaults = { lagMs: 0, fail: false };
+      case 'poll':
+        await pollNow(event.intent, {
+          lag: event.lag,
+          fail: event.fail,
+          crash: event.crash,
+          prepared: event.prepared,
+        });
+        await runJobs();
         break;
-      }
     }
+    if (event.k !== 'webhook' && event.k !== 'index' && event.k !== 'expire' && event.k !== 'poll')
+      await runJobs();
   }
 
   // Quiescence: every webhook processed, every tracked intent read once more, the chain final and
@@ -429,32 +536,33 @@ export async function runWorld(
       do chain.mine(blockTime());
       while (chain.head() < target);
     }
-    await processInbox(1000);
-    const open = await database.db.execute<{ id: string }>(
-      sql`select id from checkout_intents where settled_by is null order by id`,
-    );
-    for (const { id } of open.rows) await job(undefined, (db) => pollIntent(domainOn(db), id));
     // What a person does on funding_awaits_create_outcome: run the same create again.
     const unsettled = await database.db.execute<{ reference_id: string }>(
       sql`select reference_id from payouts where create_outcome <> 'created' order by reference_id`,
     );
     for (const { reference_id } of unsettled.rows) await createLink(reference_id);
-    await linksJob();
-    await indexAndSettle();
+    // The schedulers' passes, the indexer's and whatever they make due: the world's daemon idles on.
+    indexChains();
+    await runJobs();
     const state = await database.db.execute<{ s: string }>(sql`
       select (select count(*) from ledger_entries)::text || '/' ||
              (select count(*) from webhook_inbox where status = 'received')::text || '/' ||
              (select count(*) from checkout_intents where settled_by is null)::text || '/' ||
              (select count(*) from chain_transfers where applied_at is null and state <> 'orphaned')::text || '/' ||
              (select count(*) from chain_transfers)::text as s`);
+    const unfinished = queues.unfinished().filter((j) => j.due <= now).length;
     // Unchanged over two rounds, each a grace and more after the last: nothing is waiting.
-    const signature = state.rows[0]?.s ?? '';
+    const signature = `${state.rows[0]?.s ?? ''}/${unfinished}`;
     if (signature === last) steady++;
     else steady = 0;
     if (steady >= 2) break;
     last = signature;
   }
   await inbox.close();
+  if (process.env.SIM_STATS)
+    process.stderr.write(
+      `sim stats ${seed}: ${JSON.stringify({ ...interleaver.stats(), jobs: queues.stats() })}\n`,
+    );
 
   if (process.env.SIM_DEBUG) await dumpState(database);
   problems.push(

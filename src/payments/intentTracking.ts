@@ -38,18 +38,21 @@ export async function loadTrackedIntent(db: DbExecutor, id: string): Promise<Tra
 /**
  * Intents to (re)start polling: never polled yet (tracked by the CLI or a library call, which
  * leave the first poll to the sweeper), or not polled for `staleMs` (their chain of poll jobs
- * broke). Job ids dedupe against a poll already queued.
+ * broke). Job ids dedupe against a poll already queued. `now` is the clock the polls were stamped
+ * on (last_polled_at is the injected clock's, which follows the service's in the demo), not the
+ * database's.
  */
 export async function staleTrackedIntents(
   db: DbExecutor,
   staleMs: number,
+  now: Date,
   limit = 1000,
 ): Promise<Array<{ id: string; storeId: string; pollCount: number }>> {
   const { rows } = await db.execute<{ id: string; store_id: string; poll_count: number }>(sql`
     select id, store_id, poll_count from checkout_intents
     where settled_by is null
       and (last_polled_at is null
-           or last_polled_at < now() - ${staleMs} * interval '1 millisecond')
+           or last_polled_at < ${new Date(now.getTime() - staleMs).toISOString()}::timestamptz)
     order by coalesce(last_polled_at, tracked_at)
     limit ${limit}`);
   return rows.map((r) => ({ id: r.id, storeId: r.store_id, pollCount: r.poll_count }));

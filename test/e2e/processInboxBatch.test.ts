@@ -455,7 +455,7 @@ describe('processInboxBatch', () => {
       ]);
       expect(await ledgerLinesOf(pipeline.db, poison.intentId)).toEqual([]);
     }
-    const stale = await staleTrackedIntents(pipeline.db, 60_000);
+    const stale = await staleTrackedIntents(pipeline.db, 60_000, new Date());
     expect(stale.map((i) => i.id)).toEqual(
       expect.arrayContaining([refusedByDb.intentId, refusedByModel.intentId]),
     );
@@ -504,7 +504,7 @@ describe('processInboxBatch', () => {
     expect(rows).toEqual([{ status: 'failed' }]);
     // Before: nothing tracked it, so a payment whose only webhook the model refused was never
     // learnt. Now it is tracked and never polled: the poll sweeper's first pick.
-    const stale = await staleTrackedIntents(pipeline.db, 60_000);
+    const stale = await staleTrackedIntents(pipeline.db, 60_000, new Date());
     expect(stale.map((i) => i.id)).toContain(paid!.intentId);
     const tracked = await pipeline.db.execute<{ tracked_via: string; store_id: string }>(
       sql`select tracked_via, store_id from checkout_intents where id = ${paid!.intentId}`,

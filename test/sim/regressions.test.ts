@@ -92,7 +92,7 @@ describe('simulator regressions', () => {
       const name = `${template}_${index}`;
       await query(`create database ${name} template ${template}`);
       // The daemon's role: a database made from the template keeps the template's grants.
-      const database = createDatabase(asRuntimeRole(urlOf(name)), { max: 6 });
+      const database = createDatabase(asRuntimeRole(urlOf(name)), { max: 12 });
       try {
         const faults = new Set(only ? (only.split(',') as Fault[]) : FIRST_FAULTS);
         const world = generateWorld(seed, {
@@ -101,7 +101,7 @@ describe('simulator regressions', () => {
           shapes: parseShapes(shapes),
         });
         const events = scheduleEvents(world, seed, { faults, maxEvents: 300 });
-        const result = await runWorld(database, world, events);
+        const result = await runWorld(database, world, events, { seed });
         expect(result.problems).toEqual([]);
         expect(result.entries).toBeGreaterThan(0);
       } finally {
