@@ -222,9 +222,10 @@ async function playWorld(
     webhookId: string,
     raw: Buffer,
     skewMs: number,
+    endpoint: 'checkout' | 'claim-links' = 'checkout',
   ): Promise<boolean> => {
     const store = stores.find((st) => st.storeId === storeId) as StoreConfig;
-    const path = '/webhooks/checkout';
+    const path = `/webhooks/${endpoint}`;
     const signed = signWebhook({
       secret: store.apiSecret,
       method: 'POST',
@@ -235,7 +236,7 @@ async function playWorld(
       nonce: `${webhookId}:${deliveries++}`,
     });
     const answer = await receiveWebhook(intake, {
-      endpoint: 'checkout',
+      endpoint,
       method: 'POST',
       path,
       query: '',
@@ -424,10 +425,16 @@ async function playWorld(
     if (faults) held.faults = faults;
   };
 
+  /** The service's claim-link webhooks due by now, through the intake. */
+  const deliverLinkWebhooks = async () => {
+    for (const w of service.takeClaimLinkWebhooks())
+      await deliver(w.storeId, w.webhookId, Buffer.from(JSON.stringify(w.body)), 0, 'claim-links');
+  };
   for (const event of events) {
     now = Math.max(now, event.t);
     service.advance(now);
     await runRetries(false);
+    await deliverLinkWebhooks();
     switch (event.k) {
       case 'send': {
         const tx = transfers.get(event.tx);
@@ -526,6 +533,7 @@ async function playWorld(
     now += 6 * 3_600_000;
     service.advance(now);
     await runRetries(true);
+    await deliverLinkWebhooks();
     // A real chain keeps growing: past the indexer's cursor (a deep reorg left the head below
     // it) and past finality.
     for (const [chainId, chain] of doubles) {

@@ -45,7 +45,23 @@ export interface ServiceDouble {
   webhookAt(intent: SimIntent, t: number, webhookId: string): Record<string, unknown> | null;
   /** The intent's state at time t, or undefined before it exists. */
   stateAt(intent: SimIntent, t: number): CheckoutIntent | undefined;
+  /**
+   * The claim-link webhooks due by the service's clock, each taken once: a cancelled link's
+   * `cancelled` webhook, a minute after the refund piece that makes the refund whole (none for a
+   * refund that never completes, an expiry or a refund after a claim).
+   */
+  takeClaimLinkWebhooks(): ClaimLinkWebhook[];
 }
+
+/** A claim-link webhook the service sends to a store's claim_link_webhook_url. */
+export interface ClaimLinkWebhook {
+  storeId: string;
+  webhookId: string;
+  body: Record<string, unknown>;
+}
+
+/** How long after the refund's last piece the service sends the cancelled webhook. */
+const CANCELLED_WEBHOOK_DELAY_MS = 60_000;
 
 /** A link's state at the service. */
 interface LinkState {
@@ -194,8 +210,30 @@ export function createServiceDouble(
       queued.push({ at: clock + piece.delayMs, p, value: piece.value, txHash: piece.txHash });
     release(clock);
   };
+  let linkWebhooks: Array<ClaimLinkWebhook & { at: number }> = [];
   const refund = (p: SimPayout, link: LinkState, status: 'cancelled' | 'expired') => {
     link.status = status;
+    // Only a cancel is announced, once the refund is whole on chain (the spec's cancelled webhook).
+    if (status === 'cancelled') {
+      const pieces = p.refundPieces ?? [{ value: p.A, txHash: p.refundTx, delayMs: 0 }];
+      let sum = 0n;
+      const whole = pieces.find((piece) => {
+        sum += piece.value;
+        return sum >= p.A;
+      });
+      if (whole)
+        linkWebhooks.push({
+          at: clock + whole.delayMs + CANCELLED_WEBHOOK_DELAY_MS,
+          storeId: p.storeId,
+          webhookId: `whcl_${p.linkId}`,
+          body: {
+            event: 'cancelled',
+            claim_link_id: p.linkId,
+            reference_id: p.referenceId,
+            refund_tx_hash: pieces[0]?.txHash ?? p.refundTx,
+          },
+        });
+    }
     payRefund(p);
   };
   /** Claimed links the service will also refund (shape claimed_then_refunded), by when. */
@@ -240,6 +278,11 @@ export function createServiceDouble(
       }
     },
     stateAt,
+    takeClaimLinkWebhooks() {
+      const due = linkWebhooks.filter((w) => w.at <= clock);
+      linkWebhooks = linkWebhooks.filter((w) => w.at > clock);
+      return due.map(({ at: _at, ...w }) => w);
+    },
     webhookAt(intent, t, webhookId) {
       const state = stateAt(intent, t);
       if (!state?.tx_hash || !state.tx_from || !state.coin_contract || state.chain_id === null) return null;
