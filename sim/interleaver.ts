@@ -8,12 +8,14 @@ import { seededRandom } from '../src/seededRandom.ts';
  *
  * A turn is drawn once every running worker waits for one (the service and chain doubles answer
  * in-process; a worker between two statements is only ever waiting for PostgreSQL's BEGIN or
- * COMMIT, or for its turn). Wall time decides only where PostgreSQL makes a worker wait:
- * - a statement that has not finished after `blockedMs` waits for a lock the other worker holds
- *   (its transaction is between two statements, waiting for its turn): it stops counting, and the
- *   other workers go on until PostgreSQL lets it through;
- * - a worker that has not asked for its next turn after `quietMs` is not waited for.
- * `stats()` counts both, so a run can show how much of its order the seed alone decided.
+ * COMMIT, or for its turn). A statement that waits for a lock the other worker holds (its
+ * transaction is between two statements, waiting for its turn) would stop the world: while a
+ * statement runs, PostgreSQL is asked every `probeMs` how many of the world's statements wait for
+ * a lock (`lockWaiters`); one more than those already let through is this one, which then stops
+ * counting, and the other workers go on until PostgreSQL lets it through. A slow statement is not
+ * a blocked one, so the order stays the seed's however loaded the machine is. Wall time decides
+ * only where a worker has not asked for its next turn `quietMs` after the others did (never in
+ * the worlds run so far: `stats().unwaited`).
  */
 export interface Interleaver {
   /**
@@ -35,11 +37,15 @@ export interface Interleaver {
   stats(): { statements: number; switches: number; blocked: number; unwaited: number };
 }
 
-export function createInterleaver(
-  seed: string,
-  options: { blockedMs?: number; quietMs?: number } = {},
-): Interleaver {
-  const blockedMs = options.blockedMs ?? 100;
+export interface InterleaverOptions {
+  /** How many of the world's statements wait for a lock now (pg_stat_activity). */
+  lockWaiters(): Promise<number>;
+  probeMs?: number;
+  quietMs?: number;
+}
+
+export function createInterleaver(seed: string, options: InterleaverOptions): Interleaver {
+  const probeMs = options.probeMs ?? 10;
   const quietMs = options.quietMs ?? 50;
   const rnd = seededRandom(`interleave:${seed}`);
   const active = new Set<number>();
@@ -113,16 +119,26 @@ export function createInterleaver(
             isBlocked = false;
             blocked.set(worker, (blocked.get(worker) ?? 1) - 1);
           };
-          const timer = setTimeout(() => {
-            isBlocked = true;
-            blocked.set(worker, (blocked.get(worker) ?? 0) + 1);
-            counts.blocked++;
-            release();
-          }, blockedMs);
+          let done = false;
+          const probe = async () => {
+            if (done || isBlocked) return;
+            const known = [...blocked.values()].reduce((n, b) => n + b, 0);
+            if (!done && (await options.lockWaiters()) > known) {
+              if (done) return;
+              isBlocked = true;
+              blocked.set(worker, (blocked.get(worker) ?? 0) + 1);
+              counts.blocked++;
+              release();
+              return;
+            }
+            timer = setTimeout(probe, probeMs);
+          };
+          let timer = setTimeout(probe, probeMs);
           Promise.resolve()
             .then(run)
             .then(
               (value) => {
+                done = true;
                 clearTimeout(timer);
                 resolve(value);
                 // After the worker's continuation has run to its next request (or its end).
@@ -133,6 +149,7 @@ export function createInterleaver(
                 });
               },
               (err: unknown) => {
+                done = true;
                 clearTimeout(timer);
                 reject(err);
                 setImmediate(() => {

@@ -122,7 +122,10 @@ async function main(): Promise<number> {
     await admin(adminUrl, `create database ${name} template ${template}`);
     const database = createDatabase(urlAsRole(dbUrl(adminUrl, name), SIM_RUNTIME_ROLE), { max: 12 });
     try {
-      return await runWorld(database, generateWorld(seed, worldOptions), events, { seed });
+      return await runWorld(database, generateWorld(seed, worldOptions), events, {
+        seed,
+        crashScheduled: options.faults.has('crash'),
+      });
     } finally {
       await database.close();
       // SIM_KEEP_DB: keep each run's database for inspection (its URL on stderr).

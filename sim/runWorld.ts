@@ -91,12 +91,12 @@ export async function runWorld(
   world: World,
   events: readonly SimEvent[],
   /** The seed the world was made from: the workers' interleaving and the product's jitter draw from it. */
-  options: { seed?: string } = {},
+  options: { seed?: string; crashScheduled?: boolean } = {},
 ): Promise<RunResult> {
   const seed = options.seed ?? world.stores[0]?.storeId ?? 'world';
   const restoreRandom = seedMathRandom(seed);
   try {
-    return await playWorld(database, world, events, seed);
+    return await playWorld(database, world, events, seed, options.crashScheduled === true);
   } finally {
     restoreRandom();
   }
@@ -107,6 +107,7 @@ async function playWorld(
   world: World,
   events: readonly SimEvent[],
   seed: string,
+  crashScheduled: boolean,
 ): Promise<RunResult> {
   let now = 0;
   const clock: Clock = { now: () => new Date(EPOCH_MS + now) };
@@ -346,7 +347,14 @@ async function playWorld(
       retryLater(`cancel:${ref}`, () => cancel(ref, {}), faults.retryAfter);
     return ok || refused;
   };
-  const interleaver = createInterleaver(seed);
+  const interleaver = createInterleaver(seed, {
+    lockWaiters: async () => {
+      const { rows } = await database.db.execute<{ n: number }>(sql`
+        select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock'`);
+      return rows[0]?.n ?? 0;
+    },
+  });
   const workers = createSimWorkers(
     {
       db: database.db,
@@ -387,12 +395,17 @@ async function playWorld(
   );
   /** When each scheduler's next job falls due. */
   const scheduledAt = new Map(SCHEDULED.map((s) => [s.job.name, 0]));
+  // The crash fault reaches the schedulers' jobs too (a stream of its own): either worker dies
+  // between any two statements of any job.
+  const crashRnd = seededRandom(`scheduled-crashes:${seed}`);
+  const scheduledCrash = () =>
+    crashScheduled && crashRnd() < 0.1 ? { crash: 1 + Math.floor(crashRnd() * 12) } : undefined;
   /** The schedulers' jobs that fell due, then every due job, on the workers, until none is due. */
   const runJobs = async () => {
     for (const s of SCHEDULED) {
       if ((scheduledAt.get(s.job.name) ?? 0) > now) continue;
       scheduledAt.set(s.job.name, now + s.everyMs);
-      queues.add(s.queue, s.job.name, {});
+      queues.add(s.queue, s.job.name, {}, scheduledCrash());
     }
     await workers.drain();
   };
@@ -901,7 +914,11 @@ function isExpected(err: unknown): boolean {
 }
 
 function describe(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message.split('\n')[0]}` : String(err);
+  if (!(err instanceof Error)) return String(err);
+  // A failed query's reason is its cause's (PostgreSQL's code and message).
+  const cause = err.cause as { code?: string; message?: string } | undefined;
+  const why = cause?.message ? ` (${cause.code ?? ''} ${cause.message.split('\n')[0]})` : '';
+  return `${err.name}: ${err.message.split('\n')[0]}${why}`;
 }
 
 /** SIM_DEBUG: what the product stored and booked, on stderr, for reading a failure. */

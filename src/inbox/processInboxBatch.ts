@@ -260,6 +260,16 @@ async function applyBatch(
   isolated: boolean,
 ): Promise<Array<[string, InboxOutcome]>> {
   return deps.db.transaction(async (tx) => {
+    // Every intent of the batch that exists is locked first, in id order, before any booking may
+    // create a ledger account: otherwise this batch can create an account (for its first intent)
+    // that another transaction also creates after locking one of this batch's later intents, and
+    // the two wait for each other (a deadlock the simulator's two workers found: seed 59).
+    await executePrepared(
+      tx,
+      sql`select id from checkout_intents
+          where id = any(${sql.param(ready.map((r) => r.intent.all_svc_checkout_intent_id))}::text[])
+          order by id for update`,
+    );
     const out: Array<[string, InboxOutcome]> = [];
     for (const r of ready) {
       const observe = (on: typeof tx) =>

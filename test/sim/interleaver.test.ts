@@ -6,7 +6,7 @@ import { createInterleaver } from '../../sim/interleaver.ts';
  * them, and a statement that waits for the other worker (a lock) does not stop the world.
  */
 async function play(seed: string): Promise<string[]> {
-  const interleaver = createInterleaver(seed);
+  const interleaver = createInterleaver(seed, { lockWaiters: async () => 0 });
   const order: string[] = [];
   const worker = async (w: number) => {
     interleaver.running(w, true);
@@ -25,6 +25,7 @@ async function play(seed: string): Promise<string[]> {
 
 describe('interleaver', () => {
   it('behavior: the same seed orders two workers the same way whatever the statements take; another seed differently', async () => {
+    // Slow statements are not blocked ones: only PostgreSQL's lock waits let the other worker on.
     const [a, b, c] = [await play('7'), await play('7'), await play('8')];
     expect(a).toEqual(b);
     expect(a).not.toEqual(c);
@@ -38,10 +39,15 @@ describe('interleaver', () => {
   });
 
   it('behavior: a statement waiting for the other worker is let through, and the other goes on', async () => {
-    const interleaver = createInterleaver('1', { blockedMs: 20 });
+    // As PostgreSQL's pg_stat_activity: worker 0's statement waits for the lock until worker 1 frees it.
+    let waitingForLock = 0;
+    const interleaver = createInterleaver('1', { lockWaiters: async () => waitingForLock });
     let release: () => void = () => {};
     const lock = new Promise<void>((resolve) => {
-      release = resolve;
+      release = () => {
+        waitingForLock = 0;
+        resolve();
+      };
     });
     const order: string[] = [];
     interleaver.running(0, true);
@@ -49,6 +55,7 @@ describe('interleaver', () => {
     const waiter = (async () => {
       // Worker 0's statement waits for a lock worker 1 holds until its third statement.
       await interleaver.turn(0, async () => {
+        waitingForLock = 1;
         await lock;
         order.push('0 got the lock');
       });
