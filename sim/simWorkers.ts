@@ -169,33 +169,47 @@ function createWorker(deps: SimWorkersDeps, index: number) {
   return {
     async run(jobs: SimJob[]) {
       if (jobs.length === 0) return;
-      // The faults of the jobs this worker holds are its own for the run (a batch's reads, a crash).
-      const svc = jobs.find((j) => j.faults?.svc)?.faults?.svc ?? [];
-      const reads = jobs.find((j) => j.faults?.lag !== undefined || j.faults?.fail);
-      const crashes = jobs.map((j) => j.faults?.crash).filter((c): c is number => c !== undefined);
-      faults.svc = [...svc];
-      faults.read = { lagMs: reads?.faults?.lag ?? 0, fail: reads?.faults?.fail ?? false };
-      crash =
-        crashes.length > 0
-          ? crashGate(Math.min(...crashes), { prepared: jobs.some((j) => j.faults?.prepared === true) })
-          : undefined;
+      /** The faults of the jobs about to run are the worker's while they run (a batch's reads, a crash). */
+      const arm = (running: SimJob[]) => {
+        const svc = running.find((j) => j.faults?.svc)?.faults?.svc ?? [];
+        const reads = running.find((j) => j.faults?.lag !== undefined || j.faults?.fail);
+        const crashes = running.map((j) => j.faults?.crash).filter((c): c is number => c !== undefined);
+        faults.svc = [...svc];
+        faults.read = { lagMs: reads?.faults?.lag ?? 0, fail: reads?.faults?.fail ?? false };
+        crash =
+          crashes.length > 0
+            ? crashGate(Math.min(...crashes), { prepared: running.some((j) => j.faults?.prepared === true) })
+            : undefined;
+      };
+      /** A faulted run's faults are its own: a retry runs with none, as the job it was. */
+      const disarm = (ran: SimJob[]) => {
+        for (const j of ran) delete j.faults;
+        faults.svc = [];
+        faults.read = { lagMs: 0, fail: false };
+        crash = undefined;
+      };
       deps.interleaver.running(index, true);
       try {
         // The webhook jobs together (the micro-batcher makes one batch of them), then the others
         // one after another: one line of statements per worker, so the seed alone orders the two.
         const webhooks = jobs.filter((j) => j.queue === QUEUE.webhooks);
-        await Promise.all(webhooks.map(runOne));
+        if (webhooks.length > 0) {
+          arm(webhooks);
+          await Promise.all(webhooks.map(runOne));
+          disarm(webhooks);
+        }
         for (const job of jobs.filter((j) => j.queue !== QUEUE.webhooks)) {
           // A dead worker takes no more jobs: they wait for the next one, unspent.
-          if (died) job.state = 'held';
-          else await runOne(job);
+          if (died) {
+            job.state = 'held';
+            continue;
+          }
+          arm([job]);
+          await runOne(job);
+          disarm([job]);
         }
       } finally {
         deps.interleaver.running(index, false);
-        // A faulted run's faults are its own: a retry runs with none, as the job it was.
-        for (const j of jobs) delete j.faults;
-        faults.svc = [];
-        faults.read = { lagMs: 0, fail: false };
         crash = undefined;
         if (died) {
           died = false;
