@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runWorld } from '../../sim/runWorld.ts';
-import { ALL_FAULTS, type Fault, FIRST_FAULTS, scheduleEvents } from '../../sim/schedule.ts';
+import { type Fault, FIRST_FAULTS, scheduleEvents } from '../../sim/schedule.ts';
 import { parseShapes } from '../../sim/shapes.ts';
 import { generateWorld } from '../../sim/world.ts';
 import { createDatabase } from '../../src/db/database.ts';
@@ -61,10 +61,6 @@ const FAILED_ONCE: Array<{ seed: string; faults?: string; shapes?: string }> = [
   // to twice the ledger's proof (found by sim/eventChecks.ts).
   { seed: '5', faults: 'dup', shapes: 'reorg_remine' },
   { seed: '7', faults: 'dup', shapes: 'reorg_remine' },
-  // Two workers (sim/simWorkers.ts): a webhook batch created a ledger account for its first intent,
-  // then waited for its second intent's row, which the other worker's transaction held while it
-  // waited to create the same account: PostgreSQL's deadlock detector failed one of them (40P01).
-  { seed: '59', faults: 'all', shapes: 'all' },
 ];
 
 const admin = inject('adminDatabaseUrl');
