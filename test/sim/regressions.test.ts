@@ -94,9 +94,7 @@ describe('simulator regressions', () => {
       // The daemon's role: a database made from the template keeps the template's grants.
       const database = createDatabase(asRuntimeRole(urlOf(name)), { max: 12 });
       try {
-        const faults = new Set(
-          only === 'all' ? ALL_FAULTS : only ? (only.split(',') as Fault[]) : FIRST_FAULTS,
-        );
+        const faults = new Set(only ? (only.split(',') as Fault[]) : FIRST_FAULTS);
         const world = generateWorld(seed, {
           intents: 8,
           contradict: faults.has('contradict'),
