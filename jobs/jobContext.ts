@@ -11,6 +11,8 @@ export interface JobContext {
   pollScale: number;
   metrics: Metrics;
   logger: Logger;
+  /** The poll schedule's jitter (Math.random unless given: the simulator gives the seed's). */
+  random?: () => number;
   /** Whether outbound events are delivered (EVENTS_WEBHOOK_URL set): the outbox prune keeps undelivered ones then. */
   eventsDeliveryOn?: boolean;
 }

@@ -20,7 +20,11 @@ export function pollProcessor(ctx: JobContext) {
     const n = pollNumberOf(job, intentId);
     let outcome: Awaited<ReturnType<typeof pollIntent>>;
     try {
-      outcome = await pollIntent(ctx.domain, intentId, { n, scale: ctx.pollScale });
+      outcome = await pollIntent(ctx.domain, intentId, {
+        n,
+        scale: ctx.pollScale,
+        ...(ctx.random ? { random: ctx.random } : {}),
+      });
     } catch (err) {
       if (rateLimitWaitMs(err) !== undefined) {
         // The client has paused the key (this queue's rate limit) for as long as the service asked.

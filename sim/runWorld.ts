@@ -27,7 +27,6 @@ import { createInterleaver } from './interleaver.ts';
 import { judgeNearMisses } from './nearMissChecks.ts';
 import { beyondFinality, expectedBalances, finalStatus, inRegistry, type ReorgFact } from './oracle.ts';
 import { type JobFaults, type SimEvent, type SvcCallFault, worldTransfers } from './schedule.ts';
-import { seedMathRandom } from './seededMathRandom.ts';
 import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
 import { createSimQueues, type SimJob } from './simQueues.ts';
 import { createSimWorkers, type WorkerFaults } from './simWorkers.ts';
@@ -94,12 +93,7 @@ export async function runWorld(
   options: { seed?: string; crashScheduled?: boolean } = {},
 ): Promise<RunResult> {
   const seed = options.seed ?? world.stores[0]?.storeId ?? 'world';
-  const restoreRandom = seedMathRandom(seed);
-  try {
-    return await playWorld(database, world, events, seed, options.crashScheduled === true);
-  } finally {
-    restoreRandom();
-  }
+  return playWorld(database, world, events, seed, options.crashScheduled === true);
 }
 
 async function playWorld(
@@ -351,7 +345,7 @@ async function playWorld(
     lockWaiters: async () => {
       const { rows } = await database.db.execute<{ n: number }>(sql`
         select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock'`);
+        where datname = current_database() and backend_type = 'client backend' and wait_event_type = 'Lock'`);
       return rows[0]?.n ?? 0;
     },
   });
@@ -378,6 +372,7 @@ async function playWorld(
       refundGraceMs: REFUND_GRACE_MS,
       now: () => now,
       random: seededRandom(`workers:${seed}`),
+      jitter: seededRandom(`jitter:${seed}`),
       onError: (job, err) => {
         if (!isExpected(err)) problems.push(`job ${job.queue}/${job.name} threw: ${describe(err)}`);
       },

@@ -52,6 +52,8 @@ export interface SimWorkersDeps {
   now(): number;
   /** The seed's stream that deals due jobs to workers. */
   random(): number;
+  /** The seed's stream for the product's jitter (the poll schedule's). */
+  jitter(): number;
   /** A job's run ended with an error that was not a crash (the original error, before withRetryability). */
   onError(job: SimJob, err: unknown): void;
   onComplete?(job: SimJob, value: unknown): void;
@@ -111,6 +113,7 @@ function createWorker(deps: SimWorkersDeps, index: number) {
         polls: (s) => q(QUEUE.polls(s)),
       },
       pollScale: deps.pollScale,
+      random: deps.jitter,
       metrics: deps.metrics,
       logger: deps.logger,
     };
