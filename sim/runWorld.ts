@@ -52,13 +52,13 @@ const RETRY_MS = 60_000;
 const REFUND_GRACE_MS = 24 * 3_600_000;
 /**
  * The daemon's job schedulers in the world (src/daemon/schedulers.ts), at the catalog's interval
- * or every 30 minutes of the world's clock if that is longer: a scheduler adds its next job when it
+ * or every hour of the world's clock if that is longer: a scheduler adds its next job when it
  * falls due, and the world's clock moves minutes between events. The indexer's pass is the world's
  * `index` event (its reorg shapes are placed around those passes); the outbox prune is left out
  * (the oracle folds the whole outbox), and so are the alerts, the deliveries of outbound events
  * (no receiver here) and the daily reconciliation (run once at quiescence).
  */
-const SCHEDULER_MIN_MS = 30 * 60_000;
+const SCHEDULER_MIN_MS = 60 * 60_000;
 const SCHEDULED = [
   { queue: QUEUE.chain, job: chainJobs.verifyPayments },
   { queue: QUEUE.chain, job: chainJobs.prove },
