@@ -27,7 +27,15 @@ import { worldReplacements } from './chainShapes.ts';
 import { crashingDb, SimulatedCrash } from './crashingDb.ts';
 import { judgeEvents } from './eventChecks.ts';
 import { judgeNearMisses } from './nearMissChecks.ts';
-import { beyondFinality, expectedBalances, finalStatus, inRegistry, type ReorgFact } from './oracle.ts';
+import {
+  beyondFinality,
+  booksSale,
+  expectedBalances,
+  finalStatus,
+  inRegistry,
+  type ReorgFact,
+} from './oracle.ts';
+import { judgeReconReport, type ReconOutcome, reconcileWorld } from './reconChecks.ts';
 import { type JobFaults, type SimEvent, type SvcCallFault, worldTransfers } from './schedule.ts';
 import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
 import { judgeFinalStates } from './stateChecks.ts';
@@ -455,6 +463,18 @@ export async function runWorld(
     last = signature;
   }
   await inbox.close();
+  // The reconciliation run over the world's life, as a person runs `stablebooks report` (reconChecks.ts).
+  const recon = await reconcileWorld(
+    {
+      db: database.db,
+      config,
+      rpcs,
+      logger,
+      clock,
+      balanceAt: (chainId, token, wallet, block) => chainOf(chainId).balanceOf(token, wallet, block),
+    },
+    EPOCH_MS,
+  );
 
   if (process.env.SIM_DEBUG) await dumpState(database);
   problems.push(
@@ -464,6 +484,7 @@ export async function runWorld(
       serviceSent,
       linkStatus: service.linkStatus,
       reorgFacts,
+      recon,
     })),
   );
   for (const secret of secrets)
@@ -480,6 +501,7 @@ interface RunFacts {
   serviceSent: readonly SimTransfer[];
   linkStatus: (referenceId: string) => string | undefined;
   reorgFacts: readonly ReorgFact[];
+  recon: ReconOutcome;
 }
 
 async function judge(
@@ -627,6 +649,9 @@ async function judge(
     const got = booked.get(code) ?? 0n;
     if (want !== got) problems.push(`${code}: books ${got}, expected ${want}`);
   }
+  problems.push(...facts.recon.problems);
+  if (facts.recon.report)
+    problems.push(...judgeReconReport(facts.recon.report, { world, known, expected, pooled }));
 
   // Each confirmed sale booked once: rule 1 (net of reversals) exactly once per known intent.
   const sales = await db.execute<{ ref_id: string; n: string }>(sql`
@@ -635,7 +660,7 @@ async function judge(
     from ledger_entries where ref_type = 'checkout_intent' group by ref_id`);
   const salesBooked = new Map(sales.rows.map((r) => [r.ref_id, Number(r.n)]));
   for (const intent of world.intents) {
-    const want = finalStatus(intent) === 20 && known.has(intent.id) && inRegistry(world, intent) ? 1 : 0;
+    const want = booksSale(world, intent, known, mined) ? 1 : 0;
     const got = salesBooked.get(intent.id) ?? 0;
     if (got !== want)
       problems.push(`intent ${intent.id} (${intent.outcome}): rule 1 booked ${got} times, expected ${want}`);
@@ -714,7 +739,7 @@ async function judgeServiceFacts(db: Db, world: World, known: ReadonlySet<string
       ['amount_coins', intent.R],
       ['actual_paid_amount', intent.P],
       ['service_fee_amount', intent.F],
-      ['net_income_amount', intent.P - intent.F],
+      ['net_income_amount', intent.reportedNet ?? intent.P - intent.F],
     ];
     for (const [field, want] of amounts) {
       const text = metadata[field];
