@@ -26,6 +26,7 @@ import { type ChainDouble, createChainDouble, type SimTransfer } from './chainDo
 import { worldReplacements } from './chainShapes.ts';
 import { crashingDb, SimulatedCrash } from './crashingDb.ts';
 import { judgeEvents } from './eventChecks.ts';
+import { type FindingFacts, judgeFindings } from './findingChecks.ts';
 import { judgeNearMisses } from './nearMissChecks.ts';
 import {
   beyondFinality,
@@ -485,6 +486,8 @@ export async function runWorld(
       linkStatus: service.linkStatus,
       reorgFacts,
       recon,
+      events,
+      webhookAt: (intent, sentAt, id) => service.webhookAt(intent, sentAt, id),
     })),
   );
   for (const secret of secrets)
@@ -502,6 +505,8 @@ interface RunFacts {
   linkStatus: (referenceId: string) => string | undefined;
   reorgFacts: readonly ReorgFact[];
   recon: ReconOutcome;
+  events: readonly SimEvent[];
+  webhookAt: FindingFacts['webhookAt'];
 }
 
 async function judge(
@@ -667,29 +672,22 @@ async function judge(
   }
   problems.push(...(await judgeServiceFacts(db, world, known)));
 
-  // Every stranger's transfer the chain kept is open as an unmatched-transfer finding.
-  for (const stray of world.strays) {
-    if (stray.kind !== 'stranger_in' || blockOf(stray.txHash) === undefined) continue;
-    // A look-alike contract's transfer is never read (the indexer asks for registry tokens only).
-    if (!world.tokens.some((t) => t.address === stray.token)) continue;
-    const found = await db.execute(sql`
-      select 1 from findings where kind = 'unmatched_transfer_in' and resolved_at is null
-        and details::text like ${`%${stray.txHash}%`}`);
-    if (found.rows.length === 0)
-      problems.push(`stranger's transfer ${stray.txHash.slice(0, 10)} has no open finding`);
-  }
-  // And no unmatched-transfer finding is open without a cause: each names a transfer the oracle
-  // holds in suspense.
-  const open = await db.execute<{ details: string }>(sql`
-    select details::text as details from findings
-    where kind = 'unmatched_transfer_in' and resolved_at is null`);
-  for (const row of open.rows) {
-    const tx = /0x[0-9a-f]{64}/i.exec(row.details)?.[0]?.toLowerCase();
-    if (!tx || ![...causes].some((c) => c.toLowerCase() === tx))
-      problems.push(
-        `unmatched-transfer finding open without a cause: ${tx?.slice(0, 10) ?? row.details.slice(0, 60)}`,
-      );
-  }
+  // Every finding the world planted is open, and every open finding has a cause (findingChecks.ts).
+  problems.push(
+    ...(await judgeFindings(db, {
+      world,
+      events: facts.events,
+      known,
+      knownLinks: facts.knownLinks,
+      mined,
+      linkStatus: facts.linkStatus,
+      reorgFacts: facts.reorgFacts,
+      causes,
+      balanceAt: (chainId, token, wallet, block) => chainOf(chainId).balanceOf(token, wallet, block),
+      webhookAt: facts.webhookAt,
+      graceMs: GRACE_MS,
+    })),
+  );
   problems.push(...(await judgeNearMisses(db, world, { mined, known, knownLinks: facts.knownLinks })));
   problems.push(...(await judgeEvents(db, world)));
   problems.push(...(await judgeFinalStates(db, world, facts)));
