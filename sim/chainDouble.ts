@@ -179,7 +179,15 @@ export function createChainDouble(chainId: number, unsafeDepth: number): ChainDo
           throw new Error(`chain double: eth_call ${call.data.slice(0, 10)}`);
         const wallet = `0x${call.data.slice(-40)}`;
         const block = tag === undefined || !tag.startsWith('0x') ? undefined : BigInt(tag);
-        return `0x${balanceAt(call.to, wallet, block).toString(16).padStart(64, '0')}`;
+        const balance = balanceAt(call.to, wallet, block);
+        // A world may send more than a wallet holds (no generator funds every wallet first); no
+        // uint256 can say so, and a real node never has to: an error, as an unreadable balance.
+        // -32000, as a node answers a call that cannot be made: viem does not retry it.
+        if (balance < 0n)
+          throw Object.assign(new Error(`chain double: ${wallet} holds less than zero at this block`), {
+            code: -32000,
+          });
+        return `0x${balance.toString(16).padStart(64, '0')}`;
       }
       case 'eth_getTransactionReceipt': {
         // A transaction of this chain succeeded once it is in a canonical block; its logs are

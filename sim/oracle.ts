@@ -27,8 +27,9 @@ export type Balances = Map<string, bigint>;
 const CONFIRMED = 20;
 
 /**
- * The transfers the books must hold in suspense (rule 9), by transaction hash: the causes an open
- * unmatched-transfer finding may have. Filled by expectedBalances.
+ * The transfers the books must hold in suspense (rule 9), by transaction hash, and those they
+ * must book out to owner transfers, as `out:<hash>`: the causes an open unmatched-transfer
+ * finding may have. Filled by expectedBalances.
  */
 export type SuspenseCauses = Set<string>;
 
@@ -58,9 +59,10 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     add(w.kind, w.storeId, token, value);
     add('assets:suspense', w.storeId, token, -value, tx);
   };
-  const unmatchedOut = (address: string, token: SimToken, value: bigint) => {
+  const unmatchedOut = (address: string, token: SimToken, value: bigint, tx: string) => {
     const w = walletOf(address);
     if (!w) return;
+    causes.add(`out:${tx}`);
     add(w.kind, w.storeId, token, -value);
     add('equity:owner_transfers', w.storeId, token, value);
   };
@@ -78,11 +80,13 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     const paid = payingTx !== null && mined.has(payingTx);
     // A payer that is a wallet of ours: its outflow is its own fact (an owner transfer), whatever
     // the intent is; so is a payment sent back into it (suspense).
-    if (mined.has(intent.tx1)) unmatchedOut(intent.payer, sym, intent.P);
+    if (mined.has(intent.tx1)) unmatchedOut(intent.payer, sym, intent.P, intent.tx1);
     if (intent.returnTx !== null && mined.has(intent.returnTx))
       unmatchedIn(intent.payer, sym, intent.P, intent.returnTx);
-    if (final === CONFIRMED && known.has(intent.id)) {
-      // Rule 1, then rule 2 once the paying transfer is final on chain.
+    if (final === CONFIRMED && known.has(intent.id) && (intent.reportedNet === undefined || paid)) {
+      // Rule 1, then rule 2 once the paying transfer is final on chain. Reported figures that do
+      // not add up (fee_mismatch) wait for the chain's net: booked only once the payment is final,
+      // with the chain's P - F, which is the world's.
       add('income:sales', s, sym, -intent.R);
       add('expense:service_fees', s, sym, intent.F);
       if (intent.R > intent.P) add('expense:sales_shortfall', s, sym, intent.R - intent.P);
@@ -103,7 +107,7 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
       add('assets:wallet', s, sym, intoMerchant);
       add('assets:suspense', s, sym, -intoMerchant, payingTx);
     }
-    if (returnMined && !returned) unmatchedOut(merchantOf(s), sym, intent.P);
+    if (returnMined && !returned) unmatchedOut(merchantOf(s), sym, intent.P, intent.returnTx as string);
   }
 
   // Claim links: rule 5 (the API's answer, then the funding's fee on chain), rule 6 (claimed),
@@ -152,7 +156,7 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     const token = world.tokens.find((t) => t.address === stray.token);
     if (!token) continue; // a look-alike contract is never money
     unmatchedIn(stray.to, token, stray.value, stray.txHash);
-    unmatchedOut(stray.from, token, stray.value);
+    unmatchedOut(stray.from, token, stray.value, stray.txHash);
   }
   return out;
 }
@@ -165,6 +169,25 @@ export function refundPieces(p: SimPayout): Array<{ value: bigint; txHash: strin
 /** Whether the intent's token is one of the registry's (the world's tokens), not a look-alike. */
 export function inRegistry(world: World, intent: SimIntent): boolean {
   return world.tokens.some((t) => t.address === intent.token.address);
+}
+
+/**
+ * Whether rule 1 books the intent (net of reversals): confirmed in the end, known, in a registry
+ * token, and, when its reported figures do not add up (fee_mismatch), its payment final on chain.
+ */
+export function booksSale(
+  world: World,
+  intent: SimIntent,
+  known: ReadonlySet<string>,
+  mined: ReadonlySet<string>,
+): boolean {
+  const paying = intent.route === 'temp' ? intent.tx2 : intent.tx1;
+  return (
+    finalStatus(intent) === CONFIRMED &&
+    known.has(intent.id) &&
+    inRegistry(world, intent) &&
+    (intent.reportedNet === undefined || (paying !== null && mined.has(paying)))
+  );
 }
 
 export function finalStatus(intent: SimIntent): number {

@@ -23,9 +23,18 @@ import { type ChainDouble, createChainDouble, type SimTransfer } from './chainDo
 import { worldReplacements } from './chainShapes.ts';
 import { crashingDb, SimulatedCrash } from './crashingDb.ts';
 import { judgeEvents } from './eventChecks.ts';
+import { type FindingFacts, judgeFindings } from './findingChecks.ts';
 import { createInterleaver } from './interleaver.ts';
 import { judgeNearMisses } from './nearMissChecks.ts';
-import { beyondFinality, expectedBalances, finalStatus, inRegistry, type ReorgFact } from './oracle.ts';
+import {
+  beyondFinality,
+  booksSale,
+  expectedBalances,
+  finalStatus,
+  inRegistry,
+  type ReorgFact,
+} from './oracle.ts';
+import { judgeReconReport, type ReconOutcome, reconcileWorld } from './reconChecks.ts';
 import { type JobFaults, type SimEvent, type SvcCallFault, worldTransfers } from './schedule.ts';
 import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
 import { createSimQueues, type SimJob } from './simQueues.ts';
@@ -579,6 +588,18 @@ async function playWorld(
     process.stderr.write(
       `sim stats ${seed}: ${JSON.stringify({ ...interleaver.stats(), jobs: queues.stats() })}\n`,
     );
+  // The reconciliation run over the world's life, as a person runs `stablebooks report` (reconChecks.ts).
+  const recon = await reconcileWorld(
+    {
+      db: database.db,
+      config,
+      rpcs,
+      logger,
+      clock,
+      balanceAt: (chainId, token, wallet, block) => chainOf(chainId).balanceOf(token, wallet, block),
+    },
+    EPOCH_MS,
+  );
 
   if (process.env.SIM_DEBUG) await dumpState(database);
   problems.push(
@@ -588,6 +609,9 @@ async function playWorld(
       serviceSent,
       linkStatus: service.linkStatus,
       reorgFacts,
+      recon,
+      events,
+      webhookAt: (intent, sentAt, id) => service.webhookAt(intent, sentAt, id),
     })),
   );
   for (const secret of secrets)
@@ -604,6 +628,9 @@ interface RunFacts {
   serviceSent: readonly SimTransfer[];
   linkStatus: (referenceId: string) => string | undefined;
   reorgFacts: readonly ReorgFact[];
+  recon: ReconOutcome;
+  events: readonly SimEvent[];
+  webhookAt: FindingFacts['webhookAt'];
 }
 
 async function judge(
@@ -751,6 +778,9 @@ async function judge(
     const got = booked.get(code) ?? 0n;
     if (want !== got) problems.push(`${code}: books ${got}, expected ${want}`);
   }
+  problems.push(...facts.recon.problems);
+  if (facts.recon.report)
+    problems.push(...judgeReconReport(facts.recon.report, { world, known, expected, pooled }));
 
   // Each confirmed sale booked once: rule 1 (net of reversals) exactly once per known intent.
   const sales = await db.execute<{ ref_id: string; n: string }>(sql`
@@ -759,36 +789,29 @@ async function judge(
     from ledger_entries where ref_type = 'checkout_intent' group by ref_id`);
   const salesBooked = new Map(sales.rows.map((r) => [r.ref_id, Number(r.n)]));
   for (const intent of world.intents) {
-    const want = finalStatus(intent) === 20 && known.has(intent.id) && inRegistry(world, intent) ? 1 : 0;
+    const want = booksSale(world, intent, known, mined) ? 1 : 0;
     const got = salesBooked.get(intent.id) ?? 0;
     if (got !== want)
       problems.push(`intent ${intent.id} (${intent.outcome}): rule 1 booked ${got} times, expected ${want}`);
   }
   problems.push(...(await judgeServiceFacts(db, world, known)));
 
-  // Every stranger's transfer the chain kept is open as an unmatched-transfer finding.
-  for (const stray of world.strays) {
-    if (stray.kind !== 'stranger_in' || blockOf(stray.txHash) === undefined) continue;
-    // A look-alike contract's transfer is never read (the indexer asks for registry tokens only).
-    if (!world.tokens.some((t) => t.address === stray.token)) continue;
-    const found = await db.execute(sql`
-      select 1 from findings where kind = 'unmatched_transfer_in' and resolved_at is null
-        and details::text like ${`%${stray.txHash}%`}`);
-    if (found.rows.length === 0)
-      problems.push(`stranger's transfer ${stray.txHash.slice(0, 10)} has no open finding`);
-  }
-  // And no unmatched-transfer finding is open without a cause: each names a transfer the oracle
-  // holds in suspense.
-  const open = await db.execute<{ details: string }>(sql`
-    select details::text as details from findings
-    where kind = 'unmatched_transfer_in' and resolved_at is null`);
-  for (const row of open.rows) {
-    const tx = /0x[0-9a-f]{64}/i.exec(row.details)?.[0]?.toLowerCase();
-    if (!tx || ![...causes].some((c) => c.toLowerCase() === tx))
-      problems.push(
-        `unmatched-transfer finding open without a cause: ${tx?.slice(0, 10) ?? row.details.slice(0, 60)}`,
-      );
-  }
+  // Every finding the world planted is open, and every open finding has a cause (findingChecks.ts).
+  problems.push(
+    ...(await judgeFindings(db, {
+      world,
+      events: facts.events,
+      known,
+      knownLinks: facts.knownLinks,
+      mined,
+      linkStatus: facts.linkStatus,
+      reorgFacts: facts.reorgFacts,
+      causes,
+      balanceAt: (chainId, token, wallet, block) => chainOf(chainId).balanceOf(token, wallet, block),
+      webhookAt: facts.webhookAt,
+      graceMs: GRACE_MS,
+    })),
+  );
   problems.push(...(await judgeNearMisses(db, world, { mined, known, knownLinks: facts.knownLinks })));
   problems.push(...(await judgeEvents(db, world)));
   problems.push(...(await judgeFinalStates(db, world, facts)));
@@ -838,7 +861,7 @@ async function judgeServiceFacts(db: Db, world: World, known: ReadonlySet<string
       ['amount_coins', intent.R],
       ['actual_paid_amount', intent.P],
       ['service_fee_amount', intent.F],
-      ['net_income_amount', intent.P - intent.F],
+      ['net_income_amount', intent.reportedNet ?? intent.P - intent.F],
     ];
     for (const [field, want] of amounts) {
       const text = metadata[field];

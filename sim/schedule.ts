@@ -244,7 +244,7 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
       const deliveries = has('drop') && !last && chance(0.2) ? 0 : has('dup') && chance(0.3) ? int(2, 3) : 1;
       for (let d = 0; d < deliveries; d++) {
         const delay = has('delay') && chance(0.15) ? int(1, 3) * 86_400_000 : int(100, 60_000);
-        events.push({
+        const delivery: SimEvent = {
           k: 'webhook',
           t: state.at + delay + d * int(0, 120_000),
           sentAt: state.at,
@@ -254,7 +254,9 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
           batch: int(1, 8),
           ...(last ? { last: true as const } : {}),
           ...withSkew(skew()),
-        });
+        };
+        // webhooks_lost: drawn as any delivery, so the rest of the schedule stays as it was; never sent.
+        if (!intent.webhooksLost) events.push(delivery);
       }
     }
     // Polls race the webhooks, some reading a lagging replica or failing.

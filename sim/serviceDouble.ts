@@ -176,7 +176,9 @@ export function createServiceDouble(
       tx_to: merchantOf.get(intent.storeId),
       actual_paid_amount: decided ? fmt(intent.P, 'actual_paid_amount') : null,
       service_fee_amount: confirmed ? fmt(intent.F, 'service_fee_amount') : null,
-      net_income_amount: confirmed ? fmt(intent.P - intent.F, 'net_income_amount') : null,
+      net_income_amount: confirmed
+        ? fmt(intent.reportedNet ?? intent.P - intent.F, 'net_income_amount')
+        : null,
       payment_method_type: 1,
       accepted_stable_coins: null,
     });

@@ -36,6 +36,12 @@ export const SHAPES = {
     'a reorg replaces a transfer at the same height by another transaction (another amount or recipient)',
   reorg_deep:
     "a reorg deeper than the finality depth replaces a booked transfer's block: the indexer must say so (reorg_beyond_finality)",
+  webhooks_lost:
+    'the service never delivers any checkout webhook of a confirmed intent stablebooks tracks from its creation: only its polls tell (missing_webhook)',
+  fee_mismatch:
+    "the service reports a confirmed intent's net_income_amount off by a few base units from P - F, while the chain moves P - F (fee_arithmetic_mismatch)",
+  stuck_intent:
+    'the service never decides a paid intent: it stays ON_CHAIN, MANUAL_OPERATION or SEND_BACK for good (stuck_intent)',
   two_chains:
     "a second chain (Base, tokens of 6 and 18 decimals) with the stores' wallets: intents, payouts and strangers on either chain",
 } as const;

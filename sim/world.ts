@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Hex } from 'viem';
 import { formatDecimalAmount } from '../src/money/decimalAmount.ts';
 import { seededRandom } from '../src/seededRandom.ts';
-import { CheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
+import { CheckoutStatus, isTerminalCheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
 import { applyChainShapes, type SimReorgPlan } from './chainShapes.ts';
 import { nearMissShapes } from './nearMisses.ts';
 import type { Shape } from './shapes.ts';
@@ -81,6 +81,10 @@ export interface SimIntent {
   fiat?: SimFiat;
   /** decimal_forms: the service writes this intent's amounts in forms other than the canonical one. */
   decimalForms?: true;
+  /** webhooks_lost: the service delivers none of this intent's checkout webhooks. */
+  webhooksLost?: true;
+  /** fee_mismatch: the net_income_amount the service reports, other than P - F (the chain moves P - F). */
+  reportedNet?: bigint;
 }
 
 /** A fiat price as the service reports it: Currency enum value, symbol, cents, fiat to coin rate. */
@@ -400,6 +404,7 @@ export function generateWorld(seed: string, options: WorldOptions): World {
     reorgs: [],
   };
   applyChainShapes(world, options.shapes ?? new Set());
+  feeMismatch(world, options.shapes ?? new Set());
   return world;
 }
 
@@ -506,6 +511,55 @@ function applyShapes(w: ShapeInput, shapes: ReadonlySet<Shape> = new Set()): voi
     const r = streamOf('claimed_then_refunded');
     for (const p of w.payouts)
       if (p.end === 'claimed' && r.chance(0.5)) p.refundAfterClaimMs = r.int(60_000, 3 * 3_600_000);
+  }
+  if (shapes.has('stuck_intent')) {
+    const r = streamOf('stuck_intent');
+    for (const intent of w.intents) {
+      if (!r.chance(0.12)) continue;
+      // The last state the service reaches and never leaves: paid and waiting, under review, or
+      // sending the payment back (the send-back transfer still goes out).
+      const open = intent.timeline.findLastIndex(
+        (s) =>
+          s.status === CheckoutStatus.ON_CHAIN ||
+          s.status === CheckoutStatus.MANUAL_OPERATION ||
+          s.status === CheckoutStatus.SEND_BACK,
+      );
+      if (open < 0) continue;
+      intent.timeline = intent.timeline.slice(0, open + 1);
+      // Never confirmed: no sweep from the temporary wallet.
+      intent.tx2 = null;
+    }
+  }
+  // After stuck_intent, which may leave an intent unconfirmed.
+  const confirmed = (i: SimIntent) => i.timeline[i.timeline.length - 1]?.status === CheckoutStatus.CONFIRMED;
+  // Only the last webhook tells stablebooks that the service changed its mind after a terminal
+  // status (it stops polling there): an intent the service contradicts keeps its webhooks.
+  const terminals = (i: SimIntent) => i.timeline.filter((s) => isTerminalCheckoutStatus(s.status)).length;
+  if (shapes.has('webhooks_lost')) {
+    const r = streamOf('webhooks_lost');
+    for (const intent of w.intents)
+      if (r.chance(0.25) && intent.trackedAtCreation && confirmed(intent) && terminals(intent) === 1)
+        intent.webhooksLost = true;
+  }
+}
+
+/**
+ * fee_mismatch (sim/shapes.ts), after the chain's shapes: rule 1 waits for the chain's proof of
+ * the net, and once proven books it for good, so a payment a reorg shape takes away after it was
+ * read would leave the books to when the indexer read it; those intents keep figures that add up.
+ */
+function feeMismatch(world: World, shapes: ReadonlySet<Shape>): void {
+  if (!shapes.has('fee_mismatch')) return;
+  const rnd = seededRandom(`world:${world.seed}:fee_mismatch`);
+  const targets = new Set(world.reorgs.map((r) => r.target));
+  for (const intent of world.intents) {
+    const pick = rnd() < 0.2;
+    const off = BigInt(1 + Math.floor(rnd() * 1_000));
+    const down = rnd() < 0.5;
+    if (!pick || intent.timeline[intent.timeline.length - 1]?.status !== CheckoutStatus.CONFIRMED) continue;
+    if (targets.has(intent.tx1) || (intent.tx2 !== null && targets.has(intent.tx2))) continue;
+    const N = intent.P - intent.F;
+    intent.reportedNet = N > off && down ? N - off : N + off;
   }
 }
 

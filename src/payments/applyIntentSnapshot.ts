@@ -23,7 +23,7 @@ import {
   type PaymentProofDeps,
   proveIntentPayment,
 } from './proveIntentPayment.ts';
-import { provenInWallet, returnProvenFromSuspense } from './provenPaymentSuspense.ts';
+import { provenInSuspense, provenInWallet, returnProvenFromSuspense } from './provenPaymentSuspense.ts';
 import { checkWebhookMismatch, WEBHOOK_MISMATCH, type WebhookMismatchDetails } from './webhookMismatch.ts';
 
 /**
@@ -379,25 +379,33 @@ async function bookConfirmedIntent(
         symbol: row.coin_symbol,
       }
     : { chainId: intent.chain_id, contract: intent.coin_contract, symbol: intent.coin_symbol };
-  const booked = await bookConfirmation(tx, deps, {
-    intentId: id,
-    storeId,
-    chainId: token.chainId,
-    coinContract: token.contract,
-    coinSymbol: token.symbol,
-    amountCoins: intent.amount_coins,
-    actualPaidAmount: facts.actual_paid_amount,
-    serviceFeeAmount: facts.service_fee_amount,
-    netIncomeAmount: facts.net_income_amount,
-    amountCents: intent.amount_cents,
-    currency: intent.currency,
-    currencyRate: intent.currency_rate,
-    txHash: intent.tx_hash,
-    txHash2: intent.tx_hash_2,
-    confirmedAt,
-    revision,
-    openBookingFindings: row?.open_booking_findings ?? [],
-  });
+  // Confirmed again after a failure that moved the proven payment to suspense: that proof is the
+  // chain's net for a rule 1 that waits for one (P - F != N); no new proof of it will come.
+  const provenNet = revision > 0 ? ((await provenInSuspense(tx, id)) ?? undefined) : undefined;
+  const booked = await bookConfirmation(
+    tx,
+    deps,
+    {
+      intentId: id,
+      storeId,
+      chainId: token.chainId,
+      coinContract: token.contract,
+      coinSymbol: token.symbol,
+      amountCoins: intent.amount_coins,
+      actualPaidAmount: facts.actual_paid_amount,
+      serviceFeeAmount: facts.service_fee_amount,
+      netIncomeAmount: facts.net_income_amount,
+      amountCents: intent.amount_cents,
+      currency: intent.currency,
+      currencyRate: intent.currency_rate,
+      txHash: intent.tx_hash,
+      txHash2: intent.tx_hash_2,
+      confirmedAt,
+      revision,
+      openBookingFindings: row?.open_booking_findings ?? [],
+    },
+    provenNet,
+  );
   // Confirmed again after a failure that moved the proven payment to suspense: back to the sale.
   if (revision > 0) await returnProvenFromSuspense(tx, id, revision, confirmedAt);
   // Rare (no amounts, unknown token, an amount the token cannot hold; or a routed payment whose

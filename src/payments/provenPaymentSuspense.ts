@@ -53,6 +53,25 @@ export async function provenInWallet(
 }
 
 /**
+ * What the chain proved of the intent's payment that rule 4 put in suspense: the in_transit debits
+ * of its live `checkout.proven_reversed` entries; null when there are none. A confirmation after
+ * the failure gets no new proof of that money (its logs are matched already), so rule 1 waiting
+ * for the chain's net (reported P - F != N) books from this.
+ */
+export async function provenInSuspense(tx: DbExecutor, intentId: string): Promise<bigint | null> {
+  const { rows } = await tx.execute<{ amount: string | null }>(sql`
+    select sum(p.amount)::text as amount
+    from ledger_entries e
+    join ledger_postings p on p.entry_id = e.id
+    join ledger_accounts a on a.id = p.account_id
+    where e.ref_type = 'checkout_intent' and e.ref_id = ${intentId} and e.kind = 'checkout.proven_reversed'
+      and a.code like 'assets:in\\_transit:%'
+      and not exists (select 1 from ledger_entries r where r.reverses_entry_id = e.id)`);
+  const amount = rows[0]?.amount;
+  return amount === null || amount === undefined ? null : BigInt(amount);
+}
+
+/**
  * Rule 1 is live again (revision `revision` booked after a failure): the proven money rule 4 put in
  * suspense goes back to the sale. Every live `checkout.proven_reversed` entry of the intent is
  * reversed (`reversal:<its key>`, once each, dated with the new confirmation) and

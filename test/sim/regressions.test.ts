@@ -61,6 +61,12 @@ const FAILED_ONCE: Array<{ seed: string; faults?: string; shapes?: string }> = [
   // to twice the ledger's proof (found by sim/eventChecks.ts).
   { seed: '5', faults: 'dup', shapes: 'reorg_remine' },
   { seed: '7', faults: 'dup', shapes: 'reorg_remine' },
+  // Issue 31: reported figures that do not add up (P - F != N), proven by the chain, cancelled,
+  // then confirmed again: rule 1 waited for a chain proof that had already been made (its logs
+  // matched, its money in suspense), so the sale was never booked again and the money stayed in
+  // suspense (found by the fee_mismatch shape).
+  { seed: '25', faults: 'contradict', shapes: 'fee_mismatch' },
+  { seed: '98', faults: 'contradict', shapes: 'fee_mismatch' },
 ];
 
 const admin = inject('adminDatabaseUrl');

@@ -450,6 +450,49 @@ describe('applyIntentSnapshot', () => {
     await trialBalanceIsZero();
   });
 
+  it('behavior: figures that do not add up, proven, CANCELED, then CONFIRMED again: rule 1 books anew from the proof in suspense', async () => {
+    const id = 'aa0000000000000000000035';
+    const sweep = `0x${'e5'.repeat(32)}`;
+    const N = 24_750_000n;
+    // P - F = 24.75, the service says N = 24.70: rule 1 waits for the chain's net.
+    const figures = { tx_hash_2: sweep, net_income_amount: '24.70' };
+    const balance = async (kind: string) => {
+      const { rows } = await db.execute<{ net: string }>(sql`
+        select coalesce(sum(p.amount), 0)::text as net from ledger_postings p
+        join ledger_entries e on e.id = p.entry_id join ledger_accounts a on a.id = p.account_id
+        where e.ref_id = ${id} and a.code like ${`${kind}:%`}`);
+      return BigInt(rows[0]?.net ?? '0');
+    };
+    const books = async () => ({
+      in_transit: await balance('assets:in_transit'),
+      wallet: await balance('assets:wallet'),
+      suspense: await balance('assets:suspense'),
+      sales: await balance('income:sales'),
+      fees: await balance('expense:service_fees'),
+    });
+    const first = await poll(id, figures, 830);
+    expect(first.posted).toBeNull();
+    await db.execute(sql`
+      insert into chain_transfers (chain_id, tx_hash, log_index, block_number, block_hash, block_time, token,
+                                   from_address, to_address, value, state, source, final_at)
+      values (8453, ${sweep}, 0, 902, ${`0x${'b5'.repeat(32)}`}, now(), ${USDC}, ${`0x${'cd'.repeat(20)}`},
+              ${MERCHANT}, ${N.toString()}, 'final', 'logs', now())`);
+    const proof = await db.transaction((tx) => proveIntentPayment(tx, deps, id));
+    expect(proof.proven?.created).toBe(true);
+    const sold = { in_transit: 0n, wallet: N, suspense: 0n, sales: -25_000_000n, fees: 250_000n };
+    expect(await books()).toEqual(sold);
+
+    await poll(id, { ...figures, status: -4 }, 831);
+    expect(await books()).toEqual({ in_transit: 0n, wallet: N, suspense: -N, sales: 0n, fees: 0n });
+
+    // Before: rule 1 waited for a proof that had been made (its log matched already), so the
+    // sale was never booked again and the money stayed in suspense.
+    const again = await poll(id, figures, 832);
+    expect(again.posted?.created).toBe(true);
+    expect(await books()).toEqual(sold);
+    for (const line of await trialBalance(db)) expect(line.net, line.asset).toBe(0n);
+  });
+
   it('behavior: a CONFIRMED that waited on the row lock while a failure reversed rule 1 books the next revision (:r1)', async () => {
     const id = 'aa0000000000000000000019';
     await poll(id, {}, 500);
