@@ -299,6 +299,14 @@ function causes(facts: FindingFacts): (f: OpenFinding) => string | undefined {
             ? 'a cancelled link: the world never sends claim-link webhooks'
             : undefined;
         return sale && !webhooked.has(intent.id) ? 'no checkout webhook of it was ever sent' : undefined;
+      case 'payment_tx_not_found': {
+        // verifyPayments reads the paying hash's receipt of an intent confirmed then (it may have
+        // been cancelled since): none while the payment is off the chain.
+        if (!intent || !inRegistry(world, intent) || !intent.timeline.some((s) => confirmed(s.status)))
+          return undefined;
+        const paying = intent.route === 'temp' ? intent.tx2 : intent.tx1;
+        return paying === null || !mined.has(paying) ? 'its payment is not on the final chain' : undefined;
+      }
       case 'webhook_without_chain_proof': {
         if (!sale || !inRegistry(world, intent)) return undefined;
         const paying = intent.route === 'temp' ? intent.tx2 : intent.tx1;
@@ -322,6 +330,11 @@ function causes(facts: FindingFacts): (f: OpenFinding) => string | undefined {
           ? 'the service confirmed a cancelled intent'
           : undefined;
       case 'unknown_token':
+        if (f.ref_type === 'chain_transfer')
+          // verifyPayments stores every transfer of a receipt it reads: a look-alike intent's payment.
+          return world.intents.some((i) => !inRegistry(world, i) && (i.tx1 === tx || i.tx2 === tx))
+            ? "a look-alike intent's payment, read from its receipt"
+            : undefined;
         return intent && !inRegistry(world, intent) ? 'an intent in a look-alike contract' : undefined;
       case 'intent_poll_refused':
         // A poll reading a replica from before the intent existed: "not found" (50001).

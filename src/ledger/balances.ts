@@ -140,9 +140,26 @@ export async function trialBalance(
  * plus the postings between the two horizons), and prunes all but the two latest per account.
  * Checkpoints that are not usable on this server (restored from another one, see above) are
  * deleted first, so the increment starts from the latest usable one, or from zero.
- * Safe to run concurrently and repeatedly; run it periodically (a job) or after bulk posting.
+ * Safe to run concurrently and repeatedly; run it periodically (a job) or after bulk posting. A
+ * run that meets another one's writes (a serialization failure) rolls back and returns no horizon:
+ * the other run advanced the checkpoints.
  */
-export async function checkpointBalances(db: Db): Promise<{ accounts: number; horizon: string }> {
+export async function checkpointBalances(db: Db): Promise<{ accounts: number; horizon: string | null }> {
+  try {
+    return await checkpointOnce(db);
+  } catch (err) {
+    // Another run advanced or pruned the same checkpoints first (a stalled job given back beside
+    // the scheduler's next one): it did this run's work, and this one rolled back whole.
+    if ((err as { cause?: { code?: string } }).cause?.code === SERIALIZATION_FAILURE)
+      return { accounts: 0, horizon: null };
+    throw err;
+  }
+}
+
+/** PostgreSQL's serialization_failure: a repeatable-read transaction met a concurrent update. */
+const SERIALIZATION_FAILURE = '40001';
+
+async function checkpointOnce(db: Db): Promise<{ accounts: number; horizon: string }> {
   return db.transaction(
     async (tx) => {
       const h = await tx.execute<{ horizon: string }>(
