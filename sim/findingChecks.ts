@@ -19,7 +19,7 @@ import { SIM_CHAIN_ID, type SimIntent, type SimPayout, type World } from './worl
  * - each finding the world planted is open, for its ref (`mustBeOpen`): a missing webhook, an
  *   underpaid or overpaid sale, reported figures that do not add up, a refund overdue, a booked
  *   transfer a reorg took away, an intent the service never decides, a stranger's transfer;
- * - every open finding, of any kind, has a cause the oracle names from the world (`causeOf`):
+ * - every open finding, of any kind, has a cause the oracle names from the world (`causes`):
  *   an open finding without one is a problem, and so is a kind the oracle does not know.
  * The product's conclusions are never the truth here: a finding's ref and details only say which
  * world fact to look up.
