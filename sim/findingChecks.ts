@@ -295,8 +295,11 @@ function causes(facts: FindingFacts): (f: OpenFinding) => string | undefined {
           : undefined;
       case 'missing_webhook':
         if (f.ref_type === 'claim_link')
-          return link && facts.linkStatus(link.referenceId) === 'cancelled'
-            ? 'a cancelled link: the world never sends claim-link webhooks'
+          // The service sends a cancelled link's webhook once its refund is whole (serviceDouble.ts).
+          return link &&
+            facts.linkStatus(link.referenceId) === 'cancelled' &&
+            refundPieces(link).reduce((sum, r) => sum + r.value, 0n) < link.A
+            ? 'a cancelled link whose refund never became whole: the service sent no webhook'
             : undefined;
         return sale && !webhooked.has(intent.id) ? 'no checkout webhook of it was ever sent' : undefined;
       case 'payment_tx_not_found': {
