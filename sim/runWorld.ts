@@ -561,6 +561,18 @@ async function playWorld(
       do chain.mine(blockTime());
       while (chain.head() < target);
     }
+    // The inbox sweeper's grace is 20 s of PostgreSQL's clock (received_at is its now()), which a
+    // world, hours of its own clock in a second of wall time, never reaches: what the sweeper does
+    // once it has passed, a stored webhook whose job failed for good gets a new job.
+    const stored = await database.db.execute<{ webhook_id: string }>(
+      sql`select webhook_id from webhook_inbox where status = 'received' order by received_at, webhook_id`,
+    );
+    for (const { webhook_id } of stored.rows) {
+      const id = `wh.${encodeURIComponent(webhook_id)}`;
+      if (queues.find(QUEUE.webhooks, id)?.state !== 'failed') continue;
+      await (await queues.queue(QUEUE.webhooks).getJob(id))?.remove();
+      await addWebhookJobs(queues.queue(QUEUE.webhooks), [webhook_id]);
+    }
     // What a person does on funding_awaits_create_outcome: run the same create again.
     const unsettled = await database.db.execute<{ reference_id: string }>(
       sql`select reference_id from payouts where create_outcome <> 'created' order by reference_id`,

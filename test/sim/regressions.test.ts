@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runWorld } from '../../sim/runWorld.ts';
-import { type Fault, FIRST_FAULTS, scheduleEvents } from '../../sim/schedule.ts';
+import { ALL_FAULTS, type Fault, FIRST_FAULTS, scheduleEvents } from '../../sim/schedule.ts';
 import { parseShapes } from '../../sim/shapes.ts';
 import { generateWorld } from '../../sim/world.ts';
 import { createDatabase } from '../../src/db/database.ts';
@@ -67,6 +67,10 @@ const FAILED_ONCE: Array<{ seed: string; faults?: string; shapes?: string }> = [
   // suspense (found by the fee_mismatch shape).
   { seed: '25', faults: 'contradict', shapes: 'fee_mismatch' },
   { seed: '98', faults: 'contradict', shapes: 'fee_mismatch' },
+  // Issue 31, the daemon's jobs: a checkout webhook whose job a crash stalled twice (failed for good)
+  // stayed stored, and the inbox sweeper that re-adds it waits 20 s of PostgreSQL's clock, which
+  // a world never reaches: the reconciliation's missing_webhook stayed open.
+  { seed: '224', faults: 'all', shapes: 'all' },
 ];
 
 const admin = inject('adminDatabaseUrl');
@@ -100,7 +104,9 @@ describe('simulator regressions', () => {
       // The daemon's role: a database made from the template keeps the template's grants.
       const database = createDatabase(asRuntimeRole(urlOf(name)), { max: 12 });
       try {
-        const faults = new Set(only ? (only.split(',') as Fault[]) : FIRST_FAULTS);
+        const faults = new Set(
+          only === 'all' ? ALL_FAULTS : only ? (only.split(',') as Fault[]) : FIRST_FAULTS,
+        );
         const world = generateWorld(seed, {
           intents: 8,
           contradict: faults.has('contradict'),
