@@ -102,16 +102,7 @@ export async function runWorld(
   options: { seed?: string; crashScheduled?: boolean } = {},
 ): Promise<RunResult> {
   const seed = options.seed ?? world.stores[0]?.storeId ?? 'world';
-  return playWorld(database, world, events, seed, options.crashScheduled === true);
-}
-
-async function playWorld(
-  database: Database,
-  world: World,
-  events: readonly SimEvent[],
-  seed: string,
-  crashScheduled: boolean,
-): Promise<RunResult> {
+  const crashScheduled = options.crashScheduled === true;
   let now = 0;
   const clock: Clock = { now: () => new Date(EPOCH_MS + now) };
   const logLines: string[] = [];
