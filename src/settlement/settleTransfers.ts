@@ -132,23 +132,12 @@ async function applyOne(
     deps.clock.now().getTime() - new Date(row.final_at).getTime() >= deps.unmatchedGraceMs;
   const decided = decidedSides(row.matched_as);
 
-  // From an address this batch does not watch into custody: a pool another matcher run learnt
-  // after this one read its wallets (then it is that pool's refund), or is learning right now
-  // (its funding still unapplied: wait for it). Rare (owner deposits), so the two lookups cost
-  // the common path nothing.
+  // From an address this batch does not watch into custody: a pool (its refund), or a pool being
+  // learnt (see unknownSender). Rare (owner deposits), so the lookups cost the common path nothing.
   if (!from && to?.role === 'custody') {
-    const pool = await watchedPool(tx, Number(row.chain_id), row.from_address);
-    if (pool) {
-      wallets.set(pool.address, pool);
-      from = pool;
-    } else {
-      const fundingPending = await tx.execute(sql`
-        select 1 from chain_transfers
-        where chain_id = ${row.chain_id} and to_address = ${row.from_address} and from_address = ${row.to_address}
-          and state = 'final' and applied_at is null and id <> ${row.id}
-        limit 1`);
-      if (fundingPending.rows.length > 0) return { kind: 'deferred' };
-    }
+    const sender = await unknownSender(tx, row, wallets);
+    if (sender === 'funding_pending') return { kind: 'deferred' };
+    from = sender;
   }
   // Money leaving a claim-link pool: its claim, its refund (which is custody's inflow too), or the
   // service's own fee settlement. Never waits, so it goes first.
@@ -161,8 +150,27 @@ async function applyOne(
 
   // The receiver's inflow: a merchant wallet's waits for the intent that may explain it.
   if (!decided.inflow && (to?.role === 'merchant' || to?.role === 'custody')) {
-    const inflow = await applyInflow(tx, deps, row, to, graceOver);
+    const inflow = await matchInflow(tx, deps, row, to, graceOver);
     if (inflow.kind === 'deferred') return inflow;
+    if (inflow.kind === 'unmatched') {
+      // Rule 9 for money from an address we do not watch into a merchant wallet: unless it comes
+      // out of a pool (a claim into our own wallet) whose funding is still being matched, or that
+      // another run learnt since this batch read its wallets. Booked as an inflow alone, its
+      // pool's side would never be decided: the claim lost, the link's later refund matched as
+      // a cancel. Only here, past the grace, so a payment matched by rule 2 pays no lookup.
+      if (!from && to.role === 'merchant') {
+        const sender = await unknownSender(tx, row, wallets);
+        if (sender === 'funding_pending') return { kind: 'deferred' };
+        if (sender && !decided.outflow) {
+          from = sender;
+          const pooled = await applyClaimLinkTransfer(tx, deps, row, sender);
+          if (pooled.kind === 'deferred') return pooled;
+          decided.outflow = true;
+          decided.inflow ||= pooled.inflowToo === true;
+        }
+      }
+      if (!decided.inflow) await bookUnmatched(tx, deps, row, to, row.to_address, inflow.store);
+    }
   }
 
   // The sender's outflow: a custody wallet's may fund a claim link, a merchant wallet's may send
@@ -193,16 +201,17 @@ async function applyOne(
 
 /**
  * The inflow of a merchant or custody wallet: into a merchant wallet, the proof of the intents its
- * transaction pays (rule 2), or after the grace rule 9; into custody, rule 9 at once (a pool's
- * refund is decided with the pool's outflow). Deferred while the intent may still explain it.
+ * transaction pays (rule 2), or after the grace unmatched (rule 9, with the store it is booked
+ * to); into custody, unmatched at once (a pool's refund is decided with the pool's outflow).
+ * Deferred while the intent may still explain it.
  */
-async function applyInflow(
+async function matchInflow(
   tx: DbExecutor,
   deps: SettlementDeps,
   row: TransferRow,
   to: WatchedWallet,
   graceOver: boolean,
-): Promise<MatchDecision> {
+): Promise<MatchDecision | { kind: 'unmatched'; store: string | undefined }> {
   // The store of an intent this transaction pays: in a merchant wallet shared by stores, what
   // no rule books (a failed intent's payment kept) is still that store's, not the first one's.
   let intentStore: string | undefined;
@@ -239,8 +248,34 @@ async function applyInflow(
       if (!terminalFailure && !graceOver) return { kind: 'deferred' };
     }
   }
-  await bookUnmatched(tx, deps, row, to, row.to_address, intentStore ?? to.storeIds[0]);
-  return { kind: 'applied' };
+  return { kind: 'unmatched', store: intentStore ?? to.storeIds[0] };
+}
+
+/**
+ * The sender of a row that this batch does not watch: a pool another run learnt after this batch
+ * read its wallets, or 'funding_pending' while one of our custody wallets' final transfers to it
+ * is still undecided (a funding that may make it a pool, waiting for its create outcome: the row
+ * waits with it, so the pool's side is decided as the pool's), else nobody we know.
+ */
+async function unknownSender(
+  tx: DbExecutor,
+  row: TransferRow,
+  wallets: Map<string, WatchedWallet>,
+): Promise<WatchedWallet | 'funding_pending' | undefined> {
+  const pool = await watchedPool(tx, Number(row.chain_id), row.from_address);
+  if (pool) {
+    wallets.set(pool.address, pool);
+    return pool;
+  }
+  const custody = [...wallets.values()].filter((w) => w.role === 'custody').map((w) => sql`${w.address}`);
+  if (custody.length === 0) return undefined;
+  const { rows } = await tx.execute(sql`
+    select 1 from chain_transfers
+    where chain_id = ${row.chain_id} and to_address = ${row.from_address}
+      and from_address in (${sql.join(custody, sql`, `)})
+      and state = 'final' and applied_at is null and id <> ${row.id}
+    limit 1`);
+  return rows.length > 0 ? 'funding_pending' : undefined;
 }
 
 /** Rule 9 for one side of a row: the wallet's own store, a finding, and the side recorded. */

@@ -39,6 +39,7 @@ const STORE_IDS = [
   'st_pay_b',
   'st_sell_b',
   'st_claim',
+  'st_claim_wait',
   'st_custody',
   'st_ret_pay_sb',
   'st_ret_sell_sb',
@@ -217,6 +218,7 @@ for (const storeId of ['st_pay_a', 'st_pay_b', 'st_ret_pay_sb', 'st_ret_pay_rj']
   await kit.chain.mint('USDT', await merchant(storeId), 100_000_000n);
 }
 await kit.chain.mint('USDT', await custody('st_claim'), 100_000_000n);
+await kit.chain.mint('USDT', await custody('st_claim_wait'), 100_000_000n);
 await kit.chain.mint('USDT', await custody('st_custody'), 100_000_000n);
 await kit.indexUntilFinal(deps);
 await settleLate();
@@ -337,6 +339,60 @@ describe("a claim link claimed into its own store's merchant wallet", () => {
       [`custody ${storeId}`]: proven,
     });
     expect(await settleLate()).toEqual({ applied: 0, deferred: 0, unwound: 0 });
+    await expectBalanced();
+  });
+});
+
+describe("a claim into the merchant's own wallet while the link's funding waits for its create outcome", () => {
+  it("behavior: the claim waits with the funding (not rule 9 alone, with the pool's side lost); once the outcome is known the funding is matched, the claim booked (rule 6) and the inflow too; both wallets prove", async () => {
+    const storeId = 'st_claim_wait';
+    const linkId = 'cl_claim_waits_funding';
+    const amount = 5_000_000n;
+    const pool = await kit.chain.wallet(`pool:${linkId}`);
+    // As createPayout leaves a payout whose create answer was lost: no link, no funding hash.
+    await kit.db.db.execute(sql`
+      insert into payouts (id, store_id, reference_id, amount, coin, chain_id, token_address, create_outcome,
+                           created_at, updated_at)
+      values (${`po_${linkId}`}, ${storeId}, ${`ref-${linkId}`}, ${formatDecimalAmount(amount, 6)}, 1, ${CHAIN_ID},
+              ${USDT.address}, 'unknown', now() - interval '5 seconds', now())`);
+    const funding = await kit.chain.transfer('USDT', `custody:${storeId}`, pool, amount + FEE);
+    const claim = await kit.chain.transfer('USDT', `pool:${linkId}`, await merchant(storeId), amount);
+    await kit.indexUntilFinal(deps);
+    await settleLate(); // every grace over, the create outcome still unknown
+
+    // Nothing is booked for either transfer: the funding waits for its outcome, the claim for it.
+    expect(await liveEntries([funding.txHash, claim.txHash], [linkId])).toEqual([]);
+
+    // The create call is run again and answers: the link (createPayout posts rule 5's principal).
+    await kit.db.db.execute(sql`
+      update payouts set create_outcome = 'created', claim_link_id = ${linkId}, link_status = 'link_sent'
+      where id = ${`po_${linkId}`}`);
+    const funded = claimLinkFunded({
+      storeId,
+      claimLinkId: linkId,
+      token: USDT,
+      amount: formatDecimalAmount(amount, 6),
+      occurredAt: clock.now(),
+    });
+    await postEntry(kit.db.db, funded.entry!, { accounts: kit.accounts });
+    await settleLate();
+
+    const kinds = await kit.db.db.execute<{ kind: string }>(
+      sql`select kind from ledger_entries where ref_id = ${linkId} order by id`,
+    );
+    expect(kinds.rows.map((r) => r.kind)).toEqual([
+      'claim_link.funded',
+      'claim_link.funding_fee',
+      'claim_link.claimed',
+    ]);
+    expect(await linesOf('chain.transfer_in_unmatched', claim.txHash)).toEqual([
+      `assets:wallet:${storeId} ${amount}`,
+      `assets:suspense:${storeId} ${-amount}`,
+    ]);
+    expect(await proofs(['merchant', storeId], ['custody', storeId])).toEqual({
+      [`merchant ${storeId}`]: proven,
+      [`custody ${storeId}`]: proven,
+    });
     await expectBalanced();
   });
 });
