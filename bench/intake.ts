@@ -15,7 +15,11 @@
  *    fresh intake process on a fresh database and are stored with their jobs; then BENCH_WORKERS
  *    `--role worker` processes start and drain them: fetch the intent from the sandbox, record
  *    the facts, post rule 1, mark the webhook processed. Payments (entries) per second from the
- *    first to the last processed webhook.
+ *    first to the last processed webhook, CPU per payment, and what PostgreSQL did per payment
+ *    (pg_stat_statements: statements, time, rows).
+ * 4. Latency: BENCH_LATENCY_RATE payments a second (default 200) for BENCH_LATENCY_SECONDS (60)
+ *    into one intake and one worker; p50/p99 from the intake's 200 to the rule-1 entry's commit
+ *    (track_commit_timestamp). See `latencyPhase`.
  * Diagnostics between 2 and 3: the HTTP ceiling (bare fastify) and the ladder
  * (bench/intakeLadderServer.ts: the intake's route answering after verifying, then after also
  * storing), to show which step costs what.
@@ -23,12 +27,14 @@
  * Every measured phase starts with a CHECKPOINT (see `checkpoint`). Needs wrk (Debian package
  * `wrk`) beside PostgreSQL's pgbench. Starts its own durable PostgreSQL (fsync,
  * synchronous_commit, full_page_writes on), Redis and sandbox, and stops them all, also on error or Ctrl-C. Environment: BENCH_SECONDS (default 10),
- * BENCH_PAYMENTS (default 2000), BENCH_WORKERS (default 1), BENCH_CPU_PROF (a folder: the daemon
+ * BENCH_PAYMENTS (default 2000), BENCH_WORKERS (default 1), BENCH_PHASES (default
+ * `intake,e2e,latency`: which of 1-2, 3 and 4 run), BENCH_CPU_PROF (a folder: the daemon
  * processes write V8 CPU profiles there when they stop). No timing is asserted: the figures
  * are printed, with a markdown block for docs/benchmarks.md.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { createConnection } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -60,13 +66,20 @@ const WARMUP_SECONDS = 3;
 // load stops here; the bench waits up to this long for the resident memory to fall under target.
 const IDLE_SECONDS = 90;
 const PAY_CONCURRENCY = 16;
+const LATENCY_RATE = Math.round(positiveNumber('BENCH_LATENCY_RATE', 200));
+const LATENCY_SECONDS = positiveNumber('BENCH_LATENCY_SECONDS', 60);
+/** Which phases run (BENCH_PHASES, comma-separated): intake (with its baselines and diagnostics), e2e, latency. */
+const PHASES = new Set((process.env.BENCH_PHASES ?? 'intake,e2e,latency').split(',').map((p) => p.trim()));
 const TARGETS = {
   ratioToPgbench: 0.6,
   p99Ms: 50,
   rssDuringMb: 300,
   rssIdleMb: 150,
   endToEndPerSecond: 500,
+  cpuPerPaymentMs: 2.0,
+  latencyP99Ms: 2000,
 };
+const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
 
 const mb = (bytes: number) => bytes / 1024 / 1024;
 
@@ -525,7 +538,12 @@ async function run(cleanups: Cleanups): Promise<void> {
 
   log('starting a durable PostgreSQL (fsync on) and Redis');
   const [postgres, redis] = await Promise.all([
-    startEphemeralPostgres({ durable: true }),
+    // pg_stat_statements to count what each payment costs PostgreSQL; commit timestamps to date
+    // each rule-1 entry's commit for the latency phase.
+    startEphemeralPostgres({
+      durable: true,
+      settings: { shared_preload_libraries: 'pg_stat_statements', track_commit_timestamp: 'on' },
+    }),
     startEphemeralRedis(),
   ]);
   cleanups.push(
@@ -534,6 +552,7 @@ async function run(cleanups: Cleanups): Promise<void> {
   );
   const admin = new pg.Pool({ connectionString: postgres.url, max: 2 });
   cleanups.push(() => admin.end());
+  await admin.query('create extension if not exists pg_stat_statements');
   const pgVersion =
     (await admin.query<{ v: string }>('select current_setting($$server_version$$) as v')).rows[0]?.v ?? '?';
   const redisVersion = /redis_version:(\S+)/.exec(String(await redisInfo(redis.url)))?.[1] ?? '?';
@@ -622,266 +641,443 @@ async function run(cleanups: Cleanups): Promise<void> {
     return proc;
   };
 
-  // 1. Baselines, with the CPU they take.
-  const servers = () => serverPids(Number(new URL(postgres.url).port), Number(new URL(redis.url).port));
-  const singleInsert = join(dir, 'single-insert.sql');
-  writeFileSync(singleInsert, "insert into bench_single_insert (body) values (repeat('x', 700));\n");
-  const intakeStatement = join(dir, 'intake-statement.sql');
-  writeFileSync(intakeStatement, intakeStatementScript());
-  const intakePool = new pg.Pool({ connectionString: intakeUrl, max: 2 });
-  cleanups.push(() => intakePool.end());
-  await intakePool.query('create table bench_single_insert (id bigserial primary key, body text not null)');
-  const baselineRun = async (label: string, file: string, protocol: 'simple' | 'extended' = 'simple') => {
-    await checkpoint(admin);
-    log(`pgbench: ${label}, ${CONNECTIONS} clients, ${SECONDS} s`);
-    const wal0 = await walCounters(admin);
-    const { result, cpu } = await cpuOver(
-      { postgres: () => servers().postgres, 'pgbench client': () => (pgbenchPid ? [pgbenchPid] : []) },
-      () => pgbench(intakeUrl, file, protocol),
-    );
-    delete cpu.cores['bench (load generator, sandbox)'];
-    const wal1 = await walCounters(admin);
-    const perFlush = (wal1.commits - wal0.commits) / Math.max(1, wal1.walSyncs - wal0.walSyncs);
-    log(
-      `pgbench: ${fmt(result.tps)} TPS, mean latency ${result.latencyMs} ms, ${perFlush.toFixed(1)} commits per WAL flush; ${cpuText(cpu)}`,
-    );
-    return { ...result, cpu, perFlush };
-  };
-  const before = await baselineRun('single-row INSERT', singleInsert);
-  const statementOnly = await baselineRun(
-    'one webhook per statement (nonce claim + inbox row, no group commit), extended protocol',
-    intakeStatement,
-    'extended',
-  );
-
-  // 2. Intake.
-  const intake = await start('intake', 'intake', envFor(intakeUrl, 'bench-intake', 'intake'), intakePort);
-  const rssStart = intake.rssBytes() ?? 0;
-  log(
-    `intake process ${intake.pid} up, RSS ${fmt(mb(rssStart))} MB (V8 heap ${fmt(mb(await intake.metric('nodejs_heap_size_used_bytes')))} MB used); warm-up ${WARMUP_SECONDS} s`,
-  );
-  const warm = await driveIntake(
-    dir,
-    intake.url,
-    prepareWebhooks(dir, intake.url, apiKey, apiSecret, WARMUP_SECONDS, 'warm'),
-    WARMUP_SECONDS,
-  );
-  log(`warm-up: ${fmt(warm.perSecond)} accepted/s, p99 ${warm.p99} ms`);
-  const wal0 = await walCounters(admin);
-  const batches0 = await inboxBatches(intake);
-  const rows0 = Number(
-    (await intakePool.query<{ n: string }>('select count(*) as n from webhook_inbox')).rows[0]?.n,
-  );
-  const runPrefix = prepareWebhooks(dir, intake.url, apiKey, apiSecret, SECONDS, 'run');
-  await checkpoint(admin);
-  log(`intake: ${CONNECTIONS} connections, ${SECONDS} s`);
-  const { result: measured, peak } = await peakRss(intake, () =>
-    cpuOver(
-      {
-        intake: () => [intake.pid],
-        postgres: () => servers().postgres,
-        redis: () => servers().redis,
-        'wrk (load generator)': () => (wrkPid ? [wrkPid] : []),
-      },
-      () => driveIntake(dir, intake.url, runPrefix, SECONDS),
-    ),
-  );
-  const { result: answered, cpu: intakeCpu } = measured;
-  await sleep(1000);
-  const wal1 = await walCounters(admin);
-  const rows1 = Number(
-    (await intakePool.query<{ n: string }>('select count(*) as n from webhook_inbox')).rows[0]?.n,
-  );
-  // Had wrk run out of webhooks, its repeats were answered 200 as duplicates: then only the rows
-  // stored count as accepted.
-  const accepted = answered.wrapped > 0 ? Math.min(answered.accepted, rows1 - rows0) : answered.accepted;
-  const load = { ...answered, accepted, perSecond: accepted / answered.seconds };
-  const jobs = await redisKeys(redis.url);
-  log(
-    `intake: ${fmt(load.perSecond)} accepted/s (${fmt(load.accepted)} in ${load.seconds} s), non-200 ${load.other}, errors ${load.errors}; ` +
-      `latency p50 ${load.p50} ms, p90 ${load.p90} ms, p99 ${load.p99} ms, max ${load.max} ms`,
-  );
-  log(
-    `intake: ${fmt(rows1 - rows0)} inbox rows stored; ${fmt(jobs)} keys in Redis (a hash per job); RSS peak ${fmt(mb(peak))} MB`,
-  );
-  const commits = Math.max(1, wal1.commits - wal0.commits);
-  const commitsPerFlush = commits / Math.max(1, wal1.walSyncs - wal0.walSyncs);
-  log(
-    `intake: ${cpuText(intakeCpu)}; CPU per webhook ${cpuPerItem(intakeCpu, load.perSecond)}; ` +
-      `${commitsPerFlush.toFixed(2)} commits per WAL flush, ${fmt((wal1.walBytes - wal0.walBytes) / commits)} WAL bytes per commit`,
-  );
-  const batches = diffBatches(await inboxBatches(intake), batches0);
-  log(
-    `intake: per inbox batch (the daemon's stablebooks_inbox_batch_* metrics): ${batches.count} batches of ${batches.meanSize.toFixed(1)} webhooks, ` +
-      `statement and commit ${batches.storeMs.toFixed(1)} ms, enqueue ${batches.enqueueMs.toFixed(1)} ms (means); ` +
-      `${CONNECTIONS} connections / (${load.p50} ms p50 latency) = ${fmt(CONNECTIONS / (load.p50 / 1000))}/s`,
-  );
-  const latencyHist = await intakeLatency(intake);
-  log(`intake: the daemon's own view (stablebooks_webhook_intake_seconds): ${latencyHist}`);
-
-  log(`idle: sampling the intake's RSS every second for up to ${IDLE_SECONDS} s`);
-  let rssAt10 = 0;
-  let rssIdle = intake.rssBytes() ?? 0;
-  let idleSeconds = 0;
-  while (idleSeconds < IDLE_SECONDS) {
-    await sleep(1000);
-    idleSeconds += 1;
-    rssIdle = intake.rssBytes() ?? 0;
-    if (idleSeconds === 10) rssAt10 = rssIdle;
-    if (idleSeconds >= 10 && mb(rssIdle) < TARGETS.rssIdleMb) break;
-    if (idleSeconds % 10 === 0) log(`idle ${idleSeconds} s: RSS ${fmt(mb(rssIdle))} MB`);
-  }
-  const heap = async (name: string) => fmt(mb(await intake.metric(name)));
-  log(
-    `intake: RSS ${fmt(mb(rssIdle))} MB after ${idleSeconds} s idle (${fmt(mb(rssAt10))} MB at 10 s; V8 heap ${await heap('nodejs_heap_size_used_bytes')} used of ` +
-      `${await heap('nodejs_heap_size_total_bytes')} MB, external ${await heap('nodejs_external_memory_bytes')} MB)`,
-  );
-
-  const bare = await bareHttpCeiling(dir, runPrefix);
-  const ladderPrefix = prepareWebhooks(dir, intake.url, apiKey, apiSecret, SECONDS, 'ladder');
-  const ladderUrl = await createDb(postgres.url, 'bench_ladder');
-  await runMigrations(ladderUrl);
-  const ladderEnv = { DATABASE_URL: ladderUrl, API_KEY: apiKey, API_SECRET: apiSecret };
-  const ladderGroups = {
-    postgres: () => servers().postgres,
-    'wrk (load generator)': () => (wrkPid ? [wrkPid] : []),
-  };
-  const verifyStep = await ladderStep(dir, 'verify', ladderPrefix, ladderEnv, ladderGroups);
-  await checkpoint(admin);
-  const storeStep = await ladderStep(dir, 'store', ladderPrefix, ladderEnv, ladderGroups);
-
-  const after = await baselineRun('single-row INSERT again (noise check)', singleInsert);
-  const baseline = (before.tps + after.tps) / 2;
-  await intake.stop();
-  procs.splice(procs.indexOf(intake), 1);
-
-  // 3. End to end.
-  const e2eUrl = await createDb(postgres.url, 'bench_e2e');
-  await runMigrations(e2eUrl);
-  const e2eEnv = envFor(e2eUrl, 'bench-e2e', 'e2e');
-  const intake2 = await start('intake-e2e', 'intake', e2eEnv, intakePort);
-  const e2e: Database = createDatabase(e2eUrl, { max: 2 });
-  cleanups.push(() => e2e.close());
   const client = createSvcClient({
     baseUrl: sandbox.url,
     credentials: { apiKey, apiSecret, signedResponse: false },
     retry: { maxAttempts: 3 },
   });
-  log(
-    `end to end: paying ${fmt(PAYMENTS)} intents in the sandbox, ${PAY_CONCURRENCY} at a time (webhooks to the intake, no worker yet)`,
-  );
-  const payStart = performance.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: PAY_CONCURRENCY }, async () => {
-      while (next < PAYMENTS) {
-        const i = next++;
-        const created = await client.createCheckoutIntent({
-          stable_coin: i % 2 === 0 ? 1 : 2,
-          amount_cents: BigInt(1000 + i),
-          order_id: `order-${i}`,
-        });
-        const res = await fetch(`${sandbox.url}/_sandbox/intents/${created.allsvc_checkout_intent_id}/pay`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: '{}',
-        });
-        if (res.status !== 200) throw new Error(`pay: ${res.status} ${await res.text()}`);
-      }
-    }),
-  );
-  const paySeconds = (performance.now() - payStart) / 1000;
-  const stored = async () =>
-    Number((await e2e.db.execute<{ n: string }>(sql`select count(*) as n from webhook_inbox`)).rows[0]?.n);
-  while ((await stored()) < PAYMENTS) await sleep(200);
-  log(
-    `end to end: ${fmt(PAYMENTS)} paid and stored in ${paySeconds.toFixed(1)} s (${fmt(PAYMENTS / paySeconds)}/s, the sandbox's pace on anvil)`,
-  );
-
-  log(`end to end: starting ${WORKERS} worker process(es)`);
-  const workerStart = performance.now();
-  const workers = await Promise.all(
-    Array.from({ length: WORKERS }, (_, i) => start(`worker-${i + 1}`, 'worker', e2eEnv)),
-  );
-  const processed = async () =>
-    Number(
-      (
-        await e2e.db.execute<{ n: string }>(
-          sql`select count(*) as n from webhook_inbox where status <> 'received'`,
-        )
-      ).rows[0]?.n,
+  /** Creates and pays `count` intents in the sandbox, PAY_CONCURRENCY at a time (their webhooks go to intakePort). */
+  const payIntents = async (count: number, orderPrefix: string) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: PAY_CONCURRENCY }, async () => {
+        while (next < count) {
+          const i = next++;
+          const created = await client.createCheckoutIntent({
+            stable_coin: i % 2 === 0 ? 1 : 2,
+            amount_cents: BigInt(1000 + (i % 100_000)),
+            order_id: `${orderPrefix}-${i}`,
+          });
+          const res = await fetch(
+            `${sandbox.url}/_sandbox/intents/${created.allsvc_checkout_intent_id}/pay`,
+            {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: '{}',
+            },
+          );
+          if (res.status !== 200) throw new Error(`pay: ${res.status} ${await res.text()}`);
+        }
+      }),
     );
-  const drainGroups = {
-    workers: () => workers.map((w) => w.pid),
-    postgres: () => servers().postgres,
-    redis: () => servers().redis,
   };
-  const { cpu: drainCpu } = await cpuOver(drainGroups, async () => {
-    const deadline = Date.now() + 600_000;
-    while ((await processed()) < PAYMENTS) {
-      if (Date.now() > deadline) throw new Error('the workers did not drain the inbox in 10 minutes');
-      await sleep(100);
+
+  /**
+   * Webhook to booked under load: LATENCY_RATE payments a second for LATENCY_SECONDS into one
+   * intake and one worker on a fresh database, each webhook's latency from the intake's 200 (as the
+   * bench saw it) to the commit of its rule-1 entry (PostgreSQL's commit timestamp). The sandbox
+   * pays slower than that on anvil, so the intents are paid first with their webhooks captured on
+   * the intake's port, then sent at the rate, each signed afresh just before it goes.
+   */
+  const latencyPhase = async () => {
+    const count = LATENCY_RATE * LATENCY_SECONDS;
+    const captured: Array<{ webhookId: string; intentId: string; body: string }> = [];
+    const capture = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const intentId = String(
+          (JSON.parse(body) as { all_svc_checkout_intent_id?: string }).all_svc_checkout_intent_id,
+        );
+        captured.push({ webhookId: String(req.headers['x-webhook-id']), intentId, body });
+        res.statusCode = 200;
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => capture.listen(intakePort, '127.0.0.1', resolve));
+    log(`latency: paying ${fmt(count)} intents in the sandbox, their webhooks captured`);
+    const payStart = performance.now();
+    try {
+      await payIntents(count, 'latency');
+      while (new Set(captured.map((c) => c.intentId)).size < count) await sleep(200);
+    } finally {
+      await new Promise<void>((resolve) => capture.close(() => resolve()));
     }
-  });
-  const wallSeconds = (performance.now() - workerStart) / 1000;
-  const { rows: span } = await e2e.db.execute<{
-    first: string;
-    last: string;
-    processed: string;
-    failed: string;
-    entries: string;
-    dup: string;
-  }>(sql`
-    select extract(epoch from min(processed_at))::text as first, extract(epoch from max(processed_at))::text as last,
-      (count(*) filter (where status = 'processed'))::text as processed,
-      (count(*) filter (where status = 'failed'))::text as failed,
-      (select count(*) from ledger_entries where kind = 'checkout.confirmed')::text as entries,
-      (select count(*) from (select ref_id from ledger_entries group by ref_id, kind having count(*) > 1) d)::text as dup
-    from webhook_inbox`);
-  const s = span[0]!;
-  const drainSeconds = Number(s.last) - Number(s.first);
-  const entries = Number(s.entries);
-  const e2ePerSecond = (PAYMENTS - 1) / Math.max(0.001, drainSeconds);
-  log(
-    `end to end: ${fmt(entries)} checkout.confirmed entries, ${s.processed} processed, ${s.failed} failed, ${s.dup} duplicated refs; ` +
-      `first to last processed ${drainSeconds.toFixed(2)} s = ${fmt(e2ePerSecond)} payments/s (${wallSeconds.toFixed(1)} s from starting the workers)`,
-  );
-  log(`end to end: ${cpuText(drainCpu)}; CPU per payment ${cpuPerItem(drainCpu, e2ePerSecond)}`);
-  const anatomy = await workerAnatomy(workers);
-  log(`end to end: per job (worker metrics): ${anatomy}`);
-  await Promise.all([intake2, ...workers].map((p) => p.stop()));
-  procs.length = 0;
+    log(`latency: ${fmt(count)} paid in ${((performance.now() - payStart) / 1000).toFixed(1)} s`);
+    const firsts = [...new Map(captured.map((c) => [c.intentId, c])).values()];
+
+    const url = await createDb(postgres.url, 'bench_latency');
+    await runMigrations(url);
+    const env = envFor(url, 'bench-latency', 'latency');
+    const intake = await start('intake-latency', 'intake', env, intakePort);
+    const worker = await start('worker-latency', 'worker', env);
+    const db: Database = createDatabase(url, { max: 2 });
+    cleanups.push(() => db.close());
+    const answeredAt = new Map<string, number>();
+    let refused = 0;
+    const path = '/webhooks/checkout';
+    const sendOne = async (w: (typeof firsts)[number]) => {
+      const signed = signWebhook({
+        secret: apiSecret,
+        method: 'POST',
+        path,
+        webhookId: w.webhookId,
+        body: w.body,
+        clock: systemClock,
+      });
+      const res = await fetch(`${intake.url}${path}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-API-Key': apiKey, ...signed },
+        body: w.body,
+      });
+      await res.arrayBuffer();
+      if (res.status === 200) answeredAt.set(w.intentId, Date.now());
+      else refused += 1;
+    };
+    log(`latency: ${LATENCY_RATE} webhooks a second for ${LATENCY_SECONDS} s into one intake and one worker`);
+    const inFlight: Promise<void>[] = [];
+    const { cpu } = await cpuOver(
+      {
+        intake: () => [intake.pid],
+        worker: () => [worker.pid],
+        postgres: () => servers().postgres,
+        redis: () => servers().redis,
+      },
+      async () => {
+        const t0 = performance.now();
+        let sent = 0;
+        while (sent < firsts.length) {
+          const due = Math.min(
+            firsts.length,
+            Math.floor(((performance.now() - t0) / 1000) * LATENCY_RATE) + 1,
+          );
+          while (sent < due) inFlight.push(sendOne(firsts[sent++]!));
+          await sleep(5);
+        }
+        await Promise.all(inFlight);
+        const sendSeconds = (performance.now() - t0) / 1000;
+        log(
+          `latency: ${fmt(firsts.length)} sent in ${sendSeconds.toFixed(1)} s (${fmt(firsts.length / sendSeconds)}/s), ${refused} refused`,
+        );
+        const deadline = Date.now() + 600_000;
+        for (;;) {
+          const { rows } = await db.db.execute<{ n: string }>(
+            sql`select count(*)::text as n from ledger_entries where kind = 'checkout.confirmed'`,
+          );
+          if (Number(rows[0]?.n) >= answeredAt.size) break;
+          if (Date.now() > deadline)
+            throw new Error('latency: the worker did not book every payment in 10 minutes');
+          await sleep(200);
+        }
+      },
+    );
+    const { rows } = await db.db.execute<{ ref_id: string; committed: string }>(sql`
+      select ref_id, (extract(epoch from pg_xact_commit_timestamp(xmin)) * 1000)::text as committed
+      from ledger_entries where kind = 'checkout.confirmed'`);
+    const latencies = rows
+      .map((r) => {
+        const answered = answeredAt.get(r.ref_id);
+        return answered === undefined ? undefined : Number(r.committed) - answered;
+      })
+      .filter((l): l is number => l !== undefined)
+      .sort((a, b) => a - b);
+    const q = (p: number) =>
+      latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? Number.NaN;
+    const [p50, p99, max] = [q(0.5), q(0.99), latencies.at(-1) ?? Number.NaN];
+    log(
+      `latency: ${fmt(latencies.length)} payments, intake 200 to rule-1 commit p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, max ${max.toFixed(0)} ms; ${cpuText(cpu)}`,
+    );
+    await Promise.all([intake.stop(), worker.stop()]);
+    procs.length = 0;
+    return {
+      rows: [
+        `| webhook to booked: intake 200 to the rule-1 entry's commit, ${LATENCY_RATE} payments/s for ${LATENCY_SECONDS} s, 1 intake + 1 worker, p50 / p99 (max) | ${p50.toFixed(0)} / ${p99.toFixed(0)} ms (${max.toFixed(0)} ms) | p99 < ${TARGETS.latencyP99Ms} ms | ${verdict(p99 < TARGETS.latencyP99Ms)} |`,
+      ],
+      counters: `Latency run: ${fmt(latencies.length)} payments, ${refused} refused; ${cpuText(cpu)}; CPU per payment ${cpuPerItem(cpu, LATENCY_RATE)}.`,
+    };
+  };
+
+  const servers = () => serverPids(Number(new URL(postgres.url).port), Number(new URL(redis.url).port));
+  const intakePhase = PHASES.has('intake')
+    ? await (async () => {
+        // 1. Baselines, with the CPU they take.
+        const singleInsert = join(dir, 'single-insert.sql');
+        writeFileSync(singleInsert, "insert into bench_single_insert (body) values (repeat('x', 700));\n");
+        const intakeStatement = join(dir, 'intake-statement.sql');
+        writeFileSync(intakeStatement, intakeStatementScript());
+        const intakePool = new pg.Pool({ connectionString: intakeUrl, max: 2 });
+        cleanups.push(() => intakePool.end());
+        await intakePool.query(
+          'create table bench_single_insert (id bigserial primary key, body text not null)',
+        );
+        const baselineRun = async (
+          label: string,
+          file: string,
+          protocol: 'simple' | 'extended' = 'simple',
+        ) => {
+          await checkpoint(admin);
+          log(`pgbench: ${label}, ${CONNECTIONS} clients, ${SECONDS} s`);
+          const wal0 = await walCounters(admin);
+          const { result, cpu } = await cpuOver(
+            { postgres: () => servers().postgres, 'pgbench client': () => (pgbenchPid ? [pgbenchPid] : []) },
+            () => pgbench(intakeUrl, file, protocol),
+          );
+          delete cpu.cores['bench (load generator, sandbox)'];
+          const wal1 = await walCounters(admin);
+          const perFlush = (wal1.commits - wal0.commits) / Math.max(1, wal1.walSyncs - wal0.walSyncs);
+          log(
+            `pgbench: ${fmt(result.tps)} TPS, mean latency ${result.latencyMs} ms, ${perFlush.toFixed(1)} commits per WAL flush; ${cpuText(cpu)}`,
+          );
+          return { ...result, cpu, perFlush };
+        };
+        const before = await baselineRun('single-row INSERT', singleInsert);
+        const statementOnly = await baselineRun(
+          'one webhook per statement (nonce claim + inbox row, no group commit), extended protocol',
+          intakeStatement,
+          'extended',
+        );
+
+        // 2. Intake.
+        const intake = await start(
+          'intake',
+          'intake',
+          envFor(intakeUrl, 'bench-intake', 'intake'),
+          intakePort,
+        );
+        const rssStart = intake.rssBytes() ?? 0;
+        log(
+          `intake process ${intake.pid} up, RSS ${fmt(mb(rssStart))} MB (V8 heap ${fmt(mb(await intake.metric('nodejs_heap_size_used_bytes')))} MB used); warm-up ${WARMUP_SECONDS} s`,
+        );
+        const warm = await driveIntake(
+          dir,
+          intake.url,
+          prepareWebhooks(dir, intake.url, apiKey, apiSecret, WARMUP_SECONDS, 'warm'),
+          WARMUP_SECONDS,
+        );
+        log(`warm-up: ${fmt(warm.perSecond)} accepted/s, p99 ${warm.p99} ms`);
+        const wal0 = await walCounters(admin);
+        const batches0 = await inboxBatches(intake);
+        const rows0 = Number(
+          (await intakePool.query<{ n: string }>('select count(*) as n from webhook_inbox')).rows[0]?.n,
+        );
+        const runPrefix = prepareWebhooks(dir, intake.url, apiKey, apiSecret, SECONDS, 'run');
+        await checkpoint(admin);
+        log(`intake: ${CONNECTIONS} connections, ${SECONDS} s`);
+        const { result: measured, peak } = await peakRss(intake, () =>
+          cpuOver(
+            {
+              intake: () => [intake.pid],
+              postgres: () => servers().postgres,
+              redis: () => servers().redis,
+              'wrk (load generator)': () => (wrkPid ? [wrkPid] : []),
+            },
+            () => driveIntake(dir, intake.url, runPrefix, SECONDS),
+          ),
+        );
+        const { result: answered, cpu: intakeCpu } = measured;
+        await sleep(1000);
+        const wal1 = await walCounters(admin);
+        const rows1 = Number(
+          (await intakePool.query<{ n: string }>('select count(*) as n from webhook_inbox')).rows[0]?.n,
+        );
+        // Had wrk run out of webhooks, its repeats were answered 200 as duplicates: then only the rows
+        // stored count as accepted.
+        const accepted =
+          answered.wrapped > 0 ? Math.min(answered.accepted, rows1 - rows0) : answered.accepted;
+        const load = { ...answered, accepted, perSecond: accepted / answered.seconds };
+        const jobs = await redisKeys(redis.url);
+        log(
+          `intake: ${fmt(load.perSecond)} accepted/s (${fmt(load.accepted)} in ${load.seconds} s), non-200 ${load.other}, errors ${load.errors}; ` +
+            `latency p50 ${load.p50} ms, p90 ${load.p90} ms, p99 ${load.p99} ms, max ${load.max} ms`,
+        );
+        log(
+          `intake: ${fmt(rows1 - rows0)} inbox rows stored; ${fmt(jobs)} keys in Redis (a hash per job); RSS peak ${fmt(mb(peak))} MB`,
+        );
+        const commits = Math.max(1, wal1.commits - wal0.commits);
+        const commitsPerFlush = commits / Math.max(1, wal1.walSyncs - wal0.walSyncs);
+        log(
+          `intake: ${cpuText(intakeCpu)}; CPU per webhook ${cpuPerItem(intakeCpu, load.perSecond)}; ` +
+            `${commitsPerFlush.toFixed(2)} commits per WAL flush, ${fmt((wal1.walBytes - wal0.walBytes) / commits)} WAL bytes per commit`,
+        );
+        const batches = diffBatches(await inboxBatches(intake), batches0);
+        log(
+          `intake: per inbox batch (the daemon's stablebooks_inbox_batch_* metrics): ${batches.count} batches of ${batches.meanSize.toFixed(1)} webhooks, ` +
+            `statement and commit ${batches.storeMs.toFixed(1)} ms, enqueue ${batches.enqueueMs.toFixed(1)} ms (means); ` +
+            `${CONNECTIONS} connections / (${load.p50} ms p50 latency) = ${fmt(CONNECTIONS / (load.p50 / 1000))}/s`,
+        );
+        const latencyHist = await intakeLatency(intake);
+        log(`intake: the daemon's own view (stablebooks_webhook_intake_seconds): ${latencyHist}`);
+
+        log(`idle: sampling the intake's RSS every second for up to ${IDLE_SECONDS} s`);
+        let rssAt10 = 0;
+        let rssIdle = intake.rssBytes() ?? 0;
+        let idleSeconds = 0;
+        while (idleSeconds < IDLE_SECONDS) {
+          await sleep(1000);
+          idleSeconds += 1;
+          rssIdle = intake.rssBytes() ?? 0;
+          if (idleSeconds === 10) rssAt10 = rssIdle;
+          if (idleSeconds >= 10 && mb(rssIdle) < TARGETS.rssIdleMb) break;
+          if (idleSeconds % 10 === 0) log(`idle ${idleSeconds} s: RSS ${fmt(mb(rssIdle))} MB`);
+        }
+        const heap = async (name: string) => fmt(mb(await intake.metric(name)));
+        log(
+          `intake: RSS ${fmt(mb(rssIdle))} MB after ${idleSeconds} s idle (${fmt(mb(rssAt10))} MB at 10 s; V8 heap ${await heap('nodejs_heap_size_used_bytes')} used of ` +
+            `${await heap('nodejs_heap_size_total_bytes')} MB, external ${await heap('nodejs_external_memory_bytes')} MB)`,
+        );
+
+        const bare = await bareHttpCeiling(dir, runPrefix);
+        const ladderPrefix = prepareWebhooks(dir, intake.url, apiKey, apiSecret, SECONDS, 'ladder');
+        const ladderUrl = await createDb(postgres.url, 'bench_ladder');
+        await runMigrations(ladderUrl);
+        const ladderEnv = { DATABASE_URL: ladderUrl, API_KEY: apiKey, API_SECRET: apiSecret };
+        const ladderGroups = {
+          postgres: () => servers().postgres,
+          'wrk (load generator)': () => (wrkPid ? [wrkPid] : []),
+        };
+        const verifyStep = await ladderStep(dir, 'verify', ladderPrefix, ladderEnv, ladderGroups);
+        await checkpoint(admin);
+        const storeStep = await ladderStep(dir, 'store', ladderPrefix, ladderEnv, ladderGroups);
+
+        const after = await baselineRun('single-row INSERT again (noise check)', singleInsert);
+        const baseline = (before.tps + after.tps) / 2;
+        await intake.stop();
+        procs.splice(procs.indexOf(intake), 1);
+
+        const ratio = load.perSecond / baseline;
+        return {
+          rows: [
+            `| pgbench single-row INSERT, ${CONNECTIONS} clients (before / after) | ${fmt(before.tps)} / ${fmt(after.tps)} TPS | baseline | |`,
+            `| pgbench of one webhook per statement (nonce claim + inbox row, no group commit), ${CONNECTIONS} clients, extended protocol | ${fmt(statementOnly.tps)} TPS | (diagnostic) | |`,
+            `| intake: signed checkout webhooks accepted (200, stored, enqueued), ${CONNECTIONS} connections, ${SECONDS} s | ${fmt(load.perSecond)}/s = ${(ratio * 100).toFixed(0)}% of pgbench | >= ${TARGETS.ratioToPgbench * 100}% | ${verdict(ratio >= TARGETS.ratioToPgbench)} |`,
+            `| HTTP ceiling (diagnostic): bare fastify answering the same requests 200 without verifying or storing | ${fmt(bare.perSecond)}/s = ${((bare.perSecond / baseline) * 100).toFixed(0)}% of pgbench; intake = ${((load.perSecond / bare.perSecond) * 100).toFixed(0)}% of it | | |`,
+            `| ladder (diagnostic): the intake's route answering 200 after verifying / after also storing (no enqueue) | ${fmt(verifyStep.perSecond)}/s / ${fmt(storeStep.perSecond)}/s = ${((verifyStep.perSecond / baseline) * 100).toFixed(0)}% / ${((storeStep.perSecond / baseline) * 100).toFixed(0)}% of pgbench | | |`,
+            `| intake latency p50 / p99 (max) | ${load.p50} / ${load.p99} ms (${load.max} ms) | p99 < ${TARGETS.p99Ms} ms | ${verdict(load.p99 < TARGETS.p99Ms)} |`,
+            `| intake RSS: start / peak during the run | ${fmt(mb(rssStart))} / ${fmt(mb(peak))} MB | < ${TARGETS.rssDuringMb} MB | ${verdict(mb(peak) < TARGETS.rssDuringMb)} |`,
+            `| intake RSS when idle: after ${idleSeconds} s (at 10 s) | ${fmt(mb(rssIdle))} MB (${fmt(mb(rssAt10))} MB) | < ${TARGETS.rssIdleMb} MB | ${verdict(mb(rssIdle) < TARGETS.rssIdleMb)} |`,
+          ],
+          counters:
+            `pgbench single-row INSERT: ${before.perFlush.toFixed(1)} commits per WAL flush, CPU per transaction ${cpuPerItem(before.cpu, before.tps)}. ` +
+            `Intake run: ${commitsPerFlush.toFixed(2)} commits per WAL flush; ${cpuText(intakeCpu)}; CPU per accepted webhook ${cpuPerItem(intakeCpu, load.perSecond)}; ` +
+            `${fmt(batches.count)} inbox batches of ${batches.meanSize.toFixed(1)} webhooks, statement and commit ${batches.storeMs.toFixed(1)} ms, enqueue ${batches.enqueueMs.toFixed(1)} ms (means). ` +
+            `Ladder, up to verify: ${cpuText(verifyStep.cpu)}; CPU per webhook ${cpuPerItem(verifyStep.cpu, verifyStep.perSecond)}. ` +
+            `Up to store: ${cpuText(storeStep.cpu)}; CPU per webhook ${cpuPerItem(storeStep.cpu, storeStep.perSecond)}.`,
+        };
+      })()
+    : undefined;
+
+  const e2ePhase = PHASES.has('e2e')
+    ? await (async () => {
+        // 3. End to end.
+        const e2eUrl = await createDb(postgres.url, 'bench_e2e');
+        await runMigrations(e2eUrl);
+        const e2eEnv = envFor(e2eUrl, 'bench-e2e', 'e2e');
+        const intake2 = await start('intake-e2e', 'intake', e2eEnv, intakePort);
+        const e2e: Database = createDatabase(e2eUrl, { max: 2 });
+        cleanups.push(() => e2e.close());
+        log(
+          `end to end: paying ${fmt(PAYMENTS)} intents in the sandbox, ${PAY_CONCURRENCY} at a time (webhooks to the intake, no worker yet)`,
+        );
+        const payStart = performance.now();
+        await payIntents(PAYMENTS, 'order');
+        const paySeconds = (performance.now() - payStart) / 1000;
+        const stored = async () =>
+          Number(
+            (await e2e.db.execute<{ n: string }>(sql`select count(*) as n from webhook_inbox`)).rows[0]?.n,
+          );
+        while ((await stored()) < PAYMENTS) await sleep(200);
+        log(
+          `end to end: ${fmt(PAYMENTS)} paid and stored in ${paySeconds.toFixed(1)} s (${fmt(PAYMENTS / paySeconds)}/s, the sandbox's pace on anvil)`,
+        );
+
+        await admin.query('select pg_stat_statements_reset()');
+        log(`end to end: starting ${WORKERS} worker process(es)`);
+        const workerStart = performance.now();
+        const workers = await Promise.all(
+          Array.from({ length: WORKERS }, (_, i) => start(`worker-${i + 1}`, 'worker', e2eEnv)),
+        );
+        const processed = async () =>
+          Number(
+            (
+              await e2e.db.execute<{ n: string }>(
+                sql`select count(*) as n from webhook_inbox where status <> 'received'`,
+              )
+            ).rows[0]?.n,
+          );
+        const drainGroups = {
+          workers: () => workers.map((w) => w.pid),
+          postgres: () => servers().postgres,
+          redis: () => servers().redis,
+        };
+        const { cpu: drainCpu } = await cpuOver(drainGroups, async () => {
+          const deadline = Date.now() + 600_000;
+          while ((await processed()) < PAYMENTS) {
+            if (Date.now() > deadline) throw new Error('the workers did not drain the inbox in 10 minutes');
+            await sleep(100);
+          }
+        });
+        const wallSeconds = (performance.now() - workerStart) / 1000;
+        const { rows: span } = await e2e.db.execute<{
+          first: string;
+          last: string;
+          processed: string;
+          failed: string;
+          entries: string;
+          dup: string;
+        }>(sql`
+        select extract(epoch from min(processed_at))::text as first, extract(epoch from max(processed_at))::text as last,
+          (count(*) filter (where status = 'processed'))::text as processed,
+          (count(*) filter (where status = 'failed'))::text as failed,
+          (select count(*) from ledger_entries where kind = 'checkout.confirmed')::text as entries,
+          (select count(*) from (select ref_id from ledger_entries group by ref_id, kind having count(*) > 1) d)::text as dup
+        from webhook_inbox`);
+        const s = span[0]!;
+        const drainSeconds = Number(s.last) - Number(s.first);
+        const entries = Number(s.entries);
+        const e2ePerSecond = (PAYMENTS - 1) / Math.max(0.001, drainSeconds);
+        log(
+          `end to end: ${fmt(entries)} checkout.confirmed entries, ${s.processed} processed, ${s.failed} failed, ${s.dup} duplicated refs; ` +
+            `first to last processed ${drainSeconds.toFixed(2)} s = ${fmt(e2ePerSecond)} payments/s (${wallSeconds.toFixed(1)} s from starting the workers)`,
+        );
+        log(`end to end: ${cpuText(drainCpu)}; CPU per payment ${cpuPerItem(drainCpu, e2ePerSecond)}`);
+        const anatomy = await workerAnatomy(workers);
+        const perPayment =
+          (((drainCpu.cores.workers ?? 0) + (drainCpu.cores.postgres ?? 0)) / Math.max(1e-9, e2ePerSecond)) *
+          1000;
+        const statements = await statementsPerPayment(admin, 'bench_e2e', PAYMENTS);
+        log(`end to end: per job (worker metrics): ${anatomy}`);
+        await Promise.all([intake2, ...workers].map((p) => p.stop()));
+        procs.length = 0;
+
+        return {
+          rows: [
+            `| end to end: ${fmt(PAYMENTS)} stored webhooks of paid sandbox intents drained by ${WORKERS} worker process(es) (fetch intent, facts, rule-1 entry) | ${fmt(e2ePerSecond)} payments/s | >= ${TARGETS.endToEndPerSecond}/s | ${verdict(e2ePerSecond >= TARGETS.endToEndPerSecond)} |`,
+            `| end to end: CPU per payment, worker + PostgreSQL | ${perPayment.toFixed(2)} ms | <= ${TARGETS.cpuPerPaymentMs} ms | ${verdict(perPayment <= TARGETS.cpuPerPaymentMs)} |`,
+          ],
+          counters: `Drain: ${cpuText(drainCpu)}; CPU per payment ${cpuPerItem(drainCpu, e2ePerSecond)}; per job ${anatomy}. Statements per payment (pg_stat_statements): ${statements}`,
+        };
+      })()
+    : undefined;
+
+  const latency = PHASES.has('latency') ? await latencyPhase() : undefined;
 
   // Report.
-  const ratio = load.perSecond / baseline;
-  const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
   const date = new Date().toISOString().slice(0, 10);
   const cpuModel = os.cpus()[0]?.model?.trim() ?? '?';
+  const phases = [intakePhase, e2ePhase, latency].filter((p) => p !== undefined);
   const lines = [
     '## Webhook intake and end-to-end posting',
     '',
-    `Command: \`BENCH_SECONDS=${SECONDS} BENCH_PAYMENTS=${PAYMENTS} BENCH_WORKERS=${WORKERS} npm run bench:intake\` (bench/intake.ts: durable PostgreSQL ${pgVersion}, Redis ${redisVersion}, ` +
+    `Command: \`BENCH_SECONDS=${SECONDS} BENCH_PAYMENTS=${PAYMENTS} BENCH_WORKERS=${WORKERS} BENCH_PHASES=${[...PHASES].join(',')} npm run bench:intake\` (bench/intake.ts: durable PostgreSQL ${pgVersion}, Redis ${redisVersion}, ` +
       `the daemon as \`stablebooks start --role intake|worker\` processes, wrk sending webhooks signed beforehand).`,
     `Machine: ${os.cpus().length} x ${cpuModel}, ${fmt(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.type()} ${os.release()} (${date}).`,
     '',
     '| what | figure | target | |',
     '| --- | --- | --- | --- |',
-    `| pgbench single-row INSERT, ${CONNECTIONS} clients (before / after) | ${fmt(before.tps)} / ${fmt(after.tps)} TPS | baseline | |`,
-    `| pgbench of one webhook per statement (nonce claim + inbox row, no group commit), ${CONNECTIONS} clients, extended protocol | ${fmt(statementOnly.tps)} TPS | (diagnostic) | |`,
-    `| intake: signed checkout webhooks accepted (200, stored, enqueued), ${CONNECTIONS} connections, ${SECONDS} s | ${fmt(load.perSecond)}/s = ${(ratio * 100).toFixed(0)}% of pgbench | >= ${TARGETS.ratioToPgbench * 100}% | ${verdict(ratio >= TARGETS.ratioToPgbench)} |`,
-    `| HTTP ceiling (diagnostic): bare fastify answering the same requests 200 without verifying or storing | ${fmt(bare.perSecond)}/s = ${((bare.perSecond / baseline) * 100).toFixed(0)}% of pgbench; intake = ${((load.perSecond / bare.perSecond) * 100).toFixed(0)}% of it | | |`,
-    `| ladder (diagnostic): the intake's route answering 200 after verifying / after also storing (no enqueue) | ${fmt(verifyStep.perSecond)}/s / ${fmt(storeStep.perSecond)}/s = ${((verifyStep.perSecond / baseline) * 100).toFixed(0)}% / ${((storeStep.perSecond / baseline) * 100).toFixed(0)}% of pgbench | | |`,
-    `| intake latency p50 / p99 (max) | ${load.p50} / ${load.p99} ms (${load.max} ms) | p99 < ${TARGETS.p99Ms} ms | ${verdict(load.p99 < TARGETS.p99Ms)} |`,
-    `| intake RSS: start / peak during the run | ${fmt(mb(rssStart))} / ${fmt(mb(peak))} MB | < ${TARGETS.rssDuringMb} MB | ${verdict(mb(peak) < TARGETS.rssDuringMb)} |`,
-    `| intake RSS when idle: after ${idleSeconds} s (at 10 s) | ${fmt(mb(rssIdle))} MB (${fmt(mb(rssAt10))} MB) | < ${TARGETS.rssIdleMb} MB | ${verdict(mb(rssIdle) < TARGETS.rssIdleMb)} |`,
-    `| end to end: ${fmt(PAYMENTS)} stored webhooks of paid sandbox intents drained by ${WORKERS} worker process(es) (fetch intent, facts, rule-1 entry) | ${fmt(e2ePerSecond)} payments/s | >= ${TARGETS.endToEndPerSecond}/s | ${verdict(e2ePerSecond >= TARGETS.endToEndPerSecond)} |`,
+    ...phases.flatMap((p) => p.rows),
     '',
-    `Counters. pgbench single-row INSERT: ${before.perFlush.toFixed(1)} commits per WAL flush, CPU per transaction ${cpuPerItem(before.cpu, before.tps)}. ` +
-      `Intake run: ${commitsPerFlush.toFixed(2)} commits per WAL flush; ${cpuText(intakeCpu)}; CPU per accepted webhook ${cpuPerItem(intakeCpu, load.perSecond)}; ` +
-      `${fmt(batches.count)} inbox batches of ${batches.meanSize.toFixed(1)} webhooks, statement and commit ${batches.storeMs.toFixed(1)} ms, enqueue ${batches.enqueueMs.toFixed(1)} ms (means). ` +
-      `Ladder, up to verify: ${cpuText(verifyStep.cpu)}; CPU per webhook ${cpuPerItem(verifyStep.cpu, verifyStep.perSecond)}. ` +
-      `Up to store: ${cpuText(storeStep.cpu)}; CPU per webhook ${cpuPerItem(storeStep.cpu, storeStep.perSecond)}. ` +
-      `Drain: ${cpuText(drainCpu)}; CPU per payment ${cpuPerItem(drainCpu, e2ePerSecond)}; per job ${anatomy}.`,
+    `Counters. ${phases.map((p) => p.counters).join(' ')}`,
   ];
   console.log(`\n${lines.join('\n')}\n`);
 }
@@ -929,6 +1125,26 @@ async function intakeLatency(proc: DaemonProcess): Promise<string> {
   if (total === 0) return 'no samples';
   const q = (p: number) => buckets.find(([, c]) => c >= p * total)?.[0] ?? Number.POSITIVE_INFINITY;
   return `p50 <= ${q(0.5) * 1000} ms, p99 <= ${q(0.99) * 1000} ms over ${fmt(total)} requests`;
+}
+
+/**
+ * What PostgreSQL did per payment in one database since the last reset (pg_stat_statements): the
+ * statements per payment in all, and the costliest ones with calls, time and rows per payment.
+ */
+async function statementsPerPayment(admin: pg.Pool, database: string, payments: number): Promise<string> {
+  const { rows } = await admin.query<{ query: string; calls: string; ms: number; rows: string }>(
+    `select query, calls::text, total_exec_time as ms, rows::text from pg_stat_statements
+     where dbid = (select oid from pg_database where datname = $1) order by total_exec_time desc`,
+    [database],
+  );
+  const calls = rows.reduce((a, r) => a + Number(r.calls), 0);
+  const ms = rows.reduce((a, r) => a + r.ms, 0);
+  const top = rows.slice(0, 12).map((r) => {
+    const text = r.query.replace(/\s+/g, ' ').slice(0, 90);
+    return `${(Number(r.calls) / payments).toFixed(2)} calls, ${(r.ms / payments).toFixed(3)} ms, ${(Number(r.rows) / payments).toFixed(2)} rows: \`${text}\``;
+  });
+  log(`end to end: pg_stat_statements per payment, the costliest first:\n  ${top.join('\n  ')}`);
+  return `${(calls / payments).toFixed(1)} statements, ${(ms / payments).toFixed(3)} ms executing; the costliest: ${top.slice(0, 5).join('; ')}`;
 }
 
 /** Mean job time and mean API call time of the workers, from their /metrics. */

@@ -35,6 +35,8 @@ export interface EphemeralPostgresOptions {
    * cost what they cost in production; for benchmarks. Default false: tuned for tests (no fsync).
    */
   durable?: boolean;
+  /** Extra server settings (`-c name=value`), e.g. pg_stat_statements for a benchmark. */
+  settings?: Record<string, string>;
 }
 
 /**
@@ -95,6 +97,7 @@ export async function startEphemeralPostgres(
           : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
         '-c',
         'max_connections=300',
+        ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
       ],
       asUser,
     );
