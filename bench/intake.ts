@@ -1139,8 +1139,8 @@ async function statementsPerPayment(admin: pg.Pool, database: string, payments: 
   );
   const calls = rows.reduce((a, r) => a + Number(r.calls), 0);
   const ms = rows.reduce((a, r) => a + r.ms, 0);
-  const top = rows.slice(0, 12).map((r) => {
-    const text = r.query.replace(/\s+/g, ' ').slice(0, 90);
+  const top = rows.slice(0, 30).map((r) => {
+    const text = r.query.replace(/\s+/g, ' ').slice(0, 160);
     return `${(Number(r.calls) / payments).toFixed(2)} calls, ${(r.ms / payments).toFixed(3)} ms, ${(Number(r.rows) / payments).toFixed(2)} rows: \`${text}\``;
   });
   log(`end to end: pg_stat_statements per payment, the costliest first:\n  ${top.join('\n  ')}`);
