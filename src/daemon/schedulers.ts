@@ -6,7 +6,14 @@ import {
   maintenanceJobs,
   reconJobs,
 } from '../../jobs/queues.ts';
+import { indexPassIntervalMs } from '../chain/indexPassInterval.ts';
+import type { Config } from '../config/loadConfig.ts';
 import type { DaemonPart, DaemonRuntime } from './daemonRuntime.ts';
+
+/** What the schedulers read of the daemon's runtime. */
+export type SchedulerRuntime = Pick<DaemonRuntime, 'queues' | 'logger' | 'redis' | 'rpcs'> & {
+  config: Pick<Config, 'pollIntervalScale' | 'chains' | 'reconCron' | 'eventsWebhookUrl'>;
+};
 
 /**
  * The scheduler role: the job schedulers of the sweepers, the chain passes, the claim-link checks,
@@ -15,7 +22,7 @@ import type { DaemonPart, DaemonRuntime } from './daemonRuntime.ts';
  * to a replica that lagged) has lost the schedulers, and with them the sweepers that re-enqueue
  * what it lost: they are put back on every reconnect (upserting an existing one changes nothing).
  */
-export async function startSchedulers(rt: DaemonRuntime): Promise<DaemonPart> {
+export async function startSchedulers(rt: SchedulerRuntime): Promise<DaemonPart> {
   const { config, queues, logger } = rt;
   const every = (ms: number) => Math.max(500, Math.round(ms * config.pollIntervalScale));
   const upsertSchedulers = async () => {
@@ -27,9 +34,11 @@ export async function startSchedulers(rt: DaemonRuntime): Promise<DaemonPart> {
       );
     }
     for (const chainId of rt.rpcs.keys()) {
+      const info = config.chains.chain(chainId);
+      if (!info) throw new Error(`chain ${chainId} has RPC URLs but is not in the chain registry`);
       await queues.chain.upsertJobScheduler(
         chainJobs.index.schedulerId(chainId),
-        { every: every(chainJobs.index.everyMs) },
+        { every: every(indexPassIntervalMs(info)) },
         { name: chainJobs.index.name, data: { chainId } },
       );
     }
