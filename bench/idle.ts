@@ -11,7 +11,10 @@
  * from the start block), it counts for BENCH_SECONDS:
  * - JSON-RPC calls by method, and HTTP requests (a batch is one request holding several calls);
  * - the daemon process's CPU time (utime + stime of /proc/<pid>/stat) as a share of one core;
- * - its RSS (VmRSS of /proc/<pid>/status), sampled every second: the maximum and the last.
+ * - its RSS (VmRSS of /proc/<pid>/status), sampled every second: the maximum and the last;
+ * - what explains the CPU: Redis commands (INFO commandstats, by command) and PostgreSQL
+ *   transactions of the daemon's database (pg_stat_database), per minute; and Redis's keys at the
+ *   start and the end (finished jobs it keeps).
  * Nothing is paid and no webhook is sent during the measurement: it is the cost of waiting.
  * No figure is asserted; they are printed with the machine's load for docs/benchmarks.md.
  */
@@ -21,6 +24,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { runMigrations } from '../src/db/migrate.ts';
 import { startAnvil } from '../src/devservices/anvil.ts';
@@ -106,6 +110,13 @@ function cpuTicks(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** Calls per command from Redis's INFO commandstats (`cmdstat_get:calls=3,...`). */
+function redisCommands(info: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out.set(m[1]!, Number(m[2]));
+  return out;
 }
 
 function snapshot(count: RpcCount): { http: number; calls: Map<string, number> } {
@@ -206,13 +217,35 @@ async function run(cleanups: Cleanups): Promise<void> {
     env,
     port: await freePort(),
     logDir: dir,
+    // BENCH_CPU_PROF=<dir>: the daemon writes a V8 CPU profile there when it stops.
+    nodeFlags: process.env.BENCH_CPU_PROF
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+      : [],
   });
   cleanups.push(() => daemon.stop());
 
   log(`warm-up: ${WARMUP_SECONDS} s (the first passes read from the start block)`);
   await sleep(WARMUP_SECONDS * 1000);
 
+  const redisStats = new Redis(redis.url, { lazyConnect: true });
+  await redisStats.connect();
+  cleanups.push(async () => redisStats.disconnect());
+  const pgStats = new pg.Client({ connectionString: databaseUrl });
+  await pgStats.connect();
+  cleanups.push(() => pgStats.end());
+  const transactions = async () =>
+    Number(
+      (
+        await pgStats.query<{ n: string }>(
+          'select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()',
+        )
+      ).rows[0]?.n ?? 0,
+    );
+
   log(`measuring for ${SECONDS} s, load ${load()}`);
+  const redis0 = redisCommands(await redisStats.info('commandstats'));
+  const keys0 = await redisStats.dbsize();
+  const pg0 = await transactions();
   const rpc0 = snapshot(proxy.count);
   const cpu0 = cpuTicks(daemon.pid);
   const t0 = performance.now();
@@ -239,6 +272,10 @@ async function run(cleanups: Cleanups): Promise<void> {
   }
   const seconds = (performance.now() - t0) / 1000;
   const cpuSeconds = (cpuTicks(daemon.pid) - cpu0) / CLOCK_TICKS;
+  // Our own two statistics queries (one each side) are not the daemon's.
+  const pgTransactions = (await transactions()) - pg0 - 2;
+  const redis1 = redisCommands(await redisStats.info('commandstats'));
+  const keys1 = await redisStats.dbsize();
   const minutes = seconds / 60;
   const methods = [...proxy.count.calls.keys()].sort();
   const rows = methods
@@ -260,6 +297,19 @@ async function run(cleanups: Cleanups): Promise<void> {
     `daemon CPU: ${fmt(cpuSeconds, 2)} s over ${fmt(seconds)} s = ${fmt((cpuSeconds / seconds) * 100, 2)}% of one core`,
   );
   console.log(`daemon RSS: max ${fmt(maxRss / 2 ** 20)} MB, at the end ${fmt(lastRss / 2 ** 20)} MB`);
+  const redisRows = [...redis1]
+    .map(([command, n]) => ({ command, n: n - (redis0.get(command) ?? 0) - (command === 'info' ? 1 : 0) }))
+    .filter((r) => r.n > 0)
+    .sort((a, b) => b.n - a.n);
+  const redisTotal = redisRows.reduce((a, r) => a + r.n, 0);
+  console.log(
+    `Redis: ${fmt(redisTotal / minutes, 1)} commands/min (${redisRows
+      .slice(0, 16)
+      .map((r) => `${r.command} ${fmt(r.n / minutes, 1)}`)
+      .join(', ')})`,
+  );
+  console.log(`Redis keys: ${keys0} at the start, ${keys1} at the end (finished jobs kept)`);
+  console.log(`PostgreSQL: ${fmt(pgTransactions / minutes, 1)} transactions/min in the daemon's database`);
   console.log(`machine: nproc ${os.cpus().length}, load at the end ${load()}`);
 }
 

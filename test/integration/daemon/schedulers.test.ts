@@ -50,4 +50,27 @@ describe('job schedulers', () => {
       await part.stop();
     }
   });
+
+  it('behavior: every interval scheduler keeps only its last 100 completed runs (1,000 failed), not each run for ever', async () => {
+    const chains = createChainRegistry();
+    const part = await startSchedulers({
+      config: { pollIntervalScale: 1, chains, reconCron: '0 1 * * *', eventsWebhookUrl: undefined },
+      queues,
+      logger,
+      redis,
+      rpcs: new Map<number, ChainRpc>([[8453, { chainId: 8453 } as ChainRpc]]),
+    });
+    try {
+      const kept = [];
+      for (const queue of [queues.maintenance, queues.chain, queues.claimLinks, queues.alerts]) {
+        for (const s of await queue.getJobSchedulers()) {
+          kept.push([s.key, s.template?.opts?.removeOnComplete, s.template?.opts?.removeOnFail]);
+        }
+      }
+      expect(kept.length).toBeGreaterThan(8);
+      expect(kept.filter(([, complete, failed]) => complete !== 100 || failed !== 1000)).toEqual([]);
+    } finally {
+      await part.stop();
+    }
+  });
 });
