@@ -6,7 +6,7 @@ import {
   maintenanceJobs,
   reconJobs,
 } from '../../jobs/queues.ts';
-import { indexPassIntervalMs } from '../chain/indexPassInterval.ts';
+import { indexPassIntervalMs, MAX_PASS_INTERVAL_MS } from '../chain/indexPassInterval.ts';
 import type { Config } from '../config/loadConfig.ts';
 import type { DaemonPart, DaemonRuntime } from './daemonRuntime.ts';
 
@@ -37,11 +37,13 @@ export async function startSchedulers(rt: SchedulerRuntime): Promise<DaemonPart>
       );
     }
     for (const chainId of rt.rpcs.keys()) {
+      // A chain with RPC URLs that the registry lacks: each pass fails saying to add it to
+      // CHAINS_FILE (indexChainPass); once a minute is often enough to say so.
       const info = config.chains.chain(chainId);
-      if (!info) throw new Error(`chain ${chainId} has RPC URLs but is not in the chain registry`);
+      const interval = info ? indexPassIntervalMs(info) : MAX_PASS_INTERVAL_MS;
       await queues.chain.upsertJobScheduler(
         chainJobs.index.schedulerId(chainId),
-        { every: every(indexPassIntervalMs(info)) },
+        { every: every(interval) },
         { name: chainJobs.index.name, data: { chainId }, opts },
       );
     }
