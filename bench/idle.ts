@@ -345,7 +345,7 @@ async function run(cleanups: Cleanups): Promise<void> {
     await pg1.end();
   }
   console.log(
-    `latency: a transfer mined in block ${mined.blockNumber} was read final ${fmt(finalAfter, 1)} s after it was sent (finality 30 blocks of 1 s, then the next pass)`,
+    `latency: a transfer mined in block ${mined.blockNumber} was read final ${fmt(finalAfter, 1)} s after it was sent (its finality window, then the next pass)`,
   );
   console.log(`machine: nproc ${os.cpus().length}, load at the end ${load()}`);
 }
