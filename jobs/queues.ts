@@ -74,10 +74,12 @@ export const maintenanceJobs = {
 } as const;
 
 export const chainJobs = {
-  /** One indexer pass over one chain: reorg check, new logs, finality, applying final transfers. */
+  /**
+   * One indexer pass over one chain: reorg check, new logs, finality, applying final transfers.
+   * Its interval is the chain's own (src/chain/indexPassInterval.ts).
+   */
   index: {
     name: 'chain.index',
-    everyMs: 4_000,
     data: z.object({ chainId: z.int().positive() }),
     schedulerId: (chainId: number) => `chain.index.${chainId}`,
   },

@@ -20,6 +20,11 @@ export interface ChainInfo {
   name: string;
   tokens: Token[];
   finality: Finality;
+  /**
+   * The chain's block time in milliseconds: with the finality depth it says how long a payment
+   * takes to become final, which spaces the indexer's passes (src/chain/indexPassInterval.ts).
+   */
+  blockTimeMs: number;
   /** Where the transfer indexer starts on its first run; unset: 10,000 blocks below the head. */
   startBlock?: bigint;
   /**
@@ -53,6 +58,9 @@ export function finalBlockOf(finality: Finality, head: bigint, finalizedTagBlock
   return final < 0n ? 0n : final;
 }
 
+/** A chain the registry does not know: a block every 2 s until CHAINS_FILE says otherwise. */
+const DEFAULT_BLOCK_TIME_MS = 2_000;
+
 const t = (chainId: number, symbol: 'USDT' | 'USDC', address: string, decimals: number): Token => ({
   chainId,
   symbol,
@@ -69,6 +77,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(1, 'USDC', '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48', 6),
     ],
     finality: { finalizedTag: true, depth: 65 },
+    blockTimeMs: 12_000,
     reorgWindow: defaultReorgWindow(65),
     explorerUrl: 'https://etherscan.io',
   },
@@ -80,6 +89,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(8453, 'USDC', '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', 6),
     ],
     finality: { finalizedTag: false, depth: 30 },
+    blockTimeMs: 2_000,
     reorgWindow: defaultReorgWindow(30),
     explorerUrl: 'https://basescan.org',
   },
@@ -91,6 +101,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(56, 'USDC', '0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d', 18),
     ],
     finality: { finalizedTag: false, depth: 30 },
+    blockTimeMs: 750,
     reorgWindow: defaultReorgWindow(30),
     explorerUrl: 'https://bscscan.com',
   },
@@ -102,6 +113,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(42161, 'USDC', '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', 6),
     ],
     finality: { finalizedTag: false, depth: 240 },
+    blockTimeMs: 250,
     reorgWindow: defaultReorgWindow(240),
     explorerUrl: 'https://arbiscan.io',
   },
@@ -113,6 +125,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(137, 'USDC', '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359', 6),
     ],
     finality: { finalizedTag: false, depth: 200 },
+    blockTimeMs: 2_000,
     reorgWindow: defaultReorgWindow(200),
     explorerUrl: 'https://polygonscan.com',
   },
@@ -124,6 +137,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(10, 'USDC', '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85', 6),
     ],
     finality: { finalizedTag: false, depth: 30 },
+    blockTimeMs: 2_000,
     reorgWindow: defaultReorgWindow(30),
     explorerUrl: 'https://optimistic.etherscan.io',
   },
@@ -135,6 +149,7 @@ export const DEFAULT_CHAINS: ChainInfo[] = [
       t(11155111, 'USDC', '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238', 6),
     ],
     finality: { finalizedTag: true, depth: 65 },
+    blockTimeMs: 12_000,
     reorgWindow: defaultReorgWindow(65),
     explorerUrl: 'https://sepolia.etherscan.io',
   },
@@ -157,6 +172,11 @@ export const chainsFileSchema = z.array(
         .object({ finalized_tag: z.boolean().optional(), depth: z.int().min(0).max(10_000).optional() })
         .strict()
         .optional(),
+      /**
+       * The chain's block time in ms (default: the registry's, 2,000 for a chain it does not
+       * know); with the finality depth it spaces the indexer's passes (indexPassInterval.ts).
+       */
+      block_time_ms: z.int().min(1).max(600_000).optional(),
       /** First block the indexer reads on its first run (a deployment's first payment, say). */
       start_block: z.int().min(0).optional(),
       /** Blocks below the head whose stored hashes are re-checked every pass; default max(2 x depth, 64). */
@@ -188,6 +208,7 @@ export function createChainRegistry(overrides: ChainsFile = []): ChainRegistry {
       name: o.name ?? `chain ${o.chain_id}`,
       tokens: [],
       finality: { finalizedTag: false, depth: 30 },
+      blockTimeMs: DEFAULT_BLOCK_TIME_MS,
       reorgWindow: defaultReorgWindow(30),
     };
     if (o.name) base.name = o.name;
@@ -199,6 +220,7 @@ export function createChainRegistry(overrides: ChainsFile = []): ChainRegistry {
     }
     if (o.finality?.finalized_tag !== undefined) base.finality.finalizedTag = o.finality.finalized_tag;
     if (o.finality?.depth !== undefined) base.finality.depth = o.finality.depth;
+    if (o.block_time_ms !== undefined) base.blockTimeMs = o.block_time_ms;
     if (o.start_block !== undefined) base.startBlock = BigInt(o.start_block);
     base.reorgWindow = o.reorg_window ?? defaultReorgWindow(base.finality.depth);
     if (o.explorer_url === null) delete base.explorerUrl;

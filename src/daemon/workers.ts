@@ -33,6 +33,10 @@ export function startWorkers(rt: DaemonRuntime, ctx: JobContext): DaemonPart {
     const worker = new Worker(queue, withRetryability(processor), {
       connection,
       prefix: config.queuePrefix,
+      // An idle worker's blocking wait (BZPOPMIN) ends on a new job's marker at once; this bounds
+      // it when nothing is due. BullMQ's default of 5 s woke every idle queue 12 times a minute
+      // for nothing; 10 s is the bound BullMQ itself keeps while a delayed job is due later.
+      drainDelay: 10,
       ...options,
     });
     worker.on('completed', (job) => {
@@ -69,7 +73,10 @@ export function startWorkers(rt: DaemonRuntime, ctx: JobContext): DaemonPart {
     { concurrency: 1 },
   );
   run(QUEUE.maintenance, 'maintenance', maintenanceProcessor(ctx), { concurrency: 1 });
-  run(QUEUE.events, 'events', eventsProcessor(eventDeliveryDeps(rt)), { concurrency: 1 });
+  // Without EVENTS_WEBHOOK_URL there is nothing to deliver (the scheduler adds no job): no worker
+  // waits on the queue.
+  const delivery = eventDeliveryDeps(rt);
+  if (delivery) run(QUEUE.events, 'events', eventsProcessor(delivery), { concurrency: 1 });
 
   return {
     stop: async () => {

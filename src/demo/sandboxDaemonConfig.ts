@@ -68,6 +68,9 @@ export async function sandboxDaemonConfig(input: SandboxDaemonConfigInput): Prom
           USDC: { address: chain.tokens.USDC.address, decimals: chain.decimals },
         },
         start_block: 0,
+        // anvil mines a transaction's block at once (no block time): the indexer's passes keep
+        // their shortest interval, scaled like every other by pollIntervalScale.
+        block_time_ms: 1,
         ...(input.finalityDepth === undefined
           ? {}
           : { finality: { finalized_tag: false, depth: input.finalityDepth } }),

@@ -57,11 +57,17 @@ async function rpcChainId(rpcUrl: string): Promise<number | undefined> {
   return id ? Number.parseInt(id, 16) : undefined;
 }
 
-/** A local EVM node on a free port; blocks are mined on every transaction (no block time). */
-export async function startAnvil(options: { chainId?: number } = {}): Promise<EphemeralAnvil> {
+/**
+ * A local EVM node on a free port; blocks are mined on every transaction, or every
+ * `blockTimeSeconds` as well when given (a chain that keeps moving, as the idle bench needs).
+ */
+export async function startAnvil(
+  options: { chainId?: number; blockTimeSeconds?: number } = {},
+): Promise<EphemeralAnvil> {
   const chainId = options.chainId ?? 31337;
   const port = await freePort();
   const proc = startManagedProcess(anvilBinaryPath(), [
+    ...(options.blockTimeSeconds ? ['--block-time', String(options.blockTimeSeconds)] : []),
     '--host',
     '127.0.0.1',
     '--port',

@@ -32,6 +32,8 @@ export interface DaemonChain {
   decimals: number;
   /** Where the indexer starts (CHAINS_FILE start_block); default: 10,000 blocks below the head. */
   startBlock?: number;
+  /** CHAINS_FILE block_time_ms; default: the registry's. */
+  blockTimeMs?: number;
 }
 
 export interface DaemonEnvOptions {
@@ -87,6 +89,7 @@ export function daemonEnv(options: DaemonEnvOptions): Record<string, string> {
           USDC: { address: c.tokens.USDC, decimals: c.decimals },
         },
         ...(c.startBlock === undefined ? {} : { start_block: c.startBlock }),
+        ...(c.blockTimeMs === undefined ? {} : { block_time_ms: c.blockTimeMs }),
       })),
       null,
       2,
@@ -270,6 +273,7 @@ export function daemonEnvForConfig(config: Config): Record<string, string> {
             rpcUrl: config.rpcUrls.get(c.chainId)?.join(',') ?? '',
             tokens: { USDT: token('USDT'), USDC: token('USDC') },
             decimals: c.tokens[0]?.decimals ?? 6,
+            blockTimeMs: c.blockTimeMs,
           };
         }),
     }),

@@ -58,6 +58,8 @@ export async function startProcessCluster(options: { concurrency?: number } = {}
     rpcUrl: chain.rpcUrl,
     tokens: { USDT: chain.tokens.USDT.address, USDC: chain.tokens.USDC.address },
     decimals: chain.decimals,
+    // anvil mines a transaction's block at once: the indexer's passes keep their shortest interval.
+    blockTimeMs: 1,
   };
   const client = sandbox.client('st_a', { retry: { maxAttempts: 3 } });
   const workDir = mkdtempSync(join(tmpdir(), 'stablebooks-procs-'));

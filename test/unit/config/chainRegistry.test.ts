@@ -41,6 +41,30 @@ describe('chain registry: finality and indexer settings', () => {
   });
 
   it.each([
+    [1, 12_000],
+    [11155111, 12_000],
+    [137, 2_000],
+    [42161, 250],
+    [8453, 2_000],
+    [10, 2_000],
+    [56, 750],
+  ])('behavior: chain %i block time defaults to %i ms', (id, ms) => {
+    expect(createChainRegistry().chain(id)?.blockTimeMs).toBe(ms);
+  });
+
+  it('behavior: CHAINS_FILE block_time_ms overrides; a chain the registry does not know has 2 s blocks', () => {
+    const registry = createChainRegistry(
+      chainsFileSchema.parse([{ chain_id: 8453, block_time_ms: 1000 }, { chain_id: 31337 }]),
+    );
+    expect(registry.chain(8453)?.blockTimeMs).toBe(1000);
+    expect(registry.chain(31337)?.blockTimeMs).toBe(2000);
+    expect(createChainRegistry().chain(8453)?.blockTimeMs).toBe(2000);
+  });
+
+  it.each([
+    [{ chain_id: 1, block_time_ms: 0 }],
+    [{ chain_id: 1, block_time_ms: 1.5 }],
+    [{ chain_id: 1, block_time_ms: '1000' }],
     [{ chain_id: 1, start_block: -1 }],
     [{ chain_id: 1, reorg_window: 0 }],
     [{ chain_id: 1, start_block: '5' }],
