@@ -36,8 +36,9 @@ import { type AccountKind, account, accountCode, type Token } from '../src/ledge
 import { accountBalance, checkpointBalances } from '../src/ledger/balances.ts';
 import { type AccountCache, createAccountCache } from '../src/ledger/ensureAccounts.ts';
 import type { EntryDraft, EntryLine } from '../src/ledger/entryDraft.ts';
-import { postEntry } from '../src/ledger/postEntry.ts';
+import { postEntries, postEntry } from '../src/ledger/postEntry.ts';
 import { fmt, log, positiveNumber, runCommand, sleep } from './benchKit.ts';
+import { checkPeer, createPeer, type PeerAccounts, peerAccounts, postPeer } from './ledgerPeer.ts';
 import { chainRates, type SealingRound, sealingImpact } from './ledgerSealing.ts';
 
 const SECONDS = positiveNumber('BENCH_SECONDS', 10);
@@ -47,6 +48,8 @@ const TAIL_ENTRIES = positiveNumber('BENCH_TAIL', 1000);
 const SEAL_ROUNDS = positiveNumber('BENCH_SEAL_ROUNDS', 3);
 const SEAL_EVERY_MS = positiveNumber('BENCH_SEAL_EVERY_MS', 5000);
 const BATCH = 50;
+/** BENCH_ONLY=peer: the baselines and the comparison with the peer only (phase 2b). */
+const PEER_ONLY = process.env.BENCH_ONLY === 'peer';
 const BULK_CHUNK = 100_000;
 /** Share of entries that go to the hottest store/token; the rest spread over the others. */
 const HOT_SHARE = 0.7;
@@ -109,10 +112,59 @@ async function serverCounters(db: Db): Promise<ServerCounters> {
   };
 }
 
+/**
+ * What the posting connections were doing, sampled from pg_stat_activity every 20 ms: share of
+ * samples running (on CPU, no wait event), waiting on a row or other heavyweight lock (Lock),
+ * on a lightweight lock (LWLock, e.g. WAL insertion), on IO (the WAL flush at commit), and idle
+ * with the client (Client: the round trip and Node's own work, in or out of a transaction).
+ */
+type WaitShares = Record<'cpu' | 'lock' | 'lwlock' | 'io' | 'client' | 'other', number>;
+
+function sampleWaits(statsDb: Db): { stop(): Promise<WaitShares> } {
+  const counts: WaitShares = { cpu: 0, lock: 0, lwlock: 0, io: 0, client: 0, other: 0 };
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const { rows } = await statsDb.execute<{ state: string | null; type: string | null }>(sql`
+        select state, wait_event_type as type from pg_stat_activity
+        where application_name = 'stablebooks-bench' and backend_type = 'client backend'`);
+      for (const r of rows) {
+        if (r.state !== 'active' || r.type === 'Client') counts.client++;
+        else if (r.type === null) counts.cpu++;
+        else if (r.type === 'Lock') counts.lock++;
+        else if (r.type === 'LWLock') counts.lwlock++;
+        else if (r.type === 'IO') counts.io++;
+        else counts.other++;
+      }
+      await sleep(20);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      const total = Math.max(
+        1,
+        Object.values(counts).reduce((a, b) => a + b, 0),
+      );
+      for (const k of Object.keys(counts) as (keyof WaitShares)[]) counts[k] /= total;
+      return counts;
+    },
+  };
+}
+
+function formatWaits(w: WaitShares | null): string {
+  if (!w) return '';
+  const pct = (v: number) => `${Math.round(v * 100)}`;
+  return `${pct(w.cpu)}/${pct(w.lock)}/${pct(w.lwlock)}/${pct(w.io)}/${pct(w.client)}`;
+}
+
 interface PhaseStats {
   /** Commits per WAL fsync: above 1 means group commit shares flushes between transactions. */
   commitsPerFlush: number;
   walBytesPerCommit: number;
+  /** WAL bytes written in the phase, all told. */
+  walBytes: number;
   /** Busy cores of the whole machine (all processes), e.g. 1.9 of 2. */
   machineCores: number | null;
   /** This Node process's CPU, in cores. */
@@ -139,6 +191,7 @@ async function measured<T>(statsDb: Db, work: () => Promise<T>): Promise<{ resul
   const stats = {
     commitsPerFlush: commits / Math.max(1, server1.walSyncs - server0.walSyncs),
     walBytesPerCommit: (server1.walBytes - server0.walBytes) / commits,
+    walBytes: server1.walBytes - server0.walBytes,
     machineCores,
     nodeCores: (cpu1.nodeUs - cpu0.nodeUs) / 1000 / (cpu1.at - cpu0.at),
   };
@@ -201,17 +254,37 @@ interface Combo {
 
 type Shape = 'exact' | 'short' | 'over';
 
-/** Checkout-like entries (rule 1 of docs/accounting.md): in_transit N, service_fees F, sales -R, +/- diff. */
-function entryFactory(run: string, combos: Combo[]) {
+/** The five accounts of a combo that checkout entries post to. */
+const CHECKOUT_KINDS: AccountKind[] = [
+  'assets:in_transit',
+  'expense:service_fees',
+  'income:sales',
+  'expense:sales_shortfall',
+  'liability:customer_overpayments',
+];
+
+/**
+ * Checkout-like entries (rule 1 of docs/accounting.md): in_transit N, service_fees F, sales -R,
+ * +/- diff. `hotShare` of them go to the first combo, the rest spread over the others (1 /
+ * combos.length: uniform). With `twoLines`, each entry is instead one amount between two of the
+ * five accounts of its combo, drawn at random (a single transfer).
+ */
+function entryFactory(
+  run: string,
+  combos: Combo[],
+  options_: { hotShare?: number; twoLines?: boolean } = {},
+) {
   let seq = 0;
+  const hotShare = options_.hotShare ?? HOT_SHARE;
   return (options: { combo?: Combo; shape?: Shape } = {}): EntryDraft => {
     seq++;
     const others = combos.slice(1);
     const combo =
       options.combo ??
-      (Math.random() < HOT_SHARE || others.length === 0
+      (Math.random() < hotShare || others.length === 0
         ? combos[0]!
         : others[Math.floor(Math.random() * others.length)]!);
+    if (options_.twoLines) return transferEntry(run, seq, combo);
     const roll = Math.random();
     const shape: Shape = options.shape ?? (roll < 0.1 ? 'short' : roll < 0.2 ? 'over' : 'exact');
     const unit = 10n ** BigInt(combo.token.decimals);
@@ -247,6 +320,26 @@ function entryFactory(run: string, combos: Combo[]) {
   };
 }
 
+/** A two-line entry: one amount from one account of the combo's five to another. */
+function transferEntry(run: string, seq: number, combo: Combo): EntryDraft {
+  const i = Math.floor(Math.random() * CHECKOUT_KINDS.length);
+  const j = (i + 1 + Math.floor(Math.random() * (CHECKOUT_KINDS.length - 1))) % CHECKOUT_KINDS.length;
+  const amount =
+    (BigInt(100 + Math.floor(Math.random() * 100_000)) * 10n ** BigInt(combo.token.decimals)) / 100n;
+  return {
+    idempotencyKey: `bench:${run}:transfer:${seq}`,
+    kind: 'bench.transfer',
+    occurredAt: new Date(),
+    storeId: combo.storeId,
+    ref: { type: 'bench_transfer', id: `${run}_${seq}` },
+    lines: [
+      { account: account(CHECKOUT_KINDS[j]!, combo.storeId, combo.token), amount },
+      { account: account(CHECKOUT_KINDS[i]!, combo.storeId, combo.token), amount: -amount },
+    ],
+    metadata: { amount: amount.toString(), tx_hash: `0x${seq.toString(16).padStart(64, '0')}` },
+  };
+}
+
 type NextEntry = ReturnType<typeof entryFactory>;
 
 interface LedgerResult {
@@ -261,9 +354,16 @@ interface LedgerResult {
   entriesPerSecond: number;
   postingsPerSecond: number;
   stats: PhaseStats;
+  waits: WaitShares | null;
 }
 
-async function postOnce(db: Db, next: NextEntry, batch: number, cache: AccountCache | undefined) {
+async function postOnce(
+  db: Db,
+  next: NextEntry,
+  batch: number,
+  cache: AccountCache | undefined,
+  options: { postEntries?: boolean } = {},
+) {
   if (batch === 0) {
     // One entry as one statement (its own implicit transaction): how the poster runs one entry
     // when no fact is written beside it. The deferred balance check still runs at that commit.
@@ -273,7 +373,10 @@ async function postOnce(db: Db, next: NextEntry, batch: number, cache: AccountCa
   }
   const drafts = Array.from({ length: batch }, () => next());
   await db.transaction(async (tx) => {
-    for (const draft of drafts) await postEntry(tx, draft, cache ? { accounts: cache } : {});
+    // The batch as one statement (postEntries), or one postEntry per entry as the daemon's
+    // batched webhook processing posts today.
+    if (options.postEntries) await postEntries(tx, drafts, cache ? { accounts: cache } : {});
+    else for (const draft of drafts) await postEntry(tx, draft, cache ? { accounts: cache } : {});
   });
   return drafts.reduce((n, d) => n + d.lines.length, 0);
 }
@@ -287,14 +390,24 @@ async function timedLoop(
   statsDb: Db,
   connections: number,
   step: (db: Db, worker: number) => Promise<{ entries: number; postings: number }>,
-): Promise<{ entries: number; postings: number; transactions: number; seconds: number; stats: PhaseStats }> {
+  options: { waits?: boolean } = {},
+): Promise<{
+  entries: number;
+  postings: number;
+  transactions: number;
+  seconds: number;
+  stats: PhaseStats;
+  waits: WaitShares | null;
+}> {
   const database = createDatabase(url, { max: connections, applicationName: 'stablebooks-bench' });
   let entries = 0;
   let postings = 0;
   let transactions = 0;
+  let waits: WaitShares | null = null;
   try {
     // Open every connection (and warm any cache) before the clock starts.
     await Promise.all(Array.from({ length: connections }, (_, w) => step(database.db, w)));
+    const sampler = options.waits ? sampleWaits(statsDb) : null;
     const { result: seconds, stats } = await measured(statsDb, async () => {
       const t0 = performance.now();
       const deadline = t0 + SECONDS * 1000;
@@ -324,10 +437,11 @@ async function timedLoop(
         );
       } finally {
         clearInterval(progress);
+        if (sampler) waits = await sampler.stop();
       }
       return (performance.now() - t0) / 1000;
     });
-    return { entries, postings, transactions, seconds, stats };
+    return { entries, postings, transactions, seconds, stats, waits };
   } finally {
     await database.close();
   }
@@ -337,15 +451,15 @@ async function runLedger(
   url: string,
   statsDb: Db,
   next: NextEntry,
-  options: { connections: number; batch: number; cached: boolean },
+  options: { connections: number; batch: number; cached: boolean; postEntries?: boolean },
 ): Promise<LedgerResult> {
   const { connections, batch, cached } = options;
-  const label = `${batch === 0 ? 'one entry, one statement' : batch === 1 ? 'one entry per tx' : `${batch} entries per tx`}${cached ? ' + AccountCache' : ''}`;
+  const label = `${batch === 0 ? 'one entry, one statement' : batch === 1 ? 'one entry per tx' : `${batch} entries per tx${options.postEntries ? ' in one statement (postEntries)' : ''}`}${cached ? ' + AccountCache' : ''}`;
   log(`ledger ${connections} connection(s), ${label}: ${SECONDS} s`);
   const cache = cached ? createAccountCache() : undefined;
   const run = await timedLoop(url, statsDb, connections, async (db) => ({
     entries: Math.max(batch, 1),
-    postings: await postOnce(db, next, batch, cache),
+    postings: await postOnce(db, next, batch, cache, { postEntries: options.postEntries ?? false }),
   }));
   const result: LedgerResult = {
     label,
@@ -361,6 +475,194 @@ async function runLedger(
       `${fmt(result.postingsPerSecond)} postings/s (${(run.postings / run.entries).toFixed(2)} postings/entry)`,
   );
   return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2b. Ours and the peer (bench/ledgerPeer.ts) on the same hot accounts, side by side.
+
+interface PeerRow {
+  hot: number;
+  connections: number;
+  /** ours: postEntry per entry (the daemon's path); ours-1stmt: postEntries, the batch in one statement. */
+  design: 'ours' | 'ours-1stmt' | 'peer';
+  batch: number;
+  twoLines: boolean;
+  entriesPerSecond: number;
+  postingsPerSecond: number;
+  transactionsPerSecond: number;
+  walBytesPerEntry: number;
+  stats: PhaseStats;
+  waits: WaitShares | null;
+}
+
+/**
+ * Posts the same kind of entries through our poster (postEntry with an AccountCache, as the
+ * daemon posts) and through the peer, on `hot` accounts: hot / 5 combos of (store, token) with the
+ * five accounts of a checkout entry each, every entry on a combo drawn uniformly. One entry per
+ * transaction and BATCH per transaction, at each connection count; within a pair the two designs
+ * run one after the other, the first alternating, since the machine's load drifts.
+ */
+async function peerComparison(
+  url: string,
+  statsDb: Db,
+  run: string,
+  hot: number,
+  options: { twoLines?: boolean; connections: readonly number[]; batches: readonly number[] },
+): Promise<PeerRow[]> {
+  const twoLines = options.twoLines ?? false;
+  const tag = `${run}-h${hot}${twoLines ? 't' : ''}`;
+  const combos: Combo[] = Array.from(
+    { length: Math.max(1, Math.round(hot / CHECKOUT_KINDS.length)) },
+    (_, i) => ({
+      storeId: `peer-${tag}-${i}`,
+      token: USDC_BASE,
+    }),
+  );
+  const next = entryFactory(tag, combos, { hotShare: 1 / combos.length, twoLines });
+  // Every account of both designs exists before anything is timed: one entry of each shape per
+  // combo (together they use all five accounts), posted through both.
+  const setup = createDatabase(url, { max: 1 });
+  let ids: PeerAccounts;
+  try {
+    const shapes = entryFactory(`${tag}-setup`, combos);
+    const drafts = combos.flatMap((combo) =>
+      (['exact', 'short', 'over'] as const).map((shape) => shapes({ combo, shape })),
+    );
+    for (const draft of drafts) await postEntry(setup.db, draft);
+    ids = await peerAccounts(setup.db, drafts);
+    await setup.db.transaction((tx) => postPeer(tx, drafts, ids).then(() => undefined));
+  } finally {
+    await setup.close();
+  }
+  const rows: PeerRow[] = [];
+  let pair = 0;
+  for (const connections of options.connections)
+    for (const batch of options.batches) {
+      const ours = batch === 1 ? (['ours'] as const) : (['ours', 'ours-1stmt'] as const);
+      const designs = pair++ % 2 === 0 ? [...ours, 'peer' as const] : ['peer' as const, ...ours];
+      for (const design of designs) {
+        const label = `${design}, ${hot} hot accounts, ${twoLines ? '2-line entries, ' : ''}${batch === 1 ? 'one entry per tx' : `${batch} entries per tx`}`;
+        log(`${label}, ${connections} connection(s): ${SECONDS} s`);
+        const cache = createAccountCache();
+        const result = await timedLoop(
+          url,
+          statsDb,
+          connections,
+          async (db) => {
+            if (design !== 'peer') {
+              const postings = await postOnce(db, next, batch, cache, {
+                postEntries: design === 'ours-1stmt',
+              });
+              return { entries: batch, postings };
+            }
+            const drafts = Array.from({ length: batch }, () => next());
+            const postings = await db.transaction((tx) => postPeer(tx, drafts, ids));
+            return { entries: batch, postings };
+          },
+          { waits: true },
+        );
+        const row: PeerRow = {
+          hot,
+          connections,
+          design,
+          batch,
+          twoLines,
+          entriesPerSecond: result.entries / result.seconds,
+          postingsPerSecond: result.postings / result.seconds,
+          transactionsPerSecond: result.transactions / result.seconds,
+          walBytesPerEntry: result.stats.walBytes / Math.max(1, result.entries),
+          stats: result.stats,
+          waits: result.waits,
+        };
+        log(
+          `${label}, ${connections} connection(s): ${fmt(row.entriesPerSecond)} entries/s, ` +
+            `${fmt(row.postingsPerSecond)} postings/s; waits cpu/lock/lwlock/io/client % ${formatWaits(row.waits)}`,
+        );
+        rows.push(row);
+      }
+    }
+  await checkPeer(statsDb);
+  return rows;
+}
+
+function printPeer(rows: PeerRow[], baselineFor: (clients: number) => number): void {
+  const peerOf = (r: PeerRow) =>
+    rows.find(
+      (p) =>
+        p.design === 'peer' &&
+        p.hot === r.hot &&
+        p.connections === r.connections &&
+        p.batch === r.batch &&
+        p.twoLines === r.twoLines,
+    );
+  const peerOnePerTx = (r: PeerRow) =>
+    rows.find(
+      (p) =>
+        p.design === 'peer' &&
+        p.hot === r.hot &&
+        p.connections === r.connections &&
+        p.batch === 1 &&
+        p.twoLines === r.twoLines,
+    );
+  console.log(
+    `\n## Ours and the peer (bench/ledgerPeer.ts), ${SECONDS} s per row, durable commits\n\n` +
+      'waits: share of samples of the posting backends on CPU / Lock / LWLock / IO / with the client, %\n',
+  );
+  console.log(
+    table(
+      [
+        'design',
+        'hot accounts',
+        'entries',
+        'per tx',
+        'conns',
+        'entries/s',
+        'postings/s',
+        'ratio to pgbench TPS',
+        'ours / peer',
+        'commits per WAL flush',
+        'WAL B/entry',
+        'node CPU',
+        `machine CPU (of ${os.cpus().length})`,
+        'waits',
+      ],
+      rows.map((r) => {
+        const peer = peerOf(r);
+        return [
+          r.design,
+          String(r.hot),
+          r.twoLines ? '2-line' : 'checkout',
+          String(r.batch),
+          String(r.connections),
+          fmt(r.entriesPerSecond),
+          fmt(r.postingsPerSecond),
+          (r.entriesPerSecond / baselineFor(r.connections)).toFixed(2),
+          r.design !== 'peer' && peer ? (r.entriesPerSecond / peer.entriesPerSecond).toFixed(2) : '',
+          r.stats.commitsPerFlush.toFixed(1),
+          fmt(r.walBytesPerEntry),
+          r.stats.nodeCores.toFixed(2),
+          r.stats.machineCores === null ? '?' : r.stats.machineCores.toFixed(1),
+          formatWaits(r.waits),
+        ];
+      }),
+    ),
+  );
+  console.log('\n## Targets against the peer (issue 33, 10 hot accounts, checkout entries)\n');
+  for (const r of rows.filter((x) => x.design !== 'peer' && x.hot === 10 && !x.twoLines)) {
+    const peer = peerOf(r);
+    const single = peerOnePerTx(r);
+    if (!peer || !single) continue;
+    const want = r.batch === 1 ? 1 : 2;
+    const ratio = r.entriesPerSecond / peer.entriesPerSecond;
+    console.log(
+      `- ${r.design === 'ours' ? 'ours' : 'ours in one statement (postEntries)'} ${r.batch === 1 ? 'one entry per tx' : `${r.batch} per tx`}, ${r.connections} conn: ` +
+        `${ratio.toFixed(2)}x the peer's ${r.batch === 1 ? 'one per tx' : `${r.batch} per tx`} (target >= ${want}x): ` +
+        `${ratio >= want ? 'met' : 'NOT met'}` +
+        (r.batch === 1
+          ? ''
+          : `; ${(r.entriesPerSecond / single.entriesPerSecond).toFixed(2)}x the peer's one per tx`),
+    );
+  }
 }
 
 /** pgbench's 3-row transaction sent from Node through the same driver stack as the ledger. */
@@ -767,11 +1069,60 @@ async function report(url: string, statsDb: Db, scratch: string): Promise<void> 
   ] as const) {
     baselines.push(await pgbench(url, statsDb, script, clients, threads));
     nodeBaselines.push(await runNodeBaseline(url, statsDb, table_, clients));
+    if (PEER_ONLY) continue;
     for (const batch of [1, BATCH])
       for (const cached of [false, true])
         ledger.push(await runLedger(url, statsDb, next, { connections: clients, batch, cached }));
+    ledger.push(
+      await runLedger(url, statsDb, next, {
+        connections: clients,
+        batch: BATCH,
+        cached: true,
+        postEntries: true,
+      }),
+    );
     ledger.push(await runLedger(url, statsDb, next, { connections: clients, batch: 0, cached: true }));
     if (clients === 1) steps = await anatomy(url, next, 500);
+  }
+  const baselineFor = (clients: number) => baselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
+  const nodeBaselineFor = (clients: number) =>
+    nodeBaselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
+
+  // 2b. Ours and the peer, with 10 and 50 hot accounts; and 2-line entries (one transfer each).
+  await createPeer(statsDb);
+  const peerRows: PeerRow[] = [];
+  for (const hot of [10, 50])
+    peerRows.push(
+      ...(await peerComparison(url, statsDb, run, hot, { connections: [1, 8], batches: [1, BATCH] })),
+    );
+  peerRows.push(
+    ...(await peerComparison(url, statsDb, run, 10, { twoLines: true, connections: [1, 8], batches: [1] })),
+  );
+  if (PEER_ONLY) {
+    console.log('\n## Machine\n');
+    for (const [k, v] of Object.entries(machine)) console.log(`- ${k}: ${v}`);
+    console.log('');
+    console.log(
+      table(
+        ['baseline', 'conns', 'TPS', 'commits per WAL flush', `machine CPU (of ${os.cpus().length})`],
+        [...baselines, ...nodeBaselines].map((b, i) => [
+          i < baselines.length ? 'pgbench 3-row INSERT tx' : 'node (pg + drizzle), same 3-row INSERT tx',
+          String(b.clients),
+          fmt(b.tps),
+          b.stats.commitsPerFlush.toFixed(1),
+          b.stats.machineCores === null ? '?' : b.stats.machineCores.toFixed(1),
+        ]),
+      ),
+    );
+    printPeer(peerRows, baselineFor);
+    console.log(
+      `\n- load average at end (1/5/15 min): ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' / ')}`,
+    );
+    await statsDb.execute(sql.raw(`drop table ${table_}`));
+    return;
   }
 
   // 4a. What the hash chain costs posting (the daemon's path at 8 connections).
@@ -871,9 +1222,6 @@ async function report(url: string, statsDb: Db, scratch: string): Promise<void> 
   const chain = await chainRates(url);
 
   // 5. Results.
-  const baselineFor = (clients: number) => baselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
-  const nodeBaselineFor = (clients: number) =>
-    nodeBaselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
   const cores = (s: PhaseStats) => (s.machineCores === null ? '?' : s.machineCores.toFixed(1));
   console.log('\n## Machine\n');
   for (const [k, v] of Object.entries(machine)) console.log(`- ${k}: ${v}`);
@@ -936,6 +1284,7 @@ async function report(url: string, statsDb: Db, scratch: string): Promise<void> 
       ],
     ),
   );
+  printPeer(peerRows, baselineFor);
   if (steps) {
     const b1 = baselineFor(1);
     console.log(
