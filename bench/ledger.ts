@@ -6,7 +6,11 @@
  *    Node driver stack's cost from the ledger's, the same transaction sent from Node (pg + drizzle).
  * 2. Ledger entries/s (checkout-like entries of 3 or 4 postings, all writers on the same hot
  *    accounts) with 1 and 8 connections: one entry per transaction and 50 per transaction, each
- *    as postEntry is called today and with an AccountCache; and where one entry's time goes.
+ *    as postEntry is called today and with an AccountCache, and 50 in one postEntries statement;
+ *    and where one entry's time goes.
+ * 2b. Ours and the peer (bench/ledgerPeer.ts, issue 33): the same checkout-like entries posted by
+ *    our poster and by a peer design (balances stored per account, rows locked in id order, as the
+ *    best-known PostgreSQL ledgers do) on 10 and 50 hot accounts, at 1 and 8 connections.
  * 3. accountBalance latency for an account with ~1M postings: without a checkpoint, and after
  *    checkpointBalances with a small tail; plus how long checkpointBalances takes and the plan.
  * 4. The entries' hash chain (bench/ledgerSealing.ts): posting at 8 connections (one entry per
@@ -20,7 +24,8 @@
  * Environment: BENCH_SECONDS (default 10) per timed phase, BENCH_POSTINGS (default 1000000)
  * postings on the measured account, BENCH_BALANCE_CALLS (default 200), BENCH_TAIL (default 1000
  * entries posted after the checkpoint), BENCH_SEAL_ROUNDS (default 3) rounds of the sealing
- * variants, BENCH_SEAL_EVERY_MS (default 5000, as the daemon's ledger.seal) between sealer runs.
+ * variants, BENCH_SEAL_EVERY_MS (default 5000, as the daemon's ledger.seal) between sealer runs,
+ * BENCH_ONLY=peer (the baselines and 2b only).
  * No timing is asserted: the figures are printed.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -50,6 +55,8 @@ const SEAL_EVERY_MS = positiveNumber('BENCH_SEAL_EVERY_MS', 5000);
 const BATCH = 50;
 /** BENCH_ONLY=peer: the baselines and the comparison with the peer only (phase 2b). */
 const PEER_ONLY = process.env.BENCH_ONLY === 'peer';
+/** Slices each design of the peer comparison runs in, alternating with the others. */
+const PEER_SLICES = Math.round(positiveNumber('BENCH_PEER_SLICES', 5));
 const BULK_CHUNK = 100_000;
 /** Share of entries that go to the hottest store/token; the rest spread over the others. */
 const HOT_SHARE = 0.7;
@@ -120,14 +127,14 @@ async function serverCounters(db: Db): Promise<ServerCounters> {
  */
 type WaitShares = Record<'cpu' | 'lock' | 'lwlock' | 'io' | 'client' | 'other', number>;
 
-function sampleWaits(statsDb: Db): { stop(): Promise<WaitShares> } {
+function sampleWaits(statsDb: Db, applicationName = 'stablebooks-bench'): { stop(): Promise<WaitShares> } {
   const counts: WaitShares = { cpu: 0, lock: 0, lwlock: 0, io: 0, client: 0, other: 0 };
   let running = true;
   const loop = (async () => {
     while (running) {
       const { rows } = await statsDb.execute<{ state: string | null; type: string | null }>(sql`
         select state, wait_event_type as type from pg_stat_activity
-        where application_name = 'stablebooks-bench' and backend_type = 'client backend'`);
+        where application_name = ${applicationName} and backend_type = 'client backend'`);
       for (const r of rows) {
         if (r.state !== 'active' || r.type === 'Client') counts.client++;
         else if (r.type === null) counts.cpu++;
@@ -491,16 +498,131 @@ interface PeerRow {
   postingsPerSecond: number;
   transactionsPerSecond: number;
   walBytesPerEntry: number;
-  stats: PhaseStats;
+  nodeCores: number;
+  machineCores: number | null;
   waits: WaitShares | null;
+  /** entries/s of each slice, in order. */
+  slices: number[];
+}
+
+interface SliceTotals {
+  entries: number;
+  postings: number;
+  transactions: number;
+  seconds: number;
+  walBytes: number;
+  nodeCores: number;
+  machineCores: number | null;
+  waits: WaitShares | null;
+  slices: number[];
+}
+
+/**
+ * Runs each design for SECONDS in all, on `connections` connections of its own pool, in
+ * PEER_SLICES slices: slice k runs every design once, one after the other, the first design of
+ * the slice rotating. This shared machine's speed swings by 2-3x within a minute (other jobs'
+ * CPU and IO); alternating short slices exposes the designs to the same swings, which one 10 s
+ * run each does not. WAL is read from the WAL position (exact at once), CPU from /proc/stat and
+ * this process, waits by sampling while the design runs.
+ */
+async function interleaved(
+  url: string,
+  statsDb: Db,
+  connections: number,
+  steps: ((db: Db) => Promise<{ entries: number; postings: number }>)[],
+): Promise<SliceTotals[]> {
+  // A name per design's pool, so that the wait sampling sees only the design that runs.
+  const names = steps.map((_, n) => `stablebooks-bench-design-${n}`);
+  const pools = names.map((applicationName) => createDatabase(url, { max: connections, applicationName }));
+  const totals = steps.map(() => ({
+    entries: 0,
+    postings: 0,
+    transactions: 0,
+    seconds: 0,
+    walBytes: 0,
+    nodeUs: 0,
+    machineBusy: 0,
+    machineTotal: 0,
+    waits: [] as WaitShares[],
+    slices: [] as number[],
+  }));
+  const lsn = async () =>
+    Number(
+      (await statsDb.execute<{ b: string }>(sql`select (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as b`))
+        .rows[0]?.b ?? 0,
+    );
+  try {
+    // Open every connection (and warm any cache) before the clock starts.
+    for (const [i, step] of steps.entries())
+      await Promise.all(Array.from({ length: connections }, () => step(pools[i]!.db)));
+    const sliceMs = (SECONDS * 1000) / PEER_SLICES;
+    for (let slice = 0; slice < PEER_SLICES; slice++) {
+      for (let k = 0; k < steps.length; k++) {
+        const i = (k + slice) % steps.length;
+        const step = steps[i]!;
+        const db = pools[i]!.db;
+        const t = totals[i]!;
+        const sampler = sampleWaits(statsDb, names[i]);
+        const wal0 = await lsn();
+        const cpu0 = cpuCounters();
+        const t0 = performance.now();
+        const deadline = t0 + sliceMs;
+        let entries = 0;
+        await Promise.all(
+          Array.from({ length: connections }, async () => {
+            while (performance.now() < deadline) {
+              const done = await step(db);
+              entries += done.entries;
+              t.postings += done.postings;
+              t.transactions++;
+            }
+          }),
+        );
+        const seconds = (performance.now() - t0) / 1000;
+        const cpu1 = cpuCounters();
+        t.walBytes += (await lsn()) - wal0;
+        t.waits.push(await sampler.stop());
+        t.entries += entries;
+        t.seconds += seconds;
+        t.slices.push(entries / seconds);
+        t.nodeUs += cpu1.nodeUs - cpu0.nodeUs;
+        if (cpu0.machine && cpu1.machine) {
+          t.machineBusy += cpu1.machine.busy - cpu0.machine.busy;
+          t.machineTotal += cpu1.machine.total - cpu0.machine.total;
+        }
+      }
+    }
+  } finally {
+    for (const pool of pools) await pool.close();
+  }
+  return totals.map((t) => {
+    const waits = t.waits.reduce(
+      (sum, w) => {
+        for (const k of Object.keys(sum) as (keyof WaitShares)[]) sum[k] += w[k] / t.waits.length;
+        return sum;
+      },
+      { cpu: 0, lock: 0, lwlock: 0, io: 0, client: 0, other: 0 } as WaitShares,
+    );
+    return {
+      entries: t.entries,
+      postings: t.postings,
+      transactions: t.transactions,
+      seconds: t.seconds,
+      walBytes: t.walBytes,
+      nodeCores: t.nodeUs / 1000 / (t.seconds * 1000),
+      machineCores: t.machineTotal > 0 ? (t.machineBusy / t.machineTotal) * os.cpus().length : null,
+      waits,
+      slices: t.slices,
+    };
+  });
 }
 
 /**
  * Posts the same kind of entries through our poster (postEntry with an AccountCache, as the
- * daemon posts) and through the peer, on `hot` accounts: hot / 5 combos of (store, token) with the
- * five accounts of a checkout entry each, every entry on a combo drawn uniformly. One entry per
- * transaction and BATCH per transaction, at each connection count; within a pair the two designs
- * run one after the other, the first alternating, since the machine's load drifts.
+ * daemon posts; and postEntries for a batch) and through the peer, on `hot` accounts: hot / 5
+ * combos of (store, token) with the five accounts of a checkout entry each, every entry on a combo
+ * drawn uniformly. One entry per transaction and BATCH per transaction, at each connection count,
+ * the designs in alternating slices (interleaved).
  */
 async function peerComparison(
   url: string,
@@ -535,48 +657,46 @@ async function peerComparison(
     await setup.close();
   }
   const rows: PeerRow[] = [];
-  let pair = 0;
   for (const connections of options.connections)
     for (const batch of options.batches) {
-      const ours = batch === 1 ? (['ours'] as const) : (['ours', 'ours-1stmt'] as const);
-      const designs = pair++ % 2 === 0 ? [...ours, 'peer' as const] : ['peer' as const, ...ours];
-      for (const design of designs) {
-        const label = `${design}, ${hot} hot accounts, ${twoLines ? '2-line entries, ' : ''}${batch === 1 ? 'one entry per tx' : `${batch} entries per tx`}`;
-        log(`${label}, ${connections} connection(s): ${SECONDS} s`);
-        const cache = createAccountCache();
-        const result = await timedLoop(
-          url,
-          statsDb,
-          connections,
-          async (db) => {
-            if (design !== 'peer') {
-              const postings = await postOnce(db, next, batch, cache, {
-                postEntries: design === 'ours-1stmt',
-              });
-              return { entries: batch, postings };
-            }
-            const drafts = Array.from({ length: batch }, () => next());
-            const postings = await db.transaction((tx) => postPeer(tx, drafts, ids));
+      const designs = batch === 1 ? (['ours', 'peer'] as const) : (['ours', 'ours-1stmt', 'peer'] as const);
+      const what = `${hot} hot accounts, ${twoLines ? '2-line entries, ' : ''}${batch === 1 ? 'one entry per tx' : `${batch} entries per tx`}, ${connections} connection(s)`;
+      log(`${designs.join(' / ')}, ${what}: ${SECONDS} s each, in ${PEER_SLICES} alternating slices`);
+      const cache = createAccountCache();
+      const results = await interleaved(
+        url,
+        statsDb,
+        connections,
+        designs.map((design) => async (db: Db) => {
+          if (design !== 'peer') {
+            const postings = await postOnce(db, next, batch, cache, { postEntries: design === 'ours-1stmt' });
             return { entries: batch, postings };
-          },
-          { waits: true },
-        );
+          }
+          const drafts = Array.from({ length: batch }, () => next());
+          const postings = await db.transaction((tx) => postPeer(tx, drafts, ids));
+          return { entries: batch, postings };
+        }),
+      );
+      for (const [i, design] of designs.entries()) {
+        const r = results[i]!;
         const row: PeerRow = {
           hot,
           connections,
           design,
           batch,
           twoLines,
-          entriesPerSecond: result.entries / result.seconds,
-          postingsPerSecond: result.postings / result.seconds,
-          transactionsPerSecond: result.transactions / result.seconds,
-          walBytesPerEntry: result.stats.walBytes / Math.max(1, result.entries),
-          stats: result.stats,
-          waits: result.waits,
+          entriesPerSecond: r.entries / r.seconds,
+          postingsPerSecond: r.postings / r.seconds,
+          transactionsPerSecond: r.transactions / r.seconds,
+          walBytesPerEntry: r.walBytes / Math.max(1, r.entries),
+          nodeCores: r.nodeCores,
+          machineCores: r.machineCores,
+          waits: r.waits,
+          slices: r.slices,
         };
         log(
-          `${label}, ${connections} connection(s): ${fmt(row.entriesPerSecond)} entries/s, ` +
-            `${fmt(row.postingsPerSecond)} postings/s; waits cpu/lock/lwlock/io/client % ${formatWaits(row.waits)}`,
+          `${design}, ${what}: ${fmt(row.entriesPerSecond)} entries/s, ${fmt(row.postingsPerSecond)} postings/s ` +
+            `(slices: ${r.slices.map((x) => fmt(x)).join(' ')}); waits cpu/lock/lwlock/io/client % ${formatWaits(row.waits)}`,
         );
         rows.push(row);
       }
@@ -605,7 +725,7 @@ function printPeer(rows: PeerRow[], baselineFor: (clients: number) => number): v
         p.twoLines === r.twoLines,
     );
   console.log(
-    `\n## Ours and the peer (bench/ledgerPeer.ts), ${SECONDS} s per row, durable commits\n\n` +
+    `\n## Ours and the peer (bench/ledgerPeer.ts), ${SECONDS} s per row in ${PEER_SLICES} slices alternating with the other designs, durable commits\n\n` +
       'waits: share of samples of the posting backends on CPU / Lock / LWLock / IO / with the client, %\n',
   );
   console.log(
@@ -620,11 +740,11 @@ function printPeer(rows: PeerRow[], baselineFor: (clients: number) => number): v
         'postings/s',
         'ratio to pgbench TPS',
         'ours / peer',
-        'commits per WAL flush',
         'WAL B/entry',
         'node CPU',
         `machine CPU (of ${os.cpus().length})`,
         'waits',
+        'entries/s per slice, min-max',
       ],
       rows.map((r) => {
         const peer = peerOf(r);
@@ -638,11 +758,11 @@ function printPeer(rows: PeerRow[], baselineFor: (clients: number) => number): v
           fmt(r.postingsPerSecond),
           (r.entriesPerSecond / baselineFor(r.connections)).toFixed(2),
           r.design !== 'peer' && peer ? (r.entriesPerSecond / peer.entriesPerSecond).toFixed(2) : '',
-          r.stats.commitsPerFlush.toFixed(1),
           fmt(r.walBytesPerEntry),
-          r.stats.nodeCores.toFixed(2),
-          r.stats.machineCores === null ? '?' : r.stats.machineCores.toFixed(1),
+          r.nodeCores.toFixed(2),
+          r.machineCores === null ? '?' : r.machineCores.toFixed(1),
           formatWaits(r.waits),
+          `${fmt(Math.min(...r.slices))}-${fmt(Math.max(...r.slices))}`,
         ];
       }),
     ),
