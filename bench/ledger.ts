@@ -6,7 +6,11 @@
  *    Node driver stack's cost from the ledger's, the same transaction sent from Node (pg + drizzle).
  * 2. Ledger entries/s (checkout-like entries of 3 or 4 postings, all writers on the same hot
  *    accounts) with 1 and 8 connections: one entry per transaction and 50 per transaction, each
- *    as postEntry is called today and with an AccountCache; and where one entry's time goes.
+ *    as postEntry is called today and with an AccountCache, and 50 in one postEntries statement;
+ *    and where one entry's time goes.
+ * 2b. Ours and the peer (bench/ledgerPeer.ts, issue 33): the same checkout-like entries posted by
+ *    our poster and by a peer design (balances stored per account, rows locked in id order, as the
+ *    best-known PostgreSQL ledgers do) on 10 and 50 hot accounts, at 1 and 8 connections.
  * 3. accountBalance latency for an account with ~1M postings: without a checkpoint, and after
  *    checkpointBalances with a small tail; plus how long checkpointBalances takes and the plan.
  * 4. The entries' hash chain (bench/ledgerSealing.ts): posting at 8 connections (one entry per
@@ -20,7 +24,8 @@
  * Environment: BENCH_SECONDS (default 10) per timed phase, BENCH_POSTINGS (default 1000000)
  * postings on the measured account, BENCH_BALANCE_CALLS (default 200), BENCH_TAIL (default 1000
  * entries posted after the checkpoint), BENCH_SEAL_ROUNDS (default 3) rounds of the sealing
- * variants, BENCH_SEAL_EVERY_MS (default 5000, as the daemon's ledger.seal) between sealer runs.
+ * variants, BENCH_SEAL_EVERY_MS (default 5000, as the daemon's ledger.seal) between sealer runs,
+ * BENCH_ONLY=peer (the baselines and 2b only).
  * No timing is asserted: the figures are printed.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,8 +41,9 @@ import { type AccountKind, account, accountCode, type Token } from '../src/ledge
 import { accountBalance, checkpointBalances } from '../src/ledger/balances.ts';
 import { type AccountCache, createAccountCache } from '../src/ledger/ensureAccounts.ts';
 import type { EntryDraft, EntryLine } from '../src/ledger/entryDraft.ts';
-import { postEntry } from '../src/ledger/postEntry.ts';
+import { postEntries, postEntry } from '../src/ledger/postEntry.ts';
 import { fmt, log, positiveNumber, runCommand, sleep } from './benchKit.ts';
+import { checkPeer, createPeer, type PeerAccounts, peerAccounts, postPeer } from './ledgerPeer.ts';
 import { chainRates, type SealingRound, sealingImpact } from './ledgerSealing.ts';
 
 const SECONDS = positiveNumber('BENCH_SECONDS', 10);
@@ -47,6 +53,10 @@ const TAIL_ENTRIES = positiveNumber('BENCH_TAIL', 1000);
 const SEAL_ROUNDS = positiveNumber('BENCH_SEAL_ROUNDS', 3);
 const SEAL_EVERY_MS = positiveNumber('BENCH_SEAL_EVERY_MS', 5000);
 const BATCH = 50;
+/** BENCH_ONLY=peer: the baselines and the comparison with the peer only (phase 2b). */
+const PEER_ONLY = process.env.BENCH_ONLY === 'peer';
+/** Slices each design of the peer comparison runs in, alternating with the others. */
+const PEER_SLICES = Math.round(positiveNumber('BENCH_PEER_SLICES', 5));
 const BULK_CHUNK = 100_000;
 /** Share of entries that go to the hottest store/token; the rest spread over the others. */
 const HOT_SHARE = 0.7;
@@ -109,10 +119,59 @@ async function serverCounters(db: Db): Promise<ServerCounters> {
   };
 }
 
+/**
+ * What the posting connections were doing, sampled from pg_stat_activity every 20 ms: share of
+ * samples running (on CPU, no wait event), waiting on a row or other heavyweight lock (Lock),
+ * on a lightweight lock (LWLock, e.g. WAL insertion), on IO (the WAL flush at commit), and idle
+ * with the client (Client: the round trip and Node's own work, in or out of a transaction).
+ */
+type WaitShares = Record<'cpu' | 'lock' | 'lwlock' | 'io' | 'client' | 'other', number>;
+
+function sampleWaits(statsDb: Db, applicationName = 'stablebooks-bench'): { stop(): Promise<WaitShares> } {
+  const counts: WaitShares = { cpu: 0, lock: 0, lwlock: 0, io: 0, client: 0, other: 0 };
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const { rows } = await statsDb.execute<{ state: string | null; type: string | null }>(sql`
+        select state, wait_event_type as type from pg_stat_activity
+        where application_name = ${applicationName} and backend_type = 'client backend'`);
+      for (const r of rows) {
+        if (r.state !== 'active' || r.type === 'Client') counts.client++;
+        else if (r.type === null) counts.cpu++;
+        else if (r.type === 'Lock') counts.lock++;
+        else if (r.type === 'LWLock') counts.lwlock++;
+        else if (r.type === 'IO') counts.io++;
+        else counts.other++;
+      }
+      await sleep(20);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      const total = Math.max(
+        1,
+        Object.values(counts).reduce((a, b) => a + b, 0),
+      );
+      for (const k of Object.keys(counts) as (keyof WaitShares)[]) counts[k] /= total;
+      return counts;
+    },
+  };
+}
+
+function formatWaits(w: WaitShares | null): string {
+  if (!w) return '';
+  const pct = (v: number) => `${Math.round(v * 100)}`;
+  return `${pct(w.cpu)}/${pct(w.lock)}/${pct(w.lwlock)}/${pct(w.io)}/${pct(w.client)}`;
+}
+
 interface PhaseStats {
   /** Commits per WAL fsync: above 1 means group commit shares flushes between transactions. */
   commitsPerFlush: number;
   walBytesPerCommit: number;
+  /** WAL bytes written in the phase, all told. */
+  walBytes: number;
   /** Busy cores of the whole machine (all processes), e.g. 1.9 of 2. */
   machineCores: number | null;
   /** This Node process's CPU, in cores. */
@@ -139,6 +198,7 @@ async function measured<T>(statsDb: Db, work: () => Promise<T>): Promise<{ resul
   const stats = {
     commitsPerFlush: commits / Math.max(1, server1.walSyncs - server0.walSyncs),
     walBytesPerCommit: (server1.walBytes - server0.walBytes) / commits,
+    walBytes: server1.walBytes - server0.walBytes,
     machineCores,
     nodeCores: (cpu1.nodeUs - cpu0.nodeUs) / 1000 / (cpu1.at - cpu0.at),
   };
@@ -201,17 +261,37 @@ interface Combo {
 
 type Shape = 'exact' | 'short' | 'over';
 
-/** Checkout-like entries (rule 1 of docs/accounting.md): in_transit N, service_fees F, sales -R, +/- diff. */
-function entryFactory(run: string, combos: Combo[]) {
+/** The five accounts of a combo that checkout entries post to. */
+const CHECKOUT_KINDS: AccountKind[] = [
+  'assets:in_transit',
+  'expense:service_fees',
+  'income:sales',
+  'expense:sales_shortfall',
+  'liability:customer_overpayments',
+];
+
+/**
+ * Checkout-like entries (rule 1 of docs/accounting.md): in_transit N, service_fees F, sales -R,
+ * +/- diff. `hotShare` of them go to the first combo, the rest spread over the others (1 /
+ * combos.length: uniform). With `twoLines`, each entry is instead one amount between two of the
+ * five accounts of its combo, drawn at random (a single transfer).
+ */
+function entryFactory(
+  run: string,
+  combos: Combo[],
+  options_: { hotShare?: number; twoLines?: boolean } = {},
+) {
   let seq = 0;
+  const hotShare = options_.hotShare ?? HOT_SHARE;
   return (options: { combo?: Combo; shape?: Shape } = {}): EntryDraft => {
     seq++;
     const others = combos.slice(1);
     const combo =
       options.combo ??
-      (Math.random() < HOT_SHARE || others.length === 0
+      (Math.random() < hotShare || others.length === 0
         ? combos[0]!
         : others[Math.floor(Math.random() * others.length)]!);
+    if (options_.twoLines) return transferEntry(run, seq, combo);
     const roll = Math.random();
     const shape: Shape = options.shape ?? (roll < 0.1 ? 'short' : roll < 0.2 ? 'over' : 'exact');
     const unit = 10n ** BigInt(combo.token.decimals);
@@ -247,6 +327,26 @@ function entryFactory(run: string, combos: Combo[]) {
   };
 }
 
+/** A two-line entry: one amount from one account of the combo's five to another. */
+function transferEntry(run: string, seq: number, combo: Combo): EntryDraft {
+  const i = Math.floor(Math.random() * CHECKOUT_KINDS.length);
+  const j = (i + 1 + Math.floor(Math.random() * (CHECKOUT_KINDS.length - 1))) % CHECKOUT_KINDS.length;
+  const amount =
+    (BigInt(100 + Math.floor(Math.random() * 100_000)) * 10n ** BigInt(combo.token.decimals)) / 100n;
+  return {
+    idempotencyKey: `bench:${run}:transfer:${seq}`,
+    kind: 'bench.transfer',
+    occurredAt: new Date(),
+    storeId: combo.storeId,
+    ref: { type: 'bench_transfer', id: `${run}_${seq}` },
+    lines: [
+      { account: account(CHECKOUT_KINDS[j]!, combo.storeId, combo.token), amount },
+      { account: account(CHECKOUT_KINDS[i]!, combo.storeId, combo.token), amount: -amount },
+    ],
+    metadata: { amount: amount.toString(), tx_hash: `0x${seq.toString(16).padStart(64, '0')}` },
+  };
+}
+
 type NextEntry = ReturnType<typeof entryFactory>;
 
 interface LedgerResult {
@@ -261,9 +361,16 @@ interface LedgerResult {
   entriesPerSecond: number;
   postingsPerSecond: number;
   stats: PhaseStats;
+  waits: WaitShares | null;
 }
 
-async function postOnce(db: Db, next: NextEntry, batch: number, cache: AccountCache | undefined) {
+async function postOnce(
+  db: Db,
+  next: NextEntry,
+  batch: number,
+  cache: AccountCache | undefined,
+  options: { postEntries?: boolean } = {},
+) {
   if (batch === 0) {
     // One entry as one statement (its own implicit transaction): how the poster runs one entry
     // when no fact is written beside it. The deferred balance check still runs at that commit.
@@ -273,7 +380,10 @@ async function postOnce(db: Db, next: NextEntry, batch: number, cache: AccountCa
   }
   const drafts = Array.from({ length: batch }, () => next());
   await db.transaction(async (tx) => {
-    for (const draft of drafts) await postEntry(tx, draft, cache ? { accounts: cache } : {});
+    // The batch as one statement (postEntries), or one postEntry per entry as the daemon's
+    // batched webhook processing posts today.
+    if (options.postEntries) await postEntries(tx, drafts, cache ? { accounts: cache } : {});
+    else for (const draft of drafts) await postEntry(tx, draft, cache ? { accounts: cache } : {});
   });
   return drafts.reduce((n, d) => n + d.lines.length, 0);
 }
@@ -287,14 +397,24 @@ async function timedLoop(
   statsDb: Db,
   connections: number,
   step: (db: Db, worker: number) => Promise<{ entries: number; postings: number }>,
-): Promise<{ entries: number; postings: number; transactions: number; seconds: number; stats: PhaseStats }> {
+  options: { waits?: boolean } = {},
+): Promise<{
+  entries: number;
+  postings: number;
+  transactions: number;
+  seconds: number;
+  stats: PhaseStats;
+  waits: WaitShares | null;
+}> {
   const database = createDatabase(url, { max: connections, applicationName: 'stablebooks-bench' });
   let entries = 0;
   let postings = 0;
   let transactions = 0;
+  let waits: WaitShares | null = null;
   try {
     // Open every connection (and warm any cache) before the clock starts.
     await Promise.all(Array.from({ length: connections }, (_, w) => step(database.db, w)));
+    const sampler = options.waits ? sampleWaits(statsDb) : null;
     const { result: seconds, stats } = await measured(statsDb, async () => {
       const t0 = performance.now();
       const deadline = t0 + SECONDS * 1000;
@@ -324,10 +444,11 @@ async function timedLoop(
         );
       } finally {
         clearInterval(progress);
+        if (sampler) waits = await sampler.stop();
       }
       return (performance.now() - t0) / 1000;
     });
-    return { entries, postings, transactions, seconds, stats };
+    return { entries, postings, transactions, seconds, stats, waits };
   } finally {
     await database.close();
   }
@@ -337,15 +458,15 @@ async function runLedger(
   url: string,
   statsDb: Db,
   next: NextEntry,
-  options: { connections: number; batch: number; cached: boolean },
+  options: { connections: number; batch: number; cached: boolean; postEntries?: boolean },
 ): Promise<LedgerResult> {
   const { connections, batch, cached } = options;
-  const label = `${batch === 0 ? 'one entry, one statement' : batch === 1 ? 'one entry per tx' : `${batch} entries per tx`}${cached ? ' + AccountCache' : ''}`;
+  const label = `${batch === 0 ? 'one entry, one statement' : batch === 1 ? 'one entry per tx' : `${batch} entries per tx${options.postEntries ? ' in one statement (postEntries)' : ''}`}${cached ? ' + AccountCache' : ''}`;
   log(`ledger ${connections} connection(s), ${label}: ${SECONDS} s`);
   const cache = cached ? createAccountCache() : undefined;
   const run = await timedLoop(url, statsDb, connections, async (db) => ({
     entries: Math.max(batch, 1),
-    postings: await postOnce(db, next, batch, cache),
+    postings: await postOnce(db, next, batch, cache, { postEntries: options.postEntries ?? false }),
   }));
   const result: LedgerResult = {
     label,
@@ -361,6 +482,307 @@ async function runLedger(
       `${fmt(result.postingsPerSecond)} postings/s (${(run.postings / run.entries).toFixed(2)} postings/entry)`,
   );
   return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2b. Ours and the peer (bench/ledgerPeer.ts) on the same hot accounts, side by side.
+
+interface PeerRow {
+  hot: number;
+  connections: number;
+  /** ours: postEntry per entry (the daemon's path); ours-1stmt: postEntries, the batch in one statement. */
+  design: 'ours' | 'ours-1stmt' | 'peer';
+  batch: number;
+  twoLines: boolean;
+  entriesPerSecond: number;
+  postingsPerSecond: number;
+  transactionsPerSecond: number;
+  walBytesPerEntry: number;
+  nodeCores: number;
+  machineCores: number | null;
+  waits: WaitShares | null;
+  /** entries/s of each slice, in order. */
+  slices: number[];
+}
+
+interface SliceTotals {
+  entries: number;
+  postings: number;
+  transactions: number;
+  seconds: number;
+  walBytes: number;
+  nodeCores: number;
+  machineCores: number | null;
+  waits: WaitShares | null;
+  slices: number[];
+}
+
+/**
+ * Runs each design for SECONDS in all, on `connections` connections of its own pool, in
+ * PEER_SLICES slices: slice k runs every design once, one after the other, the first design of
+ * the slice rotating. This shared machine's speed swings by 2-3x within a minute (other jobs'
+ * CPU and IO); alternating short slices exposes the designs to the same swings, which one 10 s
+ * run each does not. WAL is read from the WAL position (exact at once), CPU from /proc/stat and
+ * this process, waits by sampling while the design runs.
+ */
+async function interleaved(
+  url: string,
+  statsDb: Db,
+  connections: number,
+  steps: ((db: Db) => Promise<{ entries: number; postings: number }>)[],
+): Promise<SliceTotals[]> {
+  // A name per design's pool, so that the wait sampling sees only the design that runs.
+  const names = steps.map((_, n) => `stablebooks-bench-design-${n}`);
+  const pools = names.map((applicationName) => createDatabase(url, { max: connections, applicationName }));
+  const totals = steps.map(() => ({
+    entries: 0,
+    postings: 0,
+    transactions: 0,
+    seconds: 0,
+    walBytes: 0,
+    nodeUs: 0,
+    machineBusy: 0,
+    machineTotal: 0,
+    waits: [] as WaitShares[],
+    slices: [] as number[],
+  }));
+  const lsn = async () =>
+    Number(
+      (await statsDb.execute<{ b: string }>(sql`select (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as b`))
+        .rows[0]?.b ?? 0,
+    );
+  try {
+    // Open every connection (and warm any cache) before the clock starts.
+    for (const [i, step] of steps.entries())
+      await Promise.all(Array.from({ length: connections }, () => step(pools[i]!.db)));
+    const sliceMs = (SECONDS * 1000) / PEER_SLICES;
+    for (let slice = 0; slice < PEER_SLICES; slice++) {
+      for (let k = 0; k < steps.length; k++) {
+        const i = (k + slice) % steps.length;
+        const step = steps[i]!;
+        const db = pools[i]!.db;
+        const t = totals[i]!;
+        const sampler = sampleWaits(statsDb, names[i]);
+        const wal0 = await lsn();
+        const cpu0 = cpuCounters();
+        const t0 = performance.now();
+        const deadline = t0 + sliceMs;
+        let entries = 0;
+        await Promise.all(
+          Array.from({ length: connections }, async () => {
+            while (performance.now() < deadline) {
+              const done = await step(db);
+              entries += done.entries;
+              t.postings += done.postings;
+              t.transactions++;
+            }
+          }),
+        );
+        const seconds = (performance.now() - t0) / 1000;
+        const cpu1 = cpuCounters();
+        t.walBytes += (await lsn()) - wal0;
+        t.waits.push(await sampler.stop());
+        t.entries += entries;
+        t.seconds += seconds;
+        t.slices.push(entries / seconds);
+        t.nodeUs += cpu1.nodeUs - cpu0.nodeUs;
+        if (cpu0.machine && cpu1.machine) {
+          t.machineBusy += cpu1.machine.busy - cpu0.machine.busy;
+          t.machineTotal += cpu1.machine.total - cpu0.machine.total;
+        }
+      }
+    }
+  } finally {
+    for (const pool of pools) await pool.close();
+  }
+  return totals.map((t) => {
+    const waits = t.waits.reduce(
+      (sum, w) => {
+        for (const k of Object.keys(sum) as (keyof WaitShares)[]) sum[k] += w[k] / t.waits.length;
+        return sum;
+      },
+      { cpu: 0, lock: 0, lwlock: 0, io: 0, client: 0, other: 0 } as WaitShares,
+    );
+    return {
+      entries: t.entries,
+      postings: t.postings,
+      transactions: t.transactions,
+      seconds: t.seconds,
+      walBytes: t.walBytes,
+      nodeCores: t.nodeUs / 1000 / (t.seconds * 1000),
+      machineCores: t.machineTotal > 0 ? (t.machineBusy / t.machineTotal) * os.cpus().length : null,
+      waits,
+      slices: t.slices,
+    };
+  });
+}
+
+/**
+ * Posts the same kind of entries through our poster (postEntry with an AccountCache, as the
+ * daemon posts; and postEntries for a batch) and through the peer, on `hot` accounts: hot / 5
+ * combos of (store, token) with the five accounts of a checkout entry each, every entry on a combo
+ * drawn uniformly. One entry per transaction and BATCH per transaction, at each connection count,
+ * the designs in alternating slices (interleaved).
+ */
+async function peerComparison(
+  url: string,
+  statsDb: Db,
+  run: string,
+  hot: number,
+  options: { twoLines?: boolean; connections: readonly number[]; batches: readonly number[] },
+): Promise<PeerRow[]> {
+  const twoLines = options.twoLines ?? false;
+  const tag = `${run}-h${hot}${twoLines ? 't' : ''}`;
+  const combos: Combo[] = Array.from(
+    { length: Math.max(1, Math.round(hot / CHECKOUT_KINDS.length)) },
+    (_, i) => ({
+      storeId: `peer-${tag}-${i}`,
+      token: USDC_BASE,
+    }),
+  );
+  const next = entryFactory(tag, combos, { hotShare: 1 / combos.length, twoLines });
+  // Every account of both designs exists before anything is timed: one entry of each shape per
+  // combo (together they use all five accounts), posted through both.
+  const setup = createDatabase(url, { max: 1 });
+  let ids: PeerAccounts;
+  try {
+    const shapes = entryFactory(`${tag}-setup`, combos);
+    const drafts = combos.flatMap((combo) =>
+      (['exact', 'short', 'over'] as const).map((shape) => shapes({ combo, shape })),
+    );
+    for (const draft of drafts) await postEntry(setup.db, draft);
+    ids = await peerAccounts(setup.db, drafts);
+    await setup.db.transaction((tx) => postPeer(tx, drafts, ids).then(() => undefined));
+  } finally {
+    await setup.close();
+  }
+  const rows: PeerRow[] = [];
+  for (const connections of options.connections)
+    for (const batch of options.batches) {
+      const designs = batch === 1 ? (['ours', 'peer'] as const) : (['ours', 'ours-1stmt', 'peer'] as const);
+      const what = `${hot} hot accounts, ${twoLines ? '2-line entries, ' : ''}${batch === 1 ? 'one entry per tx' : `${batch} entries per tx`}, ${connections} connection(s)`;
+      log(`${designs.join(' / ')}, ${what}: ${SECONDS} s each, in ${PEER_SLICES} alternating slices`);
+      const cache = createAccountCache();
+      const results = await interleaved(
+        url,
+        statsDb,
+        connections,
+        designs.map((design) => async (db: Db) => {
+          if (design !== 'peer') {
+            const postings = await postOnce(db, next, batch, cache, { postEntries: design === 'ours-1stmt' });
+            return { entries: batch, postings };
+          }
+          const drafts = Array.from({ length: batch }, () => next());
+          const postings = await db.transaction((tx) => postPeer(tx, drafts, ids));
+          return { entries: batch, postings };
+        }),
+      );
+      for (const [i, design] of designs.entries()) {
+        const r = results[i]!;
+        const row: PeerRow = {
+          hot,
+          connections,
+          design,
+          batch,
+          twoLines,
+          entriesPerSecond: r.entries / r.seconds,
+          postingsPerSecond: r.postings / r.seconds,
+          transactionsPerSecond: r.transactions / r.seconds,
+          walBytesPerEntry: r.walBytes / Math.max(1, r.entries),
+          nodeCores: r.nodeCores,
+          machineCores: r.machineCores,
+          waits: r.waits,
+          slices: r.slices,
+        };
+        log(
+          `${design}, ${what}: ${fmt(row.entriesPerSecond)} entries/s, ${fmt(row.postingsPerSecond)} postings/s ` +
+            `(slices: ${r.slices.map((x) => fmt(x)).join(' ')}); waits cpu/lock/lwlock/io/client % ${formatWaits(row.waits)}`,
+        );
+        rows.push(row);
+      }
+    }
+  await checkPeer(statsDb);
+  return rows;
+}
+
+function printPeer(rows: PeerRow[], baselineFor: (clients: number) => number): void {
+  const peerOf = (r: PeerRow) =>
+    rows.find(
+      (p) =>
+        p.design === 'peer' &&
+        p.hot === r.hot &&
+        p.connections === r.connections &&
+        p.batch === r.batch &&
+        p.twoLines === r.twoLines,
+    );
+  const peerOnePerTx = (r: PeerRow) =>
+    rows.find(
+      (p) =>
+        p.design === 'peer' &&
+        p.hot === r.hot &&
+        p.connections === r.connections &&
+        p.batch === 1 &&
+        p.twoLines === r.twoLines,
+    );
+  console.log(
+    `\n## Ours and the peer (bench/ledgerPeer.ts), ${SECONDS} s per row in ${PEER_SLICES} slices alternating with the other designs, durable commits\n\n` +
+      'waits: share of samples of the posting backends on CPU / Lock / LWLock / IO / with the client, %\n',
+  );
+  console.log(
+    table(
+      [
+        'design',
+        'hot accounts',
+        'entries',
+        'per tx',
+        'conns',
+        'entries/s',
+        'postings/s',
+        'ratio to pgbench TPS',
+        'ours / peer',
+        'WAL B/entry',
+        'node CPU',
+        `machine CPU (of ${os.cpus().length})`,
+        'waits',
+        'entries/s per slice, min-max',
+      ],
+      rows.map((r) => {
+        const peer = peerOf(r);
+        return [
+          r.design,
+          String(r.hot),
+          r.twoLines ? '2-line' : 'checkout',
+          String(r.batch),
+          String(r.connections),
+          fmt(r.entriesPerSecond),
+          fmt(r.postingsPerSecond),
+          (r.entriesPerSecond / baselineFor(r.connections)).toFixed(2),
+          r.design !== 'peer' && peer ? (r.entriesPerSecond / peer.entriesPerSecond).toFixed(2) : '',
+          fmt(r.walBytesPerEntry),
+          r.nodeCores.toFixed(2),
+          r.machineCores === null ? '?' : r.machineCores.toFixed(1),
+          formatWaits(r.waits),
+          `${fmt(Math.min(...r.slices))}-${fmt(Math.max(...r.slices))}`,
+        ];
+      }),
+    ),
+  );
+  console.log('\n## Targets against the peer (issue 33, 10 hot accounts, checkout entries)\n');
+  for (const r of rows.filter((x) => x.design !== 'peer' && x.hot === 10 && !x.twoLines)) {
+    const peer = peerOf(r);
+    const single = peerOnePerTx(r);
+    if (!peer || !single) continue;
+    const want = r.batch === 1 ? 1 : 2;
+    const ratio = r.entriesPerSecond / peer.entriesPerSecond;
+    console.log(
+      `- ${r.design === 'ours' ? 'ours' : 'ours in one statement (postEntries)'} ${r.batch === 1 ? 'one entry per tx' : `${r.batch} per tx`}, ${r.connections} conn: ` +
+        `${ratio.toFixed(2)}x the peer's ${r.batch === 1 ? 'one per tx' : `${r.batch} per tx`} (target >= ${want}x): ` +
+        `${ratio >= want ? 'met' : 'NOT met'}` +
+        (r.batch === 1
+          ? ''
+          : `; ${(r.entriesPerSecond / single.entriesPerSecond).toFixed(2)}x the peer's one per tx`),
+    );
+  }
 }
 
 /** pgbench's 3-row transaction sent from Node through the same driver stack as the ledger. */
@@ -767,11 +1189,60 @@ async function report(url: string, statsDb: Db, scratch: string): Promise<void> 
   ] as const) {
     baselines.push(await pgbench(url, statsDb, script, clients, threads));
     nodeBaselines.push(await runNodeBaseline(url, statsDb, table_, clients));
+    if (PEER_ONLY) continue;
     for (const batch of [1, BATCH])
       for (const cached of [false, true])
         ledger.push(await runLedger(url, statsDb, next, { connections: clients, batch, cached }));
+    ledger.push(
+      await runLedger(url, statsDb, next, {
+        connections: clients,
+        batch: BATCH,
+        cached: true,
+        postEntries: true,
+      }),
+    );
     ledger.push(await runLedger(url, statsDb, next, { connections: clients, batch: 0, cached: true }));
     if (clients === 1) steps = await anatomy(url, next, 500);
+  }
+  const baselineFor = (clients: number) => baselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
+  const nodeBaselineFor = (clients: number) =>
+    nodeBaselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
+
+  // 2b. Ours and the peer, with 10 and 50 hot accounts; and 2-line entries (one transfer each).
+  await createPeer(statsDb);
+  const peerRows: PeerRow[] = [];
+  for (const hot of [10, 50])
+    peerRows.push(
+      ...(await peerComparison(url, statsDb, run, hot, { connections: [1, 8], batches: [1, BATCH] })),
+    );
+  peerRows.push(
+    ...(await peerComparison(url, statsDb, run, 10, { twoLines: true, connections: [1, 8], batches: [1] })),
+  );
+  if (PEER_ONLY) {
+    console.log('\n## Machine\n');
+    for (const [k, v] of Object.entries(machine)) console.log(`- ${k}: ${v}`);
+    console.log('');
+    console.log(
+      table(
+        ['baseline', 'conns', 'TPS', 'commits per WAL flush', `machine CPU (of ${os.cpus().length})`],
+        [...baselines, ...nodeBaselines].map((b, i) => [
+          i < baselines.length ? 'pgbench 3-row INSERT tx' : 'node (pg + drizzle), same 3-row INSERT tx',
+          String(b.clients),
+          fmt(b.tps),
+          b.stats.commitsPerFlush.toFixed(1),
+          b.stats.machineCores === null ? '?' : b.stats.machineCores.toFixed(1),
+        ]),
+      ),
+    );
+    printPeer(peerRows, baselineFor);
+    console.log(
+      `\n- load average at end (1/5/15 min): ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' / ')}`,
+    );
+    await statsDb.execute(sql.raw(`drop table ${table_}`));
+    return;
   }
 
   // 4a. What the hash chain costs posting (the daemon's path at 8 connections).
@@ -871,9 +1342,6 @@ async function report(url: string, statsDb: Db, scratch: string): Promise<void> 
   const chain = await chainRates(url);
 
   // 5. Results.
-  const baselineFor = (clients: number) => baselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
-  const nodeBaselineFor = (clients: number) =>
-    nodeBaselines.find((b) => b.clients === clients)?.tps ?? Number.NaN;
   const cores = (s: PhaseStats) => (s.machineCores === null ? '?' : s.machineCores.toFixed(1));
   console.log('\n## Machine\n');
   for (const [k, v] of Object.entries(machine)) console.log(`- ${k}: ${v}`);
@@ -936,6 +1404,7 @@ async function report(url: string, statsDb: Db, scratch: string): Promise<void> 
       ],
     ),
   );
+  printPeer(peerRows, baselineFor);
   if (steps) {
     const b1 = baselineFor(1);
     console.log(

@@ -4,7 +4,7 @@ import { executePrepared } from '../db/executePrepared.ts';
 import { toJsonb } from '../db/storableJson.ts';
 import { accountCode, assetOf } from './accounts.ts';
 import { contentHash } from './contentHash.ts';
-import { type AccountCache, ensureAccounts } from './ensureAccounts.ts';
+import { type AccountCache, ensureAccounts, type ResolvedAccount } from './ensureAccounts.ts';
 import type { EntryDraft } from './entryDraft.ts';
 import {
   AccountDecimalsError,
@@ -56,6 +56,101 @@ export async function postEntry(
     draft.lines.map((l) => l.account),
     options.accounts,
   );
+  const { header, postings } = prepareEntry(draft, accounts);
+  return insertEntry(tx, header, postings);
+}
+
+/**
+ * Writes several entries and their postings inside the caller's transaction in one round trip
+ * (one account statement when an account is not cached, one insert for every entry): what
+ * postEntry does for each draft, in order, with the same checks, idempotency and errors, for a
+ * caller that books many facts in one transaction. Results are in the drafts' order. A key
+ * already posted (by an earlier transaction or earlier in this call) with the same content is a
+ * replay; with other content an IdempotencyConflictError, and nothing of the call is kept once
+ * the caller's transaction rolls back. Each entry is still checked by the database at commit.
+ */
+export async function postEntries(
+  tx: DbExecutor,
+  drafts: readonly EntryDraft[],
+  options: { accounts?: AccountCache } = {},
+): Promise<PostedEntry[]> {
+  // One draft, or a key twice in the call (the second a replay of the first, or a conflict):
+  // postEntry one by one, which gives exactly those answers.
+  if (drafts.length < 2 || new Set(drafts.map((d) => d.idempotencyKey)).size < drafts.length) {
+    const posted: PostedEntry[] = [];
+    for (const draft of drafts) posted.push(await postEntry(tx, draft, options));
+    return posted;
+  }
+  for (const draft of drafts) checkDraft(draft);
+  const accounts = await ensureAccounts(
+    tx,
+    drafts.flatMap((d) => d.lines.map((l) => l.account)),
+    options.accounts,
+  );
+  const prepared = drafts.map((draft) => prepareEntry(draft, accounts));
+  const entries = JSON.stringify(
+    prepared.map(({ header }, n) => ({
+      n,
+      idempotency_key: header.idempotencyKey,
+      kind: header.kind,
+      occurred_at: header.occurredAt.toISOString(),
+      store_id: header.storeId,
+      ref_type: header.ref.type,
+      ref_id: header.ref.id,
+      memo: header.memo,
+      content_hash: header.hash,
+    })),
+  );
+  // The metadata as postEntry stores it (toJsonb), entry n's at index n.
+  const metadata = `[${prepared.map(({ header }) => toJsonb(header.metadata)).join(',')}]`;
+  let i = 0;
+  const postings = JSON.stringify(
+    prepared.flatMap(({ postings: rows }, n) => rows.map((row) => ({ i: i++, n, ...row }))),
+  );
+  // One round trip: every entry and every posting, in the drafts' order (entry ids, and posting ids
+  // within an entry, as postEntry would have given them one by one). A key taken before inserts
+  // nothing here and is looked up below, as postEntry does.
+  const inserted = await executePrepared<{ id: string; n: number }>(
+    tx,
+    sql`
+    with x as (
+      select * from jsonb_to_recordset(${entries}::jsonb)
+        as x(n int, idempotency_key text, kind text, occurred_at timestamptz, store_id text, ref_type text,
+             ref_id text, memo text, content_hash text)
+    ), e as (
+      insert into ledger_entries
+        (idempotency_key, kind, occurred_at, store_id, ref_type, ref_id, memo, metadata, content_hash)
+      select idempotency_key, kind, occurred_at, store_id, ref_type, ref_id, memo,
+             ${metadata}::jsonb -> n, content_hash
+      from x order by n
+      on conflict do nothing
+      returning id, idempotency_key, occurred_at
+    ), p as (
+      insert into ledger_postings (entry_id, account_id, asset, amount, occurred_at)
+      select e.id, y.account_id, y.asset, y.amount::numeric, e.occurred_at
+      from jsonb_to_recordset(${postings}::jsonb) as y(i int, n int, account_id bigint, asset text, amount text)
+      join x on x.n = y.n
+      join e on e.idempotency_key = x.idempotency_key
+      order by y.i
+      returning 1
+    )
+    select e.id::text, x.n from e join x on x.idempotency_key = e.idempotency_key`,
+  );
+  const ids = new Map<number, bigint>();
+  for (const row of inserted.rows) ids.set(Number(row.n), BigInt(row.id));
+  const results: PostedEntry[] = [];
+  for (const [n, { header }] of prepared.entries()) {
+    const id = ids.get(n);
+    results.push(id === undefined ? await existingEntry(tx, header) : { id, created: true });
+  }
+  return results;
+}
+
+/** The entry's row and postings as the database takes them; refuses an account of another asset or decimals. */
+function prepareEntry(
+  draft: EntryDraft,
+  accounts: Map<string, ResolvedAccount>,
+): { header: EntryHeader; postings: PostingRow[] } {
   const postings: PostingRow[] = draft.lines.map((line) => {
     const code = accountCode(line.account);
     const resolved = accounts.get(code);
@@ -84,9 +179,8 @@ export async function postEntry(
       .map((l) => [accountCode(l.account), assetOf(l.account.token), l.amount.toString()])
       .sort((a, b) => (a.join('|') < b.join('|') ? -1 : 1)),
   });
-  return insertEntry(
-    tx,
-    {
+  return {
+    header: {
       idempotencyKey: draft.idempotencyKey,
       kind: draft.kind,
       occurredAt: draft.occurredAt,
@@ -98,7 +192,7 @@ export async function postEntry(
       hash,
     },
     postings,
-  );
+  };
 }
 
 /**
@@ -179,8 +273,11 @@ async function insertEntry(
   );
   const row = inserted.rows[0];
   if (row) return { id: BigInt(row.id), created: true };
+  return existingEntry(tx, header);
+}
 
-  // Nothing inserted: the key (or, for a reversal, the reversed entry) is already taken.
+/** Nothing inserted: the key (or, for a reversal, the reversed entry) is already taken. */
+async function existingEntry(tx: DbExecutor, header: EntryHeader): Promise<PostedEntry> {
   const found = await tx.execute<{ id: string; content_hash: string }>(sql`
     select id::text, content_hash from ledger_entries
     where idempotency_key = ${header.idempotencyKey}

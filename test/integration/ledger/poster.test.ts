@@ -10,7 +10,7 @@ import {
   IdempotencyConflictError,
   InvalidEntryError,
 } from '../../../src/ledger/errors.ts';
-import { postEntry, reverseEntry } from '../../../src/ledger/postEntry.ts';
+import { postEntries, postEntry, reverseEntry } from '../../../src/ledger/postEntry.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { USDC_BASE, USDT_BNB } from '../../helpers/tokens.ts';
 
@@ -40,6 +40,110 @@ async function balanceOf(code: string, at?: Date | { entryId: bigint }): Promise
   );
   return accountBalance(db, BigInt(rows[0]!.id), at);
 }
+
+/** What the database holds of an entry: its row and its postings, as sealContent would read them. */
+async function stored(id: bigint) {
+  const { rows } = await db.execute<Record<string, unknown>>(sql`
+    select e.idempotency_key, e.kind, e.occurred_at, e.store_id, e.ref_type, e.ref_id, e.memo, e.metadata,
+           e.content_hash, e.tx_id = p.tx_id as same_tx,
+           json_agg(json_build_object('account', p.account_id::text, 'asset', p.asset, 'amount', p.amount::text,
+                                      'occurred_at', p.occurred_at) order by p.id) as postings
+    from ledger_entries e join ledger_postings p on p.entry_id = e.id
+    where e.id = ${id.toString()}::bigint
+    group by e.id, p.tx_id`);
+  return rows;
+}
+
+describe('postEntries', () => {
+  const three = (key: string, amount: bigint, storeId = 'st_a'): EntryDraft => ({
+    idempotencyKey: key,
+    kind: 'checkout.confirmed',
+    occurredAt: new Date('2026-11-11T08:00:00.123Z'),
+    storeId,
+    ref: { type: 'checkout_intent', id: key },
+    lines: [
+      { account: account('assets:in_transit', storeId, USDC_BASE), amount: amount - 1n },
+      { account: account('expense:service_fees', storeId, USDC_BASE), amount: 1n },
+      { account: account('income:sales', storeId, USDC_BASE), amount: -amount },
+    ],
+    memo: `memo ${key}`,
+    metadata: { amount_cents: 99n, tx_hash: `0x${key}`, nested: { a: [1, 'x'] } },
+  });
+
+  it('behavior: writes each entry in one statement as postEntry writes it, ids in the drafts order', async () => {
+    const cache = createAccountCache();
+    const batch = ['many-1', 'many-2', 'many-3'].map((k, i) => three(k, 1000n + BigInt(i)));
+    const posted = await db.transaction((tx) => postEntries(tx, batch, { accounts: cache }));
+    expect(posted.map((p) => p.created)).toEqual([true, true, true]);
+    expect(posted[0]!.id < posted[1]!.id && posted[1]!.id < posted[2]!.id).toBe(true);
+    // The same drafts under other keys through postEntry: every stored column but the key alike.
+    for (const [i, draft] of batch.entries()) {
+      const single = await postEntry(db, { ...draft, idempotencyKey: `${draft.idempotencyKey}-single` });
+      const [a] = await stored(posted[i]!.id);
+      const [b] = await stored(single.id);
+      expect(a).toEqual({ ...b, idempotency_key: draft.idempotencyKey });
+      expect(a!.same_tx).toBe(true);
+    }
+  });
+
+  it('behavior: a key posted before with the same content is a replay beside new entries', async () => {
+    const first = await postEntry(db, three('many-replay', 500n));
+    const posted = await postEntries(db, [
+      three('many-new-a', 7n),
+      three('many-replay', 500n),
+      three('many-new-b', 8n),
+    ]);
+    expect(posted[1]).toEqual({ id: first.id, created: false });
+    expect(posted[0]!.created && posted[2]!.created).toBe(true);
+    const { rows } = await db.execute<{ n: number }>(
+      sql`select count(*)::int as n from ledger_postings where entry_id = ${first.id.toString()}::bigint`,
+    );
+    expect(rows[0]!.n).toBe(3);
+  });
+
+  it('behavior: the same key twice in one call is written once, the second a replay', async () => {
+    const posted = await postEntries(db, [three('many-twice', 9n), three('many-twice', 9n)]);
+    expect(posted[0]!.created).toBe(true);
+    expect(posted[1]).toEqual({ id: posted[0]!.id, created: false });
+    await expect(
+      postEntries(db, [three('many-twice-2', 9n), three('many-twice-2', 10n)]),
+    ).rejects.toBeInstanceOf(IdempotencyConflictError);
+  });
+
+  it('error: a key posted before with other content is an IdempotencyConflict, and the call rolls back with the transaction', async () => {
+    await postEntry(db, three('many-conflict', 500n));
+    await expect(
+      db.transaction((tx) => postEntries(tx, [three('many-kept-a', 1n + 5n), three('many-conflict', 501n)])),
+    ).rejects.toBeInstanceOf(IdempotencyConflictError);
+    const { rows } = await db.execute<{ n: number }>(
+      sql`select count(*)::int as n from ledger_entries where idempotency_key = 'many-kept-a'`,
+    );
+    expect(rows[0]!.n).toBe(0);
+  });
+
+  it('error: an unbalanced draft or an account of other decimals refuses the whole call before the database', async () => {
+    const bad = three('many-bad', 10n);
+    await expect(
+      postEntries(db, [three('many-ok', 10n), { ...bad, lines: [bad.lines[0]!, bad.lines[2]!] }]),
+    ).rejects.toThrow(/does not balance/);
+    await postEntry(db, three('many-dec', 10n, 'st_dec'));
+    const other = { ...USDC_BASE, decimals: 18 };
+    const wrong: EntryDraft = {
+      ...three('many-dec-2', 10n, 'st_dec'),
+      lines: three('many-dec-2', 10n, 'st_dec').lines.map((l) => ({
+        ...l,
+        account: { ...l.account, token: other },
+      })),
+    };
+    await expect(postEntries(db, [three('many-ok-2', 10n), wrong])).rejects.toBeInstanceOf(
+      AccountDecimalsError,
+    );
+    const { rows } = await db.execute<{ n: number }>(
+      sql`select count(*)::int as n from ledger_entries where idempotency_key in ('many-ok', 'many-ok-2', 'many-bad', 'many-dec-2')`,
+    );
+    expect(rows[0]!.n).toBe(0);
+  });
+});
 
 describe('postEntry', () => {
   it('behavior: the same key and content is an idempotent replay', async () => {
