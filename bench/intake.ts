@@ -646,30 +646,40 @@ async function run(cleanups: Cleanups): Promise<void> {
     credentials: { apiKey, apiSecret, signedResponse: false },
     retry: { maxAttempts: 3 },
   });
-  /** Creates and pays `count` intents in the sandbox, PAY_CONCURRENCY at a time (their webhooks go to intakePort). */
-  const payIntents = async (count: number, orderPrefix: string) => {
+  /** Creates and pays `count` intents in the sandbox, `concurrency` at a time (their webhooks go to intakePort). */
+  const payIntents = async (count: number, orderPrefix: string, concurrency = PAY_CONCURRENCY) => {
     let next = 0;
-    await Promise.all(
-      Array.from({ length: PAY_CONCURRENCY }, async () => {
-        while (next < count) {
-          const i = next++;
-          const created = await client.createCheckoutIntent({
-            stable_coin: i % 2 === 0 ? 1 : 2,
-            amount_cents: BigInt(1000 + (i % 100_000)),
-            order_id: `${orderPrefix}-${i}`,
-          });
-          const res = await fetch(
-            `${sandbox.url}/_sandbox/intents/${created.allsvc_checkout_intent_id}/pay`,
-            {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: '{}',
-            },
-          );
-          if (res.status !== 200) throw new Error(`pay: ${res.status} ${await res.text()}`);
-        }
-      }),
-    );
+    const started = performance.now();
+    const progress = setInterval(() => {
+      const seconds = (performance.now() - started) / 1000;
+      log(`  paid ${fmt(next)} of ${fmt(count)} (${fmt(next / seconds)}/s)`);
+    }, 15_000);
+    cleanups.push(async () => clearInterval(progress));
+    try {
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next < count) {
+            const i = next++;
+            const created = await client.createCheckoutIntent({
+              stable_coin: i % 2 === 0 ? 1 : 2,
+              amount_cents: BigInt(1000 + (i % 100_000)),
+              order_id: `${orderPrefix}-${i}`,
+            });
+            const res = await fetch(
+              `${sandbox.url}/_sandbox/intents/${created.allsvc_checkout_intent_id}/pay`,
+              {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: '{}',
+              },
+            );
+            if (res.status !== 200) throw new Error(`pay: ${res.status} ${await res.text()}`);
+          }
+        }),
+      );
+    } finally {
+      clearInterval(progress);
+    }
   };
 
   /**
@@ -699,7 +709,8 @@ async function run(cleanups: Cleanups): Promise<void> {
     log(`latency: paying ${fmt(count)} intents in the sandbox, their webhooks captured`);
     const payStart = performance.now();
     try {
-      await payIntents(count, 'latency');
+      // Setup, not measured: wider than the end-to-end phase's, the sandbox's receipts being waited for.
+      await payIntents(count, 'latency', 64);
       while (new Set(captured.map((c) => c.intentId)).size < count) await sleep(200);
     } finally {
       await new Promise<void>((resolve) => capture.close(() => resolve()));
