@@ -80,6 +80,26 @@ function settleNow() {
   return settleTransfers(applyDeps, CHAIN_ID);
 }
 
+/** Rule 5's principal, as createPayout posts it once the create call names the link. */
+async function postFunded(storeId: StoreId, linkId: string, amount: bigint): Promise<void> {
+  const funded = claimLinkFunded({
+    storeId,
+    claimLinkId: linkId,
+    token: USDT,
+    amount: formatDecimalAmount(amount, 6),
+    occurredAt: clock.now(),
+  });
+  await postEntry(kit.db.db, funded.entry!, { accounts: kit.accounts });
+}
+
+/** The kinds of a claim link's entries, in the order they were posted. */
+async function entryKinds(linkId: string): Promise<string[]> {
+  const { rows } = await kit.db.db.execute<{ kind: string }>(
+    sql`select kind from ledger_entries where ref_id = ${linkId} order by id`,
+  );
+  return rows.map((r) => r.kind);
+}
+
 /** The matcher once every grace is over: whatever nothing explains goes to rule 9. */
 function settleLate() {
   clock.set(new Date(Date.now() + 2 * GRACE));
@@ -304,14 +324,7 @@ describe("a claim link claimed into its own store's merchant wallet", () => {
       values (${`po_${linkId}`}, ${storeId}, ${`ref-${linkId}`}, ${formatDecimalAmount(amount, 6)}, 1, ${CHAIN_ID},
               ${USDT.address}, 'created', ${linkId}, 'link_sent', ${clock.now().toISOString()}::timestamptz,
               ${funding.txHash})`);
-    const funded = claimLinkFunded({
-      storeId,
-      claimLinkId: linkId,
-      token: USDT,
-      amount: formatDecimalAmount(amount, 6),
-      occurredAt: clock.now(),
-    });
-    await postEntry(kit.db.db, funded.entry!, { accounts: kit.accounts });
+    await postFunded(storeId, linkId, amount);
     await kit.indexUntilFinal(deps);
     await settleNow(); // the funding: the pool is learnt
     await kit.chain.transfer('USDT', `pool:${linkId}`, await kit.chain.wallet('fees:31337'), FEE);
@@ -320,10 +333,7 @@ describe("a claim link claimed into its own store's merchant wallet", () => {
     await kit.indexUntilFinal(deps);
     await settleLate();
 
-    const kinds = await kit.db.db.execute<{ kind: string }>(
-      sql`select kind from ledger_entries where ref_id = ${linkId} order by id`,
-    );
-    expect(kinds.rows.map((r) => r.kind)).toEqual([
+    expect(await entryKinds(linkId)).toEqual([
       'claim_link.funded',
       'claim_link.funding_fee',
       'claim_link.claimed',
@@ -367,20 +377,10 @@ describe("a claim into the merchant's own wallet while the link's funding waits 
     await kit.db.db.execute(sql`
       update payouts set create_outcome = 'created', claim_link_id = ${linkId}, link_status = 'link_sent'
       where id = ${`po_${linkId}`}`);
-    const funded = claimLinkFunded({
-      storeId,
-      claimLinkId: linkId,
-      token: USDT,
-      amount: formatDecimalAmount(amount, 6),
-      occurredAt: clock.now(),
-    });
-    await postEntry(kit.db.db, funded.entry!, { accounts: kit.accounts });
+    await postFunded(storeId, linkId, amount);
     await settleLate();
 
-    const kinds = await kit.db.db.execute<{ kind: string }>(
-      sql`select kind from ledger_entries where ref_id = ${linkId} order by id`,
-    );
-    expect(kinds.rows.map((r) => r.kind)).toEqual([
+    expect(await entryKinds(linkId)).toEqual([
       'claim_link.funded',
       'claim_link.funding_fee',
       'claim_link.claimed',
