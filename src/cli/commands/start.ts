@@ -20,6 +20,10 @@ export function registerStart(program: Command): void {
           throw new CliError(`--role: ${r} is not one of all, intake, worker, scheduler`);
         roles.push(r as Role);
       }
+      // The daemon logs errors with their stacks: from the compiled build (bin/cliBuild.js) they
+      // name the TypeScript files and lines through its source maps, as under tsx. Only here:
+      // reading the maps of what a command loads costs it start-up time.
+      process.setSourceMapsEnabled(true);
       // Loaded here, not at the top: other commands need none of the daemon's modules, and a bad
       // configuration is reported before the daemon's are loaded.
       const [{ loadConfig, secretValues }, { createLogger }] = await Promise.all([
