@@ -21,8 +21,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createDatabase } from '../src/db/database.ts';
 import { runMigrations } from '../src/db/migrate.ts';
 import { startEphemeralPostgres } from '../src/devservices/postgres.ts';
@@ -140,11 +140,15 @@ async function measure(
   });
 }
 
-/** What bin/stablebooks.js will run: the compiled build when it is there and fresh. */
-function buildState(bin: string): string {
-  const manifest = join(bin, '..', '..', 'dist', 'cli', 'build.json');
-  if (!existsSync(join(bin, '..', 'cliBuild.js'))) return 'no compiled build in this checkout (tsx only)';
-  return existsSync(manifest) ? `compiled build at ${join(bin, '..', '..', 'dist', 'cli')}` : 'no build yet';
+/** What a checkout's bin/stablebooks.js runs: its compiled build when that is fresh (bin/cliBuild.js). */
+async function runsFrom(bin: string): Promise<string> {
+  const cliBuild = join(dirname(bin), 'cliBuild.js');
+  if (!existsSync(cliBuild)) return 'the sources through tsx: no compiled build in this checkout';
+  const { freshBuild } = (await import(pathToFileURL(cliBuild).href)) as typeof import('../bin/cliBuild.js');
+  const built = freshBuild();
+  return built
+    ? `the compiled build, fresh: ${dirname(built)}`
+    : 'the sources through tsx: the build is not fresh';
 }
 
 function loadLine(): string {
@@ -182,7 +186,7 @@ await runBench(async (cleanups) => {
   if (COMPARE) bins.push({ name: 'compare', bin: COMPARE });
   const commands = [{ label: 'node -e 0', argv: ['-e', '0'] }];
   for (const b of bins) {
-    console.log(`${b.name}: ${b.bin} (${buildState(b.bin)})`);
+    console.log(`${b.name}: ${b.bin} runs ${await runsFrom(b.bin)}`);
     commands.push(
       { label: `${b.name} --version`, argv: [b.bin, '--version'] },
       { label: `${b.name} --help`, argv: [b.bin, '--help'] },

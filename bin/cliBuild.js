@@ -21,6 +21,14 @@ const MANIFEST = 'build.json';
 const SOURCE_DIRS = ['src', 'jobs'];
 /** Besides the modules: what decides how they are compiled. */
 const BUILD_FILES = ['tsconfig.json', 'bin/cliBuild.js'];
+/**
+ * npm packages compiled into the build rather than imported from node_modules: ES modules with
+ * no dependencies and no files of their own read at run time, whose hundreds of small modules
+ * cost more to load one by one than the code itself (zod alone was about a third of `ledger
+ * balances`' start-up). Every other package stays an import: CommonJS ones, native ones, and
+ * those that read their own files (bullmq's Lua scripts, pino's transports).
+ */
+const BUNDLED_PACKAGES = new Set(['zod', 'drizzle-orm']);
 
 /**
  * The compiled entry module when the build in `dir` is fresh: every file it was made from has the
@@ -47,7 +55,7 @@ export function freshBuild(dir = BUILD_DIR) {
 /**
  * Compiles src/cli/main.ts and everything it imports, at once or on demand, into `dir`: one
  * bundle with a chunk per dynamic import (splitting), so a command loads only its own modules;
- * npm packages stay imports of node_modules. The files are stat'ed before esbuild reads them and
+ * npm packages stay imports of node_modules but for BUNDLED_PACKAGES. The files are stat'ed before esbuild reads them and
  * the manifest records those readings, so a file changed during the build makes it stale. The
  * new build replaces the old one by renaming folders: a process starting meanwhile finds none
  * and runs the sources. Returns esbuild's metafile (what each output imports).
@@ -57,10 +65,7 @@ export function freshBuild(dir = BUILD_DIR) {
 export async function buildCli(dir = BUILD_DIR) {
   const { build } = await import('esbuild');
   const before = new Map(
-    [...SOURCE_DIRS.flatMap((d) => filesUnder(d)), ...BUILD_FILES].map((path) => {
-      const s = statSync(join(ROOT, path));
-      return [path, [s.mtimeMs, s.size]];
-    }),
+    [...SOURCE_DIRS.flatMap((d) => filesUnder(d)), ...BUILD_FILES].map((path) => [path, statOf(path)]),
   );
   const next = `${dir}.next-${process.pid}`;
   rmSync(next, { recursive: true, force: true });
@@ -73,18 +78,35 @@ export async function buildCli(dir = BUILD_DIR) {
     format: 'esm',
     platform: 'node',
     target: 'node20',
-    packages: 'external',
+    plugins: [
+      {
+        name: 'packages-from-node-modules',
+        setup(b) {
+          // A bare specifier (a package or node:) stays an import, unless of a bundled package.
+          b.onResolve({ filter: /^[^./]/ }, (args) =>
+            BUNDLED_PACKAGES.has(packageName(args.path)) ? undefined : { path: args.path, external: true },
+          );
+        },
+      },
+    ],
     // For stack traces that name the TypeScript lines: `start` turns source maps on (the daemon
     // logs stacks; reading the maps costs every command start-up time, so only there).
     sourcemap: 'linked',
     metafile: true,
     logLevel: 'warning',
   });
+  // A compiled-in package is listed by its package.json, which every install of it rewrites: one
+  // file to check instead of its hundreds. It does not change during a build: read now.
+  const modules = Object.keys(metafile.inputs).map((path) =>
+    path.startsWith('node_modules/')
+      ? `node_modules/${packageName(path.slice('node_modules/'.length))}/package.json`
+      : path,
+  );
   /** @type {Array<[string, number, number]>} */
-  const inputs = [...Object.keys(metafile.inputs), ...BUILD_FILES].map((path) => {
-    const seen = before.get(path);
+  const inputs = [...new Set([...modules, ...BUILD_FILES])].map((path) => {
+    const seen = path.startsWith('node_modules/') ? statOf(path) : before.get(path);
     if (!seen) throw new Error(`build: ${path} is not under ${SOURCE_DIRS.join(' or ')}; add its folder`);
-    return [path, seen[0] ?? 0, seen[1] ?? 0];
+    return [path, seen[0], seen[1]];
   });
   writeFileSync(join(next, MANIFEST), JSON.stringify({ inputs }));
   replace(dir, next);
@@ -112,6 +134,27 @@ function replace(dir, next) {
     rmSync(next, { recursive: true, force: true });
   }
   rmSync(old, { recursive: true, force: true });
+}
+
+/**
+ * [mtimeMs, size] of a file of the root.
+ * @param {string} path
+ * @returns {[number, number]}
+ */
+function statOf(path) {
+  const s = statSync(join(ROOT, path));
+  return [s.mtimeMs, s.size];
+}
+
+/**
+ * The package a bare specifier names: `drizzle-orm` of `drizzle-orm/pg-core`, `@a/b` of `@a/b/c`.
+ * @param {string} specifier
+ */
+function packageName(specifier) {
+  return specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
 }
 
 /**

@@ -61,11 +61,19 @@ describe('the compiled CLI (bin/cliBuild.js)', () => {
   it('invariant: the manifest lists every module the CLI may run, tsconfig.json and the build itself', () => {
     const { inputs } = JSON.parse(readFileSync(join(DIR, 'build.json'), 'utf8')) as { inputs: Input[] };
     const listed = inputs.map(([p]) => p);
+    const modules = Object.keys(metafile.inputs).filter((p) => !p.startsWith('node_modules/'));
+    expect(listed).toEqual(expect.arrayContaining([...modules, 'tsconfig.json', 'bin/cliBuild.js']));
+    // Modules only a command's action imports are in it too: the daemon's, the jobs'; and the
+    // packages compiled in, by their package.json, so that installing another version makes it stale.
     expect(listed).toEqual(
-      expect.arrayContaining([...Object.keys(metafile.inputs), 'tsconfig.json', 'bin/cliBuild.js']),
+      expect.arrayContaining([
+        'src/daemon/startDaemon.ts',
+        'jobs/queues.ts',
+        'node_modules/zod/package.json',
+        'node_modules/drizzle-orm/package.json',
+      ]),
     );
-    // Modules only a command's action imports are in it too: the daemon's, the jobs'.
-    expect(listed).toEqual(expect.arrayContaining(['src/daemon/startDaemon.ts', 'jobs/queues.ts']));
+    expect(listed.filter((p) => p.startsWith('node_modules/'))).toHaveLength(2);
   });
 
   it("invariant: --help and --version load commander and the CLI's own modules only; each command imports the rest when it runs", () => {
@@ -86,5 +94,9 @@ describe('the compiled CLI (bin/cliBuild.js)', () => {
     };
     walk(entry ?? '');
     expect([...packages].filter((p) => !p.startsWith('node:'))).toEqual(['commander']);
+    // Nor any code of a package compiled into the build (zod, drizzle-orm).
+    const compiledIn = [...loaded].flatMap((o) => Object.keys(outputs[o]?.inputs ?? {}));
+    expect(compiledIn.filter((i) => i.startsWith('node_modules/'))).toEqual([]);
+    expect(compiledIn).toContain('src/cli/main.ts');
   });
 });
