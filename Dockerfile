@@ -1,5 +1,5 @@
-# The stablebooks image: one image for every command (`start`, `migrate`, `sandbox`, ...), the
-# TypeScript sources run through tsx (a runtime dependency), so there is no build step.
+# The stablebooks image: one image for every command (`start`, `migrate`, `sandbox`, ...), run
+# from the CLI compiled by esbuild (scripts/build-cli.js) at the end of the build.
 FROM node:22-bookworm-slim
 
 ENV NODE_ENV=production
@@ -8,7 +8,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # The locked versions, installed the way scripts/ensure-deps.sh does: not `npm ci`, which refuses
 # this lock file (it lists only the optional platform binaries of the machine that wrote it).
-# --omit=dev: everything `start`, `migrate` and `sandbox` load, tsx included, is a dependency.
+# --omit=dev: everything `start`, `migrate` and `sandbox` load, tsx and esbuild included, is a
+# dependency.
 RUN npm install --no-save --no-audit --no-fund --omit=dev --loglevel=error \
   && npm cache clean --force
 
@@ -16,6 +17,9 @@ RUN npm install --no-save --no-audit --no-fund --omit=dev --loglevel=error \
 # reports folder, owned by the image's unprivileged `node` user (uid 1000). A named volume mounted
 # there starts with that owner; a bind mount must be writable by uid 1000.
 COPY . .
+# The CLI compiled into dist/cli (bin/cliBuild.js), owned by root like the code: every command
+# starts without compiling TypeScript (docs/decisions.md, "CLI start-up (issue 33)").
+RUN node scripts/build-cli.js
 ENV REPORTS_DIR=/var/lib/stablebooks/reports \
   PORT=8080 \
   OPS_PORT=8081

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what stablebooks needs to run on this machine, and nothing it already has:
 #   - npm dependencies (installed from the lock file when node_modules is missing or older than it);
+#   - the CLI compiled into dist/cli when a source changed since it was (scripts/build-cli.js);
 #   - the PostgreSQL and Redis server binaries, unless DATABASE_URL / REDIS_URL point at servers;
 #   - the Prometheus server (test/e2e/prometheusAlerts.test.ts runs it against the daemon);
 #   - Alertmanager, for its amtool (scripts/check-rules.sh checks grafana/alertmanager.yml);
@@ -24,6 +25,10 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   # of sync (docs/decisions.md).
   npm install --no-save --no-audit --no-fund --loglevel=error
 fi
+
+# bin/stablebooks.js runs the compiled CLI only while it is fresh, the sources through tsx
+# otherwise; this keeps it fresh for the command that follows (quiet when it already is).
+node scripts/build-cli.js
 
 have_postgres() {
   command -v initdb >/dev/null 2>&1 && return 0

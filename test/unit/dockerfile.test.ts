@@ -90,7 +90,8 @@ describe('Dockerfile', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
     };
-    // bin/stablebooks.js runs the TypeScript sources through tsx: a runtime dependency.
+    // bin/stablebooks.js runs the TypeScript sources through tsx when the compiled build is not
+    // fresh: a runtime dependency.
     expect(pkg.dependencies.tsx).toBeDefined();
     const files = (dir: string): string[] =>
       readdirSync(join(ROOT, dir)).flatMap((name) => {
@@ -112,6 +113,15 @@ describe('Dockerfile', () => {
     expect(packages.length).toBeGreaterThan(5);
     for (const name of new Set(packages))
       expect(pkg.dependencies[name], `${name} in dependencies`).toBeDefined();
+  });
+
+  it('invariant: the image compiles the CLI after copying the sources, before switching user', () => {
+    // bin/stablebooks.js runs the compiled build while it is fresh; the image's never changes.
+    const build = dockerfile.findIndex((i) => i.keyword === 'RUN' && i.args === 'node scripts/build-cli.js');
+    const copySources = dockerfile.findIndex((i) => i.keyword === 'COPY' && i.args === '. .');
+    expect(build, 'RUN node scripts/build-cli.js').toBeGreaterThan(copySources);
+    expect(copySources).toBeGreaterThanOrEqual(0);
+    expect(build).toBeLessThan(indexOf('USER'));
   });
 
   it('invariant: it runs as a user that is not root, set before ENTRYPOINT and CMD', () => {

@@ -1,12 +1,10 @@
 import { type Command, Option } from 'commander';
-import { loadDatabaseUrl } from '../../config/loadConfig.ts';
-import { createDatabase } from '../../db/database.ts';
-import { exportJournal } from '../../export/exportJournal.ts';
 import { EXPORT_FORMATS, type ExportFormat, ExportInputError } from '../../export/exportModel.ts';
 import { openJournalOutput } from '../../export/journalOutput.ts';
 import { PeriodError, parseTime } from '../../recon/period.ts';
 import { CliError, EXIT_USAGE } from '../CliError.ts';
 import { printNote } from '../output.ts';
+import { withDatabase } from '../withDatabase.ts';
 
 interface ExportCliOptions {
   format: ExportFormat;
@@ -53,26 +51,23 @@ export function registerExport(program: Command): void {
         throw err;
       }
       if (from && to && from >= to) throw new CliError('--from must be before --to', EXIT_USAGE);
-      const database = createDatabase(loadDatabaseUrl(process.env), {
-        max: 1,
-        applicationName: 'stablebooks export',
-      });
-      try {
-        const result = await exportJournal(
-          database.db,
-          { format: opts.format, storeId: opts.store ?? null, from, to },
-          () => openJournalOutput(opts.out),
-        );
-        for (const warning of result.warnings) printNote(`warning: ${warning}`);
-        if (opts.out !== undefined)
-          printNote(
-            `${result.entries} entries, ${result.postings} postings and ${result.openingLines} opening balances written to ${opts.out}`,
+      const { exportJournal } = await import('../../export/exportJournal.ts');
+      await withDatabase({ max: 1, applicationName: 'stablebooks export' }, async (db) => {
+        try {
+          const result = await exportJournal(
+            db,
+            { format: opts.format, storeId: opts.store ?? null, from, to },
+            () => openJournalOutput(opts.out),
           );
-      } catch (err) {
-        if (err instanceof ExportInputError) throw new CliError(err.message, EXIT_USAGE);
-        throw err;
-      } finally {
-        await database.close();
-      }
+          for (const warning of result.warnings) printNote(`warning: ${warning}`);
+          if (opts.out !== undefined)
+            printNote(
+              `${result.entries} entries, ${result.postings} postings and ${result.openingLines} opening balances written to ${opts.out}`,
+            );
+        } catch (err) {
+          if (err instanceof ExportInputError) throw new CliError(err.message, EXIT_USAGE);
+          throw err;
+        }
+      });
     });
 }

@@ -1,12 +1,9 @@
 import type { Command } from 'commander';
-import { loadDatabaseUrl } from '../../config/loadConfig.ts';
-import { createDatabase } from '../../db/database.ts';
-import { ackFinding } from '../../findings/ackFinding.ts';
 import type { FindingRow } from '../../findings/finding.ts';
-import { listFindings } from '../../findings/listFindings.ts';
 import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
+import { withDatabase } from '../withDatabase.ts';
 
 const KIND_RE = /^[a-z][a-z0-9_]{0,63}$/;
 const NOTE_MAX = 2000;
@@ -44,9 +41,9 @@ export function registerFindings(program: Command): void {
       const limit = opts.limit === undefined ? 1000 : Number(opts.limit);
       if (!Number.isInteger(limit) || limit < 1 || limit > 100_000)
         throw new CliError(`--limit: ${opts.limit} is not a whole number from 1 to 100000`);
-      const database = createDatabase(loadDatabaseUrl(process.env), { max: 1 });
-      try {
-        const rows = await listFindings(database.db, {
+      const { listFindings } = await import('../../findings/listFindings.ts');
+      await withDatabase({ max: 1 }, async (db) => {
+        const rows = await listFindings(db, {
           openOnly: opts.open,
           kind: opts.kind,
           storeId: opts.store,
@@ -69,9 +66,7 @@ export function registerFindings(program: Command): void {
                 ]),
               ),
         );
-      } finally {
-        await database.close();
-      }
+      });
     });
 
   findings
@@ -86,9 +81,9 @@ export function registerFindings(program: Command): void {
       const note = opts.note.trim();
       if (note.length === 0) throw new CliError('--note: must say something');
       if (note.length > NOTE_MAX) throw new CliError(`--note: at most ${NOTE_MAX} characters`);
-      const database = createDatabase(loadDatabaseUrl(process.env), { max: 1 });
-      try {
-        const outcome = await ackFinding(database.db, BigInt(idText), note);
+      const { ackFinding } = await import('../../findings/ackFinding.ts');
+      await withDatabase({ max: 1 }, async (db) => {
+        const outcome = await ackFinding(db, BigInt(idText), note);
         if (outcome.kind === 'not_found') throw new CliError(`finding ${idText} does not exist`);
         const f = outcome.finding;
         printResult(
@@ -96,9 +91,7 @@ export function registerFindings(program: Command): void {
           f,
           () => `finding ${f.id} (${f.kind} ${f.refType} ${f.refId}) acknowledged: ${state(f)}`,
         );
-      } finally {
-        await database.close();
-      }
+      });
     });
 }
 

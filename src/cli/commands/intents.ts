@@ -1,16 +1,10 @@
 import type { Command } from 'commander';
 import { systemClock } from '../../clock.ts';
 import type { ChainRegistry } from '../../config/chainRegistry.ts';
-import { type Config, loadConfig, secretValues } from '../../config/loadConfig.ts';
-import { createDomainContext, type DomainContext } from '../../context/domainContext.ts';
-import { createDatabase, type Db } from '../../db/database.ts';
-import { createLogger } from '../../logging/logger.ts';
+import type { DomainContext } from '../../context/domainContext.ts';
+import type { Db } from '../../db/database.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
-import { createIntent, IntentNotRecordedError, trackIntent } from '../../payments/createIntent.ts';
-import { showIntent } from '../../payments/showIntent.ts';
-import { checkoutStatusName } from '../../svc/models/checkoutStatus.ts';
-import { type Currency, currencyFromCode } from '../../svc/models/currency.ts';
-import { stableCoinFromSymbol } from '../../svc/models/stableCoin.ts';
+import type { Currency } from '../../svc/models/currency.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
 
@@ -58,9 +52,22 @@ export function registerIntents(program: Command): void {
           throw new CliError(`--amount: ${opts.amount} is not an amount with at most 2 decimals`);
         const [whole, frac = ''] = opts.amount.split('.');
         const amountCents = BigInt(whole ?? '0') * 100n + BigInt(frac.padEnd(2, '0'));
+        // Each action imports what it runs (docs/decisions.md, "CLI start-up").
+        const [
+          { currencyFromCode },
+          { stableCoinFromSymbol },
+          { checkoutStatusName },
+          { createIntent, IntentNotRecordedError },
+        ] = await Promise.all([
+          import('../../svc/models/currency.ts'),
+          import('../../svc/models/stableCoin.ts'),
+          import('../../svc/models/checkoutStatus.ts'),
+          import('../../payments/createIntent.ts'),
+        ]);
+        const coinOrFail = (symbol: string) => stableCoinOrFail(symbol, stableCoinFromSymbol);
         const request = {
           ...(opts.currency
-            ? { currency: currencyOrFail(opts.currency) }
+            ? { currency: currencyOrFail(opts.currency, currencyFromCode) }
             : { stable_coin: coinOrFail(opts.coin ?? '') }),
           amount_cents: amountCents,
           order_id: opts.orderId ?? null,
@@ -103,6 +110,10 @@ export function registerIntents(program: Command): void {
     .requiredOption('--store <id>', 'store of STORES_FILE that owns the intent')
     .option('--json', 'machine-readable output')
     .action(async (id: string, opts: { store: string; json?: boolean }) => {
+      const [{ trackIntent }, { checkoutStatusName }] = await Promise.all([
+        import('../../payments/createIntent.ts'),
+        import('../../svc/models/checkoutStatus.ts'),
+      ]);
       await withPayments(async (deps) => {
         const applied = await trackIntent(deps, opts.store, id);
         printResult(
@@ -119,6 +130,7 @@ export function registerIntents(program: Command): void {
     .description('the intent as last seen, its status history, ledger entries and open findings')
     .option('--json', 'machine-readable output')
     .action(async (id: string, opts: { json?: boolean }) => {
+      const { showIntent } = await import('../../payments/showIntent.ts');
       await withDb(async (db, chains) => {
         const shown = await showIntent({ db, chains }, id);
         if (!shown)
@@ -154,7 +166,7 @@ export function registerIntents(program: Command): void {
     });
 }
 
-function currencyOrFail(code: string): Currency {
+function currencyOrFail(code: string, currencyFromCode: (code: string) => Currency): Currency {
   try {
     return currencyFromCode(code.toUpperCase());
   } catch {
@@ -162,7 +174,7 @@ function currencyOrFail(code: string): Currency {
   }
 }
 
-function coinOrFail(symbol: string): 1 | 2 {
+function stableCoinOrFail(symbol: string, stableCoinFromSymbol: (symbol: string) => 1 | 2): 1 | 2 {
   try {
     return stableCoinFromSymbol(symbol.toUpperCase());
   } catch {
@@ -171,6 +183,10 @@ function coinOrFail(symbol: string): 1 | 2 {
 }
 
 async function withDb<T>(fn: (db: Db, chains: ChainRegistry) => Promise<T>): Promise<T> {
+  const [{ loadConfig }, { createDatabase }] = await Promise.all([
+    import('../../config/loadConfig.ts'),
+    import('../../db/database.ts'),
+  ]);
   const config = loadConfig(process.env);
   const database = createDatabase(config.databaseUrl, { max: 2 });
   try {
@@ -181,7 +197,14 @@ async function withDb<T>(fn: (db: Db, chains: ChainRegistry) => Promise<T>): Pro
 }
 
 async function withPayments<T>(fn: (deps: DomainContext) => Promise<T>): Promise<T> {
-  const config: Config = loadConfig(process.env);
+  const [{ loadConfig, secretValues }, { createDatabase }, { createLogger }, { createDomainContext }] =
+    await Promise.all([
+      import('../../config/loadConfig.ts'),
+      import('../../db/database.ts'),
+      import('../../logging/logger.ts'),
+      import('../../context/domainContext.ts'),
+    ]);
+  const config = loadConfig(process.env);
   const logger = createLogger({ level: 'warn', secrets: secretValues(config) });
   const database = createDatabase(config.databaseUrl, { max: 2 });
   try {

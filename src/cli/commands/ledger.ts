@@ -1,15 +1,10 @@
 import type { Command } from 'commander';
-import { loadDatabaseUrl } from '../../config/loadConfig.ts';
-import { createDatabase, type Db } from '../../db/database.ts';
-import { type BalancePoint, balances, trialBalance } from '../../ledger/balances.ts';
-import { formatChainHead } from '../../ledger/chainHead.ts';
-import { listEntries } from '../../ledger/listEntries.ts';
-import { sealBacklog, sealLedger } from '../../ledger/sealLedger.ts';
-import { verifyLedgerChain } from '../../ledger/verifyLedgerChain.ts';
+import type { BalancePoint } from '../../ledger/balances.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
+import { withDatabase } from '../withDatabase.ts';
 
 const money = (amount: bigint, decimals: number, symbol: string) =>
   `${formatDecimalAmount(amount, decimals)} ${symbol}`;
@@ -28,7 +23,10 @@ export function registerLedger(program: Command): void {
     .option('--json', 'machine-readable output (amounts in base units as strings)')
     .action(async (opts: { store?: string; at?: string; atEntry?: string; json?: boolean }) => {
       const at = parsePoint(opts.at, opts.atEntry);
-      await withDb(async (db) => {
+      // Each action imports what it runs: the database driver and the ledger's queries load only
+      // when a command needs them (docs/decisions.md, "CLI start-up").
+      const { balances, trialBalance } = await import('../../ledger/balances.ts');
+      await withDatabase({ max: 2 }, async (db) => {
         const rows = await balances(db, { storeId: opts.store, at });
         const trial = await trialBalance(db, { at });
         printResult(
@@ -92,7 +90,8 @@ export function registerLedger(program: Command): void {
       const limit = Number(opts.limit);
       if (!Number.isInteger(limit) || limit < 1)
         throw new CliError(`--limit: ${opts.limit} is not a positive integer`);
-      await withDb(async (db) => {
+      const { listEntries } = await import('../../ledger/listEntries.ts');
+      await withDatabase({ max: 2 }, async (db) => {
         const entries = await listEntries(db, {
           refId: opts.ref,
           kind: opts.kind,
@@ -159,6 +158,7 @@ function registerProve(ledger: Command): void {
         { proveBalances },
         { createFollowedClock },
         { systemClock },
+        { createDatabase },
       ] = await Promise.all([
         import('../../config/loadConfig.ts'),
         import('../../chain/rpcClients.ts'),
@@ -166,6 +166,7 @@ function registerProve(ledger: Command): void {
         import('../../recon/balanceProofs.ts'),
         import('../../followedClock.ts'),
         import('../../clock.ts'),
+        import('../../db/database.ts'),
       ]);
       const config = loadConfig(process.env);
       // The daemon's clock (the sandbox's with CLOCK_URL): a payout's funding is in flight for a
@@ -241,7 +242,12 @@ function registerChain(ledger: Command): void {
     .option('--json', 'machine-readable output')
     .action(async (opts: { head?: string; json?: boolean }) => {
       const expectHead = opts.head === undefined ? undefined : parseHead(opts.head);
-      await withDb(async (db) => {
+      const [{ verifyLedgerChain }, { sealBacklog }, { formatChainHead }] = await Promise.all([
+        import('../../ledger/verifyLedgerChain.ts'),
+        import('../../ledger/sealLedger.ts'),
+        import('../../ledger/chainHead.ts'),
+      ]);
+      await withDatabase({ max: 2 }, async (db) => {
         const started = Date.now();
         let said = started;
         // One snapshot for the whole walk; read only, so it holds no transaction id back.
@@ -303,7 +309,11 @@ function registerChain(ledger: Command): void {
       "extend the entries' hash chain now (the daemon's ledger.seal job does it every few seconds)",
     )
     .action(async () => {
-      await withDb(async (db) => {
+      const [{ sealLedger }, { formatChainHead }] = await Promise.all([
+        import('../../ledger/sealLedger.ts'),
+        import('../../ledger/chainHead.ts'),
+      ]);
+      await withDatabase({ max: 2 }, async (db) => {
         const run = await sealLedger(db);
         process.stdout.write(
           run.ran
@@ -339,13 +349,4 @@ function parsePoint(at: string | undefined, atEntry: string | undefined): Balanc
     return { entryId: BigInt(atEntry) };
   }
   return undefined;
-}
-
-async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
-  const database = createDatabase(loadDatabaseUrl(process.env), { max: 2 });
-  try {
-    return await fn(database.db);
-  } finally {
-    await database.close();
-  }
 }

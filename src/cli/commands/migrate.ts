@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { loadMigrateSettings } from '../../config/loadConfig.ts';
-import { runMigrations } from '../../db/migrate.ts';
 import { printResult } from '../output.ts';
 
 export function registerMigrate(program: Command): void {
@@ -11,6 +9,11 @@ export function registerMigrate(program: Command): void {
     )
     .option('--json', 'machine-readable output')
     .action(async (opts: { json?: boolean }) => {
+      // Loaded when the command runs, not for every command (docs/decisions.md, "CLI start-up").
+      const [{ loadMigrateSettings }, { runMigrations }] = await Promise.all([
+        import('../../config/loadConfig.ts'),
+        import('../../db/migrate.ts'),
+      ]);
       const { databaseUrl, runtimeRole } = loadMigrateSettings(process.env);
       const result = await runMigrations(databaseUrl, runtimeRole === undefined ? {} : { runtimeRole });
       const applied = result.after - result.before;

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import type { Clock } from '../../clock.ts';
-import { loadConfig, secretValues } from '../../config/loadConfig.ts';
-import { createDomainContext, type DomainContext } from '../../context/domainContext.ts';
+import type { DomainContext } from '../../context/domainContext.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import type { ShownPayout } from '../../payouts/showPayout.ts';
 import { CliError } from '../CliError.ts';
@@ -167,12 +166,20 @@ async function withPayouts<T>(
   options: { createClient: boolean },
   fn: (deps: DomainContext) => Promise<T>,
 ): Promise<T> {
+  const { loadConfig, secretValues } = await import('../../config/loadConfig.ts');
   const config = loadConfig(process.env);
-  const [{ createDatabase }, { createLogger }, { createFollowedClock }, { systemClock }] = await Promise.all([
+  const [
+    { createDatabase },
+    { createLogger },
+    { createFollowedClock },
+    { systemClock },
+    { createDomainContext },
+  ] = await Promise.all([
     import('../../db/database.ts'),
     import('../../logging/logger.ts'),
     import('../../followedClock.ts'),
     import('../../clock.ts'),
+    import('../../context/domainContext.ts'),
   ]);
   // The same clock as the daemon's: with CLOCK_URL (demo, tests) a funding or cancel is dated by
   // the sandbox's time, and requests are signed with it (its timestamp check reads that clock).

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { defaultSandboxConfig, loadSandboxConfig } from '../../sandbox/sandboxConfig.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
 
@@ -39,8 +38,10 @@ export function registerSandbox(program: Command): void {
           if (!id || !url || !/^\d+$/.test(id)) throw new CliError(`--rpc-url: ${entry} is not CHAIN_ID=URL`);
           rpcUrls.set(Number(id), url);
         }
+        // Loaded on use: the simulator (viem, its contracts) is not for every command; a bad
+        // --stores file is reported before it is loaded.
+        const { defaultSandboxConfig, loadSandboxConfig } = await import('../../sandbox/sandboxConfig.ts');
         const config = opts.stores ? loadSandboxConfig(opts.stores) : defaultSandboxConfig();
-        // Loaded on use: the simulator (viem, its contracts) is not for every command.
         const { runSandbox } = await import('../../sandbox/runSandbox.ts');
         const sandbox = await runSandbox({ config, host: opts.host, port, chains, rpcUrls, seed: opts.seed });
         const stores = config.businesses.flatMap((b) =>

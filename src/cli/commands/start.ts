@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import { loadConfig, secretValues } from '../../config/loadConfig.ts';
 import { ALL_ROLES, type Role } from '../../daemon/roles.ts';
-import { createLogger } from '../../logging/logger.ts';
 import { CliError } from '../CliError.ts';
 
 export function registerStart(program: Command): void {
@@ -22,13 +20,22 @@ export function registerStart(program: Command): void {
           throw new CliError(`--role: ${r} is not one of all, intake, worker, scheduler`);
         roles.push(r as Role);
       }
+      // The daemon logs errors with their stacks: from the compiled build (bin/cliBuild.js) they
+      // name the TypeScript files and lines through its source maps, as under tsx. Only here:
+      // reading the maps of what a command loads costs it start-up time.
+      process.setSourceMapsEnabled(true);
+      // Loaded here, not at the top: other commands need none of the daemon's modules, and a bad
+      // configuration is reported before the daemon's are loaded.
+      const [{ loadConfig, secretValues }, { createLogger }] = await Promise.all([
+        import('../../config/loadConfig.ts'),
+        import('../../logging/logger.ts'),
+      ]);
       const config = loadConfig(process.env);
       const logger = createLogger({
         level: config.logLevel,
         secrets: secretValues(config),
         name: 'stablebooks',
       });
-      // Loaded here, not at the top: other commands need none of the daemon's modules.
       const { startDaemon } = await import('../../daemon/startDaemon.ts');
       const daemon = await startDaemon({ config, roles, logger });
       await new Promise<void>((resolve) => {

@@ -1,15 +1,13 @@
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock.ts';
-import { loadDatabaseUrl } from '../../config/loadConfig.ts';
-import { createDatabase, type Db } from '../../db/database.ts';
 import { isSuspenseClassification, SUSPENSE_CLASSIFICATIONS } from '../../ledger/rules/suspenseRules.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
-import { classifySuspense, describe, unclassifySuspense } from '../../suspense/classifySuspense.ts';
-import { listSuspenseItems, type SuspenseItem } from '../../suspense/suspenseItems.ts';
+import type { SuspenseItem } from '../../suspense/suspenseItems.ts';
 import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
+import { withDatabase } from '../withDatabase.ts';
 
 /**
  * `stablebooks suspense list|classify|unclassify`: money rule 9 booked to suspense, and a person's
@@ -27,7 +25,9 @@ export function registerSuspense(program: Command): void {
     .option('--all', 'the classified items too, with their classification')
     .option('--json', 'machine-readable output (amounts in base units as strings)')
     .action(async (opts: { store?: string; all?: boolean; json?: boolean }) => {
-      await withDb(async (db) => {
+      // Each action imports what it runs (docs/decisions.md, "CLI start-up").
+      const { listSuspenseItems } = await import('../../suspense/suspenseItems.ts');
+      await withDatabase({ max: 1 }, async (db) => {
         const items = await listSuspenseItems(db, { storeId: opts.store, all: opts.all });
         printResult(opts.json, items.map(itemJson), () =>
           items.length === 0
@@ -86,7 +86,8 @@ export function registerSuspense(program: Command): void {
         throw new CliError(
           `--as: ${JSON.stringify(classification)} is not one of ${SUSPENSE_CLASSIFICATIONS.join(', ')}`,
         );
-      await withDb(async (db) => {
+      const { classifySuspense, describe } = await import('../../suspense/classifySuspense.ts');
+      await withDatabase({ max: 1 }, async (db) => {
         const outcome = await db.transaction((tx) =>
           classifySuspense(tx, {
             item,
@@ -121,7 +122,8 @@ export function registerSuspense(program: Command): void {
     .option('--by <name>', 'who decides (default: the user running the command)')
     .option('--json', 'machine-readable output')
     .action(async (item: string, opts: { note: string; by?: string; json?: boolean }) => {
-      await withDb(async (db) => {
+      const { describe, unclassifySuspense } = await import('../../suspense/classifySuspense.ts');
+      await withDatabase({ max: 1 }, async (db) => {
         const outcome = await db.transaction((tx) =>
           unclassifySuspense(tx, {
             item,
@@ -178,14 +180,5 @@ function defaultUser(): string {
     return userInfo().username || 'unknown';
   } catch {
     return process.env.USER ?? 'unknown';
-  }
-}
-
-async function withDb(fn: (db: Db) => Promise<void>): Promise<void> {
-  const database = createDatabase(loadDatabaseUrl(process.env), { max: 1 });
-  try {
-    await fn(database.db);
-  } finally {
-    await database.close();
   }
 }

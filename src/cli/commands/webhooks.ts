@@ -1,17 +1,8 @@
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Command } from 'commander';
-import { Redis } from 'ioredis';
-import { QUEUE } from '../../../jobs/queues.ts';
-import {
-  type RequeueOutcome,
-  requeueWebhookJobs,
-  WebhookJobBusyError,
-} from '../../../jobs/requeueWebhookJobs.ts';
-import { loadDatabaseUrl } from '../../config/loadConfig.ts';
-import { loadQueueSettings } from '../../config/loadQueueSettings.ts';
-import { createDatabase } from '../../db/database.ts';
+import type { RequeueOutcome } from '../../../jobs/requeueWebhookJobs.ts';
 import { coerceError } from '../../errors/coerceError.ts';
-import { type ReplayedWebhook, type ReplaySelection, replayWebhooks } from '../../intake/replayWebhooks.ts';
+import type { ReplayedWebhook, ReplaySelection } from '../../intake/replayWebhooks.ts';
 import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
@@ -64,6 +55,20 @@ export function registerWebhooks(program: Command): void {
     .option('--json', 'machine-readable output')
     .action(async (ids: string[], opts: ReplayOptions) => {
       const selection = parseSelection(ids, opts);
+      // Each action imports what it runs (docs/decisions.md, "CLI start-up").
+      const [
+        { loadDatabaseUrl },
+        { loadQueueSettings },
+        { createDatabase },
+        { replayWebhooks },
+        { requeueWebhookJobs, WebhookJobBusyError },
+      ] = await Promise.all([
+        import('../../config/loadConfig.ts'),
+        import('../../config/loadQueueSettings.ts'),
+        import('../../db/database.ts'),
+        import('../../intake/replayWebhooks.ts'),
+        import('../../../jobs/requeueWebhookJobs.ts'),
+      ]);
       const databaseUrl = loadDatabaseUrl(process.env);
       // Redis is reached before any row changes, so an unreachable Redis leaves the inbox as it was.
       const jobs = opts.dryRun ? undefined : await openWebhookQueue(loadQueueSettings(process.env));
@@ -146,6 +151,11 @@ async function openWebhookQueue(settings: {
   redisUrl: string;
   queuePrefix: string;
 }): Promise<{ queue: Queue; close(): Promise<void> }> {
+  const [{ Queue }, { Redis }, { QUEUE }] = await Promise.all([
+    import('bullmq'),
+    import('ioredis'),
+    import('../../../jobs/queues.ts'),
+  ]);
   const redis = new Redis(settings.redisUrl, {
     lazyConnect: true,
     connectTimeout: REDIS_TIMEOUT_MS,

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { buildProgram } from '../../../src/cli/main.ts';
 import { runCli } from '../../helpers/runCli.ts';
 
 /**
@@ -52,4 +54,31 @@ describe('stablebooks usage errors', () => {
     expect(run.stdout).toMatch(/^Usage: stablebooks migrate/);
     expect(run.stderr).toBe('');
   });
+});
+
+describe('stablebooks <command> --help', () => {
+  it('behavior: every command and subcommand prints its usage and exits 0', async () => {
+    const paths: string[][] = [];
+    const walk = (command: Command, path: string[]) => {
+      for (const sub of command.commands) {
+        paths.push([...path, sub.name()]);
+        walk(sub, [...path, sub.name()]);
+      }
+    };
+    walk(buildProgram(), []);
+    expect(paths.length).toBeGreaterThan(20);
+    // A few at a time: under tsx (no fresh build) each one compiles the CLI's modules.
+    const runs = [];
+    for (let i = 0; i < paths.length; i += 4)
+      runs.push(...(await Promise.all(paths.slice(i, i + 4).map((p) => runCli([...p, '--help'])))));
+    for (const [i, run] of runs.entries()) {
+      const command = paths[i]?.join(' ');
+      expect({ command, code: run.code, stderr: run.stderr, usage: run.stdout.split('\n')[0] }).toEqual({
+        command,
+        code: 0,
+        stderr: '',
+        usage: expect.stringMatching(new RegExp(`^Usage: stablebooks ${command} `)),
+      });
+    }
+  }, 120_000);
 });
