@@ -1003,6 +1003,7 @@ async function run(cleanups: Cleanups): Promise<void> {
         );
 
         await admin.query('select pg_stat_statements_reset()');
+        await e2e.db.execute(sql`select pg_stat_reset()`);
         log(`end to end: starting ${WORKERS} worker process(es)`);
         const workerStart = performance.now();
         const workers = await Promise.all(
@@ -1060,13 +1061,15 @@ async function run(cleanups: Cleanups): Promise<void> {
         log(`end to end: per job (worker metrics): ${anatomy}`);
         await Promise.all([intake2, ...workers].map((p) => p.stop()));
         procs.length = 0;
+        // After the stop: a backend reports its table counters when it exits, if not before.
+        const scans = await sequentialScans(e2e, PAYMENTS);
 
         return {
           rows: [
             `| end to end: ${fmt(PAYMENTS)} stored webhooks of paid sandbox intents drained by ${WORKERS} worker process(es) (fetch intent, facts, rule-1 entry) | ${fmt(e2ePerSecond)} payments/s | >= ${TARGETS.endToEndPerSecond}/s | ${verdict(e2ePerSecond >= TARGETS.endToEndPerSecond)} |`,
             `| end to end: CPU per payment, worker + PostgreSQL | ${perPayment.toFixed(2)} ms | <= ${TARGETS.cpuPerPaymentMs} ms | ${verdict(perPayment <= TARGETS.cpuPerPaymentMs)} |`,
           ],
-          counters: `Drain: ${cpuText(drainCpu)}; CPU per payment ${cpuPerItem(drainCpu, e2ePerSecond)}; per job ${anatomy}. Statements per payment (pg_stat_statements): ${statements}`,
+          counters: `Drain: ${cpuText(drainCpu)}; CPU per payment ${cpuPerItem(drainCpu, e2ePerSecond)}; per job ${anatomy}. Statements per payment (pg_stat_statements): ${statements}. Sequential scans: ${scans}`,
         };
       })()
     : undefined;
@@ -1156,6 +1159,24 @@ async function statementsPerPayment(admin: pg.Pool, database: string, payments: 
   });
   log(`end to end: pg_stat_statements per payment, the costliest first:\n  ${top.join('\n  ')}`);
   return `${(calls / payments).toFixed(1)} statements, ${(ms / payments).toFixed(3)} ms executing; the costliest: ${top.slice(0, 5).join('; ')}`;
+}
+
+/**
+ * The tables PostgreSQL read whole during the drain, with the rows each scan read per payment: a
+ * plan that scans a table growing with the books costs more with every payment (a plan chosen on
+ * statistics taken while the table was small).
+ */
+async function sequentialScans(database: Database, payments: number): Promise<string> {
+  const { rows } = await database.db.execute<{ relname: string; seq_scan: string; seq_tup_read: string }>(
+    sql`select relname, seq_scan::text, seq_tup_read::text from pg_stat_user_tables
+        where seq_scan > 0 order by seq_tup_read desc`,
+  );
+  const text = rows.map(
+    (r) =>
+      `${r.relname} ${(Number(r.seq_scan) / payments).toFixed(2)} scans and ${(Number(r.seq_tup_read) / payments).toFixed(1)} rows per payment`,
+  );
+  log(`end to end: sequential scans during the drain: ${text.join('; ') || 'none'}`);
+  return text.join('; ') || 'none';
 }
 
 /** Mean job time and mean API call time of the workers, from their /metrics. */

@@ -66,7 +66,10 @@ export const ledgerEntries = pgTable(
     txId: xid8('tx_id').notNull().default(sql`pg_current_xact_id()`),
   },
   (t) => [
-    index('ledger_entries_ref_idx').on(t.refType, t.refId),
+    // With the kind: "has this intent a rule-1 entry" is one probe. On (ref_type, ref_id) alone the
+    // planner, on statistics taken while the table was small, answered it from the kind index,
+    // reading every entry of that kind (docs/benchmarks.md, issue 33).
+    index('ledger_entries_ref_kind_idx').on(t.refType, t.refId, t.kind),
     index('ledger_entries_kind_idx').on(t.kind),
     // The sealing job reads the entries not yet sealed by transaction id (src/ledger/sealLedger.ts).
     index('ledger_entries_tx_idx').on(t.txId),
