@@ -201,6 +201,7 @@ async function factsToStore(tx: DbExecutor, intent: CheckoutIntent): Promise<Che
 
 /** The intent's row after the facts update, with what rules 1 and 2 and the webhook check read. */
 type WrittenRow = IntentRow & {
+  has_final_logs: boolean;
   confirmed_revision: number;
   open_booking_findings: string[];
   open_webhook_mismatch: WebhookMismatchDetails | null;
@@ -269,7 +270,10 @@ async function writeFacts(
          and f.kind = any(${sql.param([...BOOKING_FINDINGS])}::text[])) as open_booking_findings,
       (select f.details from findings f
        where f.ref_type = 'checkout_intent' and f.ref_id = ${id} and f.resolved_at is null
-         and f.kind = ${WEBHOOK_MISMATCH}) as open_webhook_mismatch
+         and f.kind = ${WEBHOOK_MISMATCH}) as open_webhook_mismatch,
+      exists (select 1 from chain_transfers t
+              where t.chain_id = u.chain_id::bigint and t.tx_hash = lower(coalesce(u.tx_hash_2, u.tx_hash))
+                and t.state = 'final') as has_final_logs
     from u`,
   );
   return written.rows[0];

@@ -100,12 +100,17 @@ export async function proveIntentPayment(
   tx: DbExecutor,
   deps: PaymentProofDeps,
   intentId: string,
-  /** The intent as this transaction last wrote it (saves reading it again). */
-  known?: IntentRow,
+  /**
+   * The intent as this transaction last wrote it (saves reading it again), and whether its
+   * transaction had a final log when it was written (saves reading the logs when it had none).
+   */
+  known?: IntentRow & { has_final_logs?: boolean },
 ): Promise<ProofResult> {
   const claim = claimedPayment(intentId, known ?? (await readIntent(tx, intentId)));
   if (!claim) return noProof();
-  const logs = await finalLogs(tx, claim);
+  // Read under the intent's lock either way: a transfer made final since the intent was written
+  // is the chain matcher's to prove, and it waits for this lock (see Locks above).
+  const logs = known?.has_final_logs === false ? [] : await finalLogs(tx, claim);
   if (alreadyDecided(logs, intentId)) return noProof();
   const foreign = notStoreWalletFinding(deps.stores, claim.intent);
   if (foreign) return noProof([foreign]);
