@@ -3,7 +3,7 @@ import type { ItemResult } from '../batching/microBatcher.ts';
 import type { DomainContext } from '../context/domainContext.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { coerceError } from '../errors/coerceError.ts';
-import { applyIntentSnapshot } from '../payments/applyIntentSnapshot.ts';
+import { applyIntentSnapshot, lockIntents } from '../payments/applyIntentSnapshot.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { type CheckoutWebhookPayload, checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
 import type { InboxOutcome } from './inboxOutcome.ts';
@@ -260,18 +260,26 @@ async function applyBatch(
   isolated: boolean,
 ): Promise<Array<[string, InboxOutcome]>> {
   return deps.db.transaction(async (tx) => {
-    // Every intent of the batch that exists is locked first, in id order, before any booking may
+    // Every intent of the batch is locked first, in id order, before any booking may
     // create a ledger account: otherwise this batch can create an account (for its first intent)
     // that another transaction also creates after locking one of this batch's later intents, and
     // the two wait for each other (a deadlock the simulator's two workers found: seed 59).
-    await executePrepared(
+    // Each row is made if missing, locked and read here for all (one round trip), and handed to
+    // the intent's first observation; a second webhook of the same intent reads it again, after the
+    // first wrote it.
+    const locked = await lockIntents(
       tx,
-      sql`select id from checkout_intents
-          where id = any(${sql.param(ready.map((r) => r.intent.all_svc_checkout_intent_id))}::text[])
-          order by id for update`,
+      ready.map((r) => ({
+        id: r.intent.all_svc_checkout_intent_id,
+        storeId: r.storeId,
+        source: 'webhook' as const,
+        observedAt: r.observedAt,
+      })),
     );
     const out: Array<[string, InboxOutcome]> = [];
     for (const r of ready) {
+      const row = locked.get(r.intent.all_svc_checkout_intent_id);
+      locked.delete(r.intent.all_svc_checkout_intent_id);
       const observe = (on: typeof tx) =>
         applyIntentSnapshot(
           on,
@@ -287,6 +295,7 @@ async function applyBatch(
             observedAt: r.observedAt,
             webhook: r.payload,
           },
+          row,
         );
       const outcome = (settled: boolean): InboxOutcome => ({
         kind: 'applied',

@@ -66,11 +66,16 @@ export async function applyIntentSnapshot(
   tx: DbExecutor,
   deps: SnapshotDeps,
   obs: IntentObservation,
+  /**
+   * The intent's row as the caller's transaction locked it, unchanged since (lockIntents): saves
+   * locking it again. Never the row of an intent this transaction has already applied.
+   */
+  locked?: LockedIntent,
 ): Promise<ApplyResult> {
   // Free text from the service (user_name, order_description...) may hold what PostgreSQL refuses.
   const intent = storableFields(obs.intent);
   const id = intent.all_svc_checkout_intent_id;
-  const before = await lockIntent(tx, id, obs);
+  const before = locked ?? (await lockIntent(tx, id, obs));
   const stale = staleObservationResult(before, intent.status, obs.observedAt);
   if (stale) return stale;
   const change = statusChange(before, intent.status, obs);
@@ -93,11 +98,39 @@ export async function applyIntentSnapshot(
 }
 
 /** The intent's row as last committed, read under its lock. */
-interface LockedIntent {
+export interface LockedIntent {
   status: number | null;
   status_changed_at: Date | null;
   confirmed_at: Date | null;
   settled_by: string | null;
+}
+
+/**
+ * lockIntent for several intents in one round trip, in id order (so two callers lock them in one
+ * order): each row made if missing and locked, and returned by id as last committed. For a batch
+ * whose observations then apply each intent once with its row (applyIntentSnapshot's `locked`).
+ */
+export async function lockIntents(
+  tx: DbExecutor,
+  observations: ReadonlyArray<Pick<IntentObservation, 'storeId' | 'source' | 'observedAt'> & { id: string }>,
+): Promise<Map<string, LockedIntent>> {
+  const first = new Map<string, (typeof observations)[number]>();
+  for (const o of observations) if (!first.has(o.id)) first.set(o.id, o);
+  const rows = [...first.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const locked = await executePrepared<LockedIntent & { id: string }>(
+    tx,
+    sql`
+    insert into checkout_intents as c (id, store_id, tracked_via, tracked_at)
+    select x.id, x.store_id, x.source, x.observed_at
+    from unnest(${sql.param(rows.map((r) => r.id))}::text[], ${sql.param(rows.map((r) => r.storeId))}::text[],
+                ${sql.param(rows.map((r) => r.source))}::text[],
+                ${sql.param(rows.map((r) => r.observedAt.toISOString()))}::timestamptz[])
+           with ordinality as x(id, store_id, source, observed_at, n)
+    order by x.n
+    on conflict (id) do update set id = c.id
+    returning c.id, c.status, c.status_changed_at, c.confirmed_at, c.settled_by`,
+  );
+  return new Map(locked.rows.map(({ id, ...row }) => [id, row]));
 }
 
 async function lockIntent(

@@ -147,6 +147,19 @@ describe('processInboxBatch', () => {
     for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
   }, 120_000);
 
+  it('behavior: two webhooks of one intent in a batch: the second sees what the first wrote (one status change, one entry)', async () => {
+    const [paid] = await paidAndStored(1);
+    const { intentId, webhookId } = paid!;
+    // The service delivering the same event twice under two webhook ids (a redelivery).
+    await storeInboxRow(`${webhookId}-again`, 'st_a', await storedBody(webhookId));
+    const results = await processInboxBatch(pipeline.payments, [webhookId, `${webhookId}-again`]);
+    expect(results.map((r) => (r.ok ? r.value.kind : 'error'))).toEqual(['applied', 'applied']);
+    const { rows: history } = await pipeline.db.execute<{ to_status: number }>(sql`
+      select to_status from checkout_intent_status_history where intent_id = ${intentId} and to_status = 20`);
+    expect(history).toHaveLength(1);
+    expect(await ledgerLinesOf(pipeline.db, intentId)).toEqual(EXACT_LINES);
+  }, 120_000);
+
   it('behavior: a read that hangs does not hold its batch: the others commit by the deadline, a straggler once its read settles, each read once', async () => {
     const paid = await paidAndStored(5);
     const slow = paid[1]!;
