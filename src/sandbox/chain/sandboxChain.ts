@@ -8,6 +8,8 @@ import {
   keccak256,
   type PublicClient,
   parseEventLogs,
+  type TransactionReceipt,
+  TransactionReceiptNotFoundError,
   toHex,
 } from 'viem';
 import { type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
@@ -58,6 +60,19 @@ export async function createSandboxChain(options: {
     return next;
   };
 
+  // Anvil mines a transaction as it accepts it (unless it mines on a timer), so its receipt is
+  // there at once: one call. Waiting instead polls the head and, at every new block, asks for the
+  // receipt again; with many payments in flight on a chain that mines a block per transaction,
+  // those polls were most of the sandbox's and anvil's work, and grew with the number in flight.
+  const receiptOf = async (hash: Hash): Promise<TransactionReceipt> => {
+    try {
+      return await publicClient.getTransactionReceipt({ hash });
+    } catch (err) {
+      if (!(err instanceof TransactionReceiptNotFoundError)) throw err;
+      return publicClient.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    }
+  };
+
   const deployer = privateKeyToAccount(ANVIL_DEPLOYER_KEY);
   const walletClientFor = (account: PrivateKeyAccount) => createWalletClient({ account, chain, transport });
   const deployerClient = walletClientFor(deployer);
@@ -70,7 +85,7 @@ export async function createSandboxChain(options: {
         args: [symbol === 'USDT' ? 'Tether USD (sandbox)' : 'USD Coin (sandbox)', symbol, decimals],
       }),
     );
-    const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    const receipt = await receiptOf(hash);
     if (!receipt.contractAddress) throw new Error(`sandbox: deploying ${symbol} on chain ${chainId} failed`);
     return { symbol, address: receipt.contractAddress, decimals };
   };
@@ -92,7 +107,7 @@ export async function createSandboxChain(options: {
   };
 
   const mined = async (hash: Hash, token: SandboxToken): Promise<MinedTransfer> => {
-    const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    const receipt = await receiptOf(hash);
     if (receipt.status !== 'success') throw new Error(`sandbox: transaction ${hash} reverted`);
     const [log] = parseEventLogs({ abi: sandboxTokenAbi, logs: receipt.logs, eventName: 'Transfer' }).filter(
       (l) => l.address.toLowerCase() === token.address.toLowerCase(),
