@@ -7,6 +7,7 @@ import { parseDecimalAmount } from '../../../src/money/decimalAmount.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
 import { proveIntentPayment } from '../../../src/payments/proveIntentPayment.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
+import { BASE_USDC, confirmedIntent, TEST_MERCHANT } from '../../helpers/confirmedIntent.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 
 /**
@@ -15,8 +16,8 @@ import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
  * migrations/0014_event_outbox.sql, for every writer of findings.
  */
 const { db } = await createMigratedDatabase('event_outbox');
-const USDC = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
-const MERCHANT = `0x${'ab'.repeat(20)}` as const;
+const USDC = BASE_USDC;
+const MERCHANT = TEST_MERCHANT;
 const stores = [
   {
     storeId: 'st_a',
@@ -26,35 +27,7 @@ const stores = [
 const deps = { chains: createChainRegistry(), stores, accounts: createAccountCache() };
 const at = (s: number) => new Date(Date.UTC(2026, 10, 20, 12, 0, s));
 
-function intent(id: string, patch: Partial<CheckoutIntent> = {}): CheckoutIntent {
-  return {
-    all_svc_checkout_intent_id: id,
-    currency: 1,
-    currency_symbol: 'USD',
-    amount_cents: 2500n,
-    chain_id: 8453,
-    amount_coins: '25',
-    coin_symbol: 'USDC',
-    coin_contract: USDC,
-    currency_rate: '1',
-    status: 20,
-    order_id: `order-${id}`,
-    order_description: null,
-    user_id: null,
-    user_name: null,
-    error_message: null,
-    tx_hash: `0x${'1'.repeat(64)}`,
-    tx_hash_2: `0x${'2'.repeat(64)}`,
-    tx_from: `0x${'cd'.repeat(20)}`,
-    tx_to: MERCHANT,
-    actual_paid_amount: '25',
-    service_fee_amount: '0.25',
-    net_income_amount: '24.75',
-    payment_method_type: 1,
-    accepted_stable_coins: 2,
-    ...patch,
-  } as CheckoutIntent;
-}
+const intent = confirmedIntent;
 
 function poll(id: string, patch: Partial<CheckoutIntent>, s: number) {
   return db.transaction((tx) =>

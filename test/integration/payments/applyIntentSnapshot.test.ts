@@ -9,12 +9,13 @@ import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.t
 import { proveIntentPayment } from '../../../src/payments/proveIntentPayment.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { checkoutWebhookPayloadSchema } from '../../../src/svc/models/checkoutWebhook.ts';
+import { BASE_USDC, confirmedIntent, TEST_MERCHANT } from '../../helpers/confirmedIntent.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 
 const { db } = await createMigratedDatabase('apply_intent');
-const USDC = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
+const USDC = BASE_USDC;
 const chains = createChainRegistry();
-const MERCHANT = `0x${'ab'.repeat(20)}` as const;
+const MERCHANT = TEST_MERCHANT;
 /** st_a's wallets on Base (and chain 999, below): tx_to of the intents below is its merchant wallet. */
 const wallets = { merchant: MERCHANT, custody: `0x${'cc'.repeat(20)}` as const };
 const stores = [
@@ -28,35 +29,7 @@ const stores = [
 ];
 const deps = { chains, stores, accounts: createAccountCache() };
 
-function intent(id: string, patch: Partial<CheckoutIntent> = {}): CheckoutIntent {
-  return {
-    all_svc_checkout_intent_id: id,
-    currency: 1,
-    currency_symbol: 'USD',
-    amount_cents: 2500n,
-    chain_id: 8453,
-    amount_coins: '25',
-    coin_symbol: 'USDC',
-    coin_contract: USDC,
-    currency_rate: '1',
-    status: 20,
-    order_id: `order-${id}`,
-    order_description: null,
-    user_id: null,
-    user_name: null,
-    error_message: null,
-    tx_hash: `0x${'1'.repeat(64)}`,
-    tx_hash_2: `0x${'2'.repeat(64)}`,
-    tx_from: `0x${'cd'.repeat(20)}`,
-    tx_to: MERCHANT,
-    actual_paid_amount: '25',
-    service_fee_amount: '0.25',
-    net_income_amount: '24.75',
-    payment_method_type: 1,
-    accepted_stable_coins: 2,
-    ...patch,
-  } as CheckoutIntent;
-}
+const intent = confirmedIntent;
 
 /** The service's checkout webhook for intent `id` (25 USDC paid on Base), as the model parses it. */
 function webhookOf(id: string, n: number, patch: Record<string, unknown> = {}) {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import { createAccountCache } from '../../../src/ledger/ensureAccounts.ts';
 import { applyIntentSnapshot } from '../../../src/payments/applyIntentSnapshot.ts';
-import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
+import { confirmedIntent, TEST_MERCHANT } from '../../helpers/confirmedIntent.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 
 /**
@@ -15,43 +15,17 @@ import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
  * counts what one more payment reads of ledger_entries.
  */
 const { db, ownerDb } = await createMigratedDatabase('payment_cost_flat');
-const USDC = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
-const MERCHANT = `0x${'ab'.repeat(20)}` as const;
-const wallets = { merchant: MERCHANT, custody: `0x${'cc'.repeat(20)}` as const };
+const wallets = { merchant: TEST_MERCHANT, custody: `0x${'cc'.repeat(20)}` as const };
 const deps = {
   chains: createChainRegistry(),
   stores: [{ storeId: 'st_a', wallets: new Map([[8453, wallets]]) }],
   accounts: createAccountCache(),
 };
 
-function confirmed(n: number): CheckoutIntent {
+/** Intent n, confirmed, paid by a transaction of its own. */
+function confirmed(n: number) {
   const id = n.toString(16).padStart(24, '0');
-  return {
-    all_svc_checkout_intent_id: id,
-    currency: 1,
-    currency_symbol: 'USD',
-    amount_cents: 2500n,
-    chain_id: 8453,
-    amount_coins: '25',
-    coin_symbol: 'USDC',
-    coin_contract: USDC,
-    currency_rate: '1',
-    status: 20,
-    order_id: `order-${id}`,
-    order_description: null,
-    user_id: null,
-    user_name: null,
-    error_message: null,
-    tx_hash: `0x${n.toString(16).padStart(64, '0')}`,
-    tx_hash_2: null,
-    tx_from: `0x${'cd'.repeat(20)}`,
-    tx_to: MERCHANT,
-    actual_paid_amount: '25',
-    service_fee_amount: '0.25',
-    net_income_amount: '24.75',
-    payment_method_type: 1,
-    accepted_stable_coins: 2,
-  } as CheckoutIntent;
+  return confirmedIntent(id, { tx_hash: `0x${n.toString(16).padStart(64, '0')}`, tx_hash_2: null });
 }
 
 const observedAt = new Date(Date.UTC(2026, 10, 20, 12, 0, 0));
