@@ -62,7 +62,7 @@ export type Cleanups = Array<() => Promise<unknown>>;
 
 /**
  * Runs a bench: everything it registers in `cleanups` is undone in reverse order when it ends,
- * fails, or is interrupted (Ctrl-C).
+ * fails, or is interrupted (Ctrl-C) or terminated.
  */
 export async function runBench(run: (cleanups: Cleanups) => Promise<void>): Promise<void> {
   const cleanups: Cleanups = [];
@@ -70,8 +70,12 @@ export async function runBench(run: (cleanups: Cleanups) => Promise<void>): Prom
     for (const c of cleanups.reverse()) await c().catch((err) => console.error('clean-up:', err));
     cleanups.length = 0;
   };
+  // SIGTERM too (kill, timeout): without it the bench's PostgreSQL, Redis and anvil outlived it.
   process.once('SIGINT', () => {
     void cleanup().then(() => process.exit(130));
+  });
+  process.once('SIGTERM', () => {
+    void cleanup().then(() => process.exit(143));
   });
   try {
     await run(cleanups);
