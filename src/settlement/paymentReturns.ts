@@ -325,10 +325,14 @@ function isSentBack(status: number | null): boolean {
   return status === CheckoutStatus.SEND_BACK || (status !== null && status < 0);
 }
 
-/** The transfer already booked as the return of this intent's payment (not orphaned), if any. */
+/**
+ * The transfer already booked as the return of this intent's payment (not orphaned), if any. A
+ * return into a wallet we also watch carries both its sides in matched_as
+ * (`transfer_in_unmatched,payment_returned`), hence LIKE, not equality.
+ */
 function returnOf(intentId: SQL) {
   return sql`select 1 from chain_transfers r
-    where r.matched_as = 'payment_returned' and r.matched_ref = ${intentId} and r.state <> 'orphaned'`;
+    where r.matched_as like '%payment_returned%' and r.matched_ref = ${intentId} and r.state <> 'orphaned'`;
 }
 
 /**

@@ -87,7 +87,7 @@ function inSuspense(where: SQL): SQL {
       and not exists (select 1 from ledger_entries r where r.reverses_entry_id = e.id)
       and not exists (
         select 1 from chain_transfers t
-        join chain_transfers rt on rt.matched_as = 'payment_returned' and rt.matched_ref = t.matched_ref
+        join chain_transfers rt on rt.matched_as like '%payment_returned%' and rt.matched_ref = t.matched_ref
           and rt.state <> 'orphaned' and rt.chain_id = t.chain_id and rt.from_address = t.to_address
           and rt.to_address = t.from_address and rt.token = t.token and rt.value = t.value
         where t.chain_id = (e.metadata->>'chain_id')::bigint and t.tx_hash = e.metadata->>'tx_hash'

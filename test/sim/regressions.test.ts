@@ -76,6 +76,12 @@ const FAILED_ONCE: Array<{ seed: string; faults?: string; shapes?: string }> = [
   // grace), went to rule 9 as an inflow alone; the pool learnt later never decided its claim, and
   // the link's refund was matched as a cancel (payouts 0, the link cancelled, the service: claimed).
   { seed: '790', faults: 'all', shapes: 'all' },
+  // Two equal intents paid from a wallet we also watch and both sent back: the first return's row
+  // read `transfer_in_unmatched,payment_returned` (both its sides watched), the check for "this
+  // intent's payment is returned already" compared matched_as with `payment_returned` by
+  // equality, so the second return was matched to the same intent and the other intent's payment
+  // stayed in suspense with its finding open.
+  { seed: '61007', faults: 'all', shapes: 'all' },
 ];
 
 const admin = inject('adminDatabaseUrl');
