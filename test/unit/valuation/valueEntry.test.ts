@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { divideRoundHalfEven, parseExactRate } from '../../../src/money/exactRate.ts';
+import { formatFiat } from '../../../src/money/formatFiat.ts';
 import { chooseRate } from '../../../src/valuation/chooseRate.ts';
 import { isHoldingAccount, revalueHolding } from '../../../src/valuation/revalueHolding.ts';
 import { type PostingToValue, valueEntry, valuePosting } from '../../../src/valuation/valueEntry.ts';
@@ -29,6 +30,18 @@ describe('exact rates', () => {
       -2n,
     ]);
     expect([14n, 16n, -14n, -16n].map((n) => divideRoundHalfEven(n, 10n))).toEqual([1n, 2n, -1n, -2n]);
+  });
+});
+
+describe('formatFiat', () => {
+  it('behavior: keeps the minor digits of the currency, in both signs', () => {
+    expect([
+      formatFiat(3330n, 2),
+      formatFiat(-1n, 2),
+      formatFiat(0n, 2),
+      formatFiat(1200n, 0),
+      formatFiat(1n, 3),
+    ]).toEqual(['33.30', '-0.01', '0.00', '1200', '0.001']);
   });
 });
 

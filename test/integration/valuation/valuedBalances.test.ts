@@ -1,0 +1,137 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { account, type Token } from '../../../src/ledger/accounts.ts';
+import { postEntry } from '../../../src/ledger/postEntry.ts';
+import { runCli } from '../../helpers/runCli.ts';
+import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
+import { USDC_BASE } from '../../helpers/tokens.ts';
+
+// `ledger balances --value EUR` on real postings and rates: the worked example of
+// docs/accounting.md ("Valuation") through the database, an intent's own rate winning over the
+// imported one, and a day without a rate left unvalued with its finding.
+const { db, url } = await createMigratedDatabase('valued_balances');
+const USDT_ETH: Token = {
+  chainId: 1,
+  address: '0xdac17f958d2ee523a2206206994597c13d831ec7',
+  symbol: 'USDT',
+  decimals: 6,
+};
+const S = 'st_a';
+
+async function post(
+  key: string,
+  day: string,
+  token: Token,
+  lines: [string, bigint][],
+  metadata?: Record<string, unknown>,
+) {
+  await postEntry(db, {
+    idempotencyKey: key,
+    kind: 'checkout.confirmed',
+    occurredAt: new Date(`${day}T12:00:00Z`),
+    storeId: S,
+    ref: { type: 'checkout_intent', id: key },
+    lines: lines.map(([kind, amount]) => ({
+      account: account(kind as Parameters<typeof account>[0], S, token),
+      amount,
+    })),
+    metadata,
+  });
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'valued-'));
+const ratesFile = join(dir, 'rates.csv');
+writeFileSync(
+  ratesFile,
+  'date,asset,currency,rate\n2026-11-02,USDT,EUR,0.9234\n2026-11-03,USDT,EUR,0.95\n2026-11-30,USDT,EUR,0.93\n',
+);
+
+async function valued(at: string) {
+  const run = await runCli(['ledger', 'balances', '--value', 'EUR', '--at', at, '--json'], {
+    DATABASE_URL: url,
+  });
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  return JSON.parse(run.stdout) as {
+    accounts: {
+      code: string;
+      value: string | null;
+      unvalued_postings: number;
+      closing_value: string | null;
+      unrealised_fx: string | null;
+    }[];
+    rounding: Record<string, string>;
+    missing_rates: { date: string; symbol: string }[];
+  };
+}
+
+describe('ledger balances --value EUR', () => {
+  it('behavior: values the worked example to the cent, holdings revalued at the closing rate, an intent rate over the imported one', async () => {
+    expect((await runCli(['rates', 'import', ratesFile], { DATABASE_URL: url })).code).toBe(0);
+    await post('c-1', '2026-11-02', USDT_ETH, [
+      ['assets:in_transit', 24_700_000n],
+      ['expense:service_fees', 300_000n],
+      ['income:sales', -25_000_000n],
+    ]);
+    // Priced at 10 EUR at the service's rate 0.9: 11.111111 USDT, valued at 0.9 (the intent's), not 0.95.
+    await post(
+      'c-2',
+      '2026-11-03',
+      USDT_ETH,
+      [
+        ['assets:in_transit', 11_111_111n],
+        ['income:sales', -11_111_111n],
+      ],
+      {
+        currency: 44,
+        currency_rate: '0.9',
+        amount_cents: '1000',
+      },
+    );
+    const v = await valued('2026-12-01T00:00:00Z');
+    const by = new Map(v.accounts.map((a) => [a.code, a]));
+    expect(by.get('expense:service_fees:st_a:1:USDT')?.value).toBe('0.28');
+    // 22.81 + 10.00 (11.111111 x 0.9 = 9.9999999)
+    expect(by.get('assets:in_transit:st_a:1:USDT')).toMatchObject({ value: '32.81', unvalued_postings: 0 });
+    expect(by.get('income:sales:st_a:1:USDT')?.value).toBe('-33.08');
+    expect(v.rounding).toEqual({ st_a: '-0.01' });
+    // 35.811111 USDT x 0.93 = 33.30433..., 33.30 against a cost of 32.81.
+    expect(by.get('assets:in_transit:st_a:1:USDT')).toMatchObject({
+      closing_value: '33.30',
+      unrealised_fx: '0.49',
+    });
+    expect(v.missing_rates).toEqual([]);
+  });
+
+  it('behavior: a day without a rate leaves its postings unvalued (null, not zero) and opens valuation_rate_missing; a late rate resolves it', async () => {
+    await post('c-3', '2026-11-04', USDC_BASE, [
+      ['assets:in_transit', 5_000_000n],
+      ['income:sales', -5_000_000n],
+    ]);
+    const v = await valued('2026-12-01T00:00:00Z');
+    const usdc = v.accounts.find((a) => a.code === 'assets:in_transit:st_a:8453:USDC');
+    expect(usdc).toMatchObject({
+      value: null,
+      unvalued_postings: 1,
+      closing_value: null,
+      unrealised_fx: null,
+    });
+    expect(v.missing_rates).toEqual([{ storeId: 'st_a', date: '2026-11-04', symbol: 'USDC' }]);
+    const open = await db.execute<{ ref_id: string; store_id: string }>(sql`
+      select ref_id, store_id from findings where kind = 'valuation_rate_missing' and resolved_at is null`);
+    expect(open.rows).toEqual([{ ref_id: 'st_a:2026-11-04:USDC:EUR', store_id: 'st_a' }]);
+
+    const late = join(dir, 'late.csv');
+    writeFileSync(late, 'date,asset,currency,rate\n2026-11-04,USDC,EUR,0.94\n');
+    expect((await runCli(['rates', 'import', late], { DATABASE_URL: url })).code).toBe(0);
+    const again = await valued('2026-12-01T00:00:00Z');
+    expect(again.accounts.find((a) => a.code === 'assets:in_transit:st_a:8453:USDC')?.value).toBe('4.70');
+    const still = await db.execute(
+      sql`select 1 from findings where kind = 'valuation_rate_missing' and resolved_at is null`,
+    );
+    expect(still.rows).toHaveLength(0);
+  });
+});
