@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { Db } from '../db/database.ts';
+import type { Db, DbExecutor } from '../db/database.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import { currencyMinorUnit } from '../money/currencyMinorUnits.ts';
 import { Currency } from '../svc/models/currency.ts';
@@ -86,27 +86,7 @@ export async function valueLedger(
      where p.occurred_at < ${at.toISOString()}::timestamptz
        ${options.storeId === undefined ? sql`` : sql`and e.store_id = ${options.storeId}`}
      order by e.id, p.id`);
-  const intentRates = await db.execute<{ ref_id: string; currency: string | null; rate: string | null }>(sql`
-    select ref_id, metadata->>'currency' as currency, metadata->>'currency_rate' as rate
-      from ledger_entries
-     where kind = 'checkout.confirmed' and ref_type = 'checkout_intent' and metadata->>'currency_rate' is not null`);
-  const imported = await db.execute<{ day: string; asset: string; rate: string }>(sql`
-    select rate_date::text as day, asset, rate::text as rate
-      from rates where currency = ${currency} and source = 'import'`);
-
-  const intentRate = new Map<string, string>();
-  for (const r of intentRates.rows) {
-    if (r.rate !== null && r.currency !== null && intentCurrencyCode.get(Number(r.currency)) === currency)
-      intentRate.set(r.ref_id, r.rate);
-  }
-  const importedRate = new Map(imported.rows.map((r) => [`${r.day}:${r.asset}`, r.rate]));
-  const parOf = new Map((options.stores ?? []).map((s) => [s.storeId, s.par]));
-  const rateOn = (storeId: string, day: string, symbol: string, intentRef?: string): ChosenRate | undefined =>
-    chooseRate({
-      intent: intentRef === undefined ? undefined : intentRate.get(intentRef),
-      imported: importedRate.get(`${day}:${symbol}`),
-      par: parOf.get(storeId)?.get(symbol),
-    });
+  const rateOn = await loadRateBook(db, currency, options.stores ?? []);
 
   const accounts = new Map<string, ValuedAccount>();
   const rounding = new Map<string, bigint>();
@@ -205,4 +185,44 @@ async function recordMissing(
         m.storeId,
       );
   });
+}
+
+/** The rate of a posting: its store, its entry's UTC day, its coin, and its entry's intent if any. */
+export type RateBook = (
+  storeId: string,
+  day: string,
+  symbol: string,
+  intentRef?: string,
+) => ChosenRate | undefined;
+
+/**
+ * Every rate that can value postings in `currency`: the intents' own rates (rule 1's metadata,
+ * when the intent was priced in that currency), the imported rates, and each store's par. Read
+ * once; the lookups are then in memory (a rate per day and coin is small beside the postings).
+ */
+export async function loadRateBook(
+  db: DbExecutor,
+  currency: string,
+  stores: readonly StoreValuation[],
+): Promise<RateBook> {
+  const intentRates = await db.execute<{ ref_id: string; currency: string | null; rate: string | null }>(sql`
+    select ref_id, metadata->>'currency' as currency, metadata->>'currency_rate' as rate
+      from ledger_entries
+     where kind = 'checkout.confirmed' and ref_type = 'checkout_intent' and metadata->>'currency_rate' is not null`);
+  const imported = await db.execute<{ day: string; asset: string; rate: string }>(sql`
+    select rate_date::text as day, asset, rate::text as rate
+      from rates where currency = ${currency} and source = 'import'`);
+  const intentRate = new Map<string, string>();
+  for (const r of intentRates.rows) {
+    if (r.rate !== null && r.currency !== null && intentCurrencyCode.get(Number(r.currency)) === currency)
+      intentRate.set(r.ref_id, r.rate);
+  }
+  const importedRate = new Map(imported.rows.map((r) => [`${r.day}:${r.asset}`, r.rate]));
+  const parOf = new Map(stores.map((s) => [s.storeId, s.par]));
+  return (storeId, day, symbol, intentRef) =>
+    chooseRate({
+      intent: intentRef === undefined ? undefined : intentRate.get(intentRef),
+      imported: importedRate.get(`${day}:${symbol}`),
+      par: parOf.get(storeId)?.get(symbol),
+    });
 }

@@ -81,7 +81,9 @@ export async function printValuedBalances(opts: {
 }
 
 /** Par policies of the stores valued in this currency, read from STORES_FILE without secrets. */
-async function storesPar(currency: string): Promise<{ storeId: string; par: ReadonlyMap<string, string> }[]> {
+export async function storesPar(
+  currency: string,
+): Promise<{ storeId: string; par: ReadonlyMap<string, string> }[]> {
   const path = process.env.STORES_FILE;
   if (!path) return [];
   const [{ readFile }, { storesFileSchema }] = await Promise.all([

@@ -134,4 +134,35 @@ describe('ledger balances --value EUR', () => {
     );
     expect(still.rows).toHaveLength(0);
   });
+
+  it("behavior: export --format csv --value EUR carries each posting's value, the fx:rounding row, and unvalued (not 0) without a rate", async () => {
+    await post('c-4', '2026-11-05', USDC_BASE, [
+      ['assets:in_transit', 2_000_000n],
+      ['income:sales', -2_000_000n],
+    ]);
+    const run = await runCli(['export', '--format', 'csv', '--value', 'EUR'], { DATABASE_URL: url });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const [header, ...rows] = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.split(','));
+    expect(header?.slice(-4)).toEqual(['value', 'value_currency', 'rate', 'rate_source']);
+    const of = (entryRef: string) =>
+      rows.filter((r) => r[7] === entryRef).map((r) => [r[3], r[8], r[10], r[11]]);
+    expect(of('c-1')).toEqual([
+      ['assets:in_transit:st_a:1:USDT', '22.81', '0.9234', 'import'],
+      ['expense:service_fees:st_a:1:USDT', '0.28', '0.9234', 'import'],
+      ['income:sales:st_a:1:USDT', '-23.08', '0.9234', 'import'],
+      ['fx:rounding', '-0.01', '', 'rounding'],
+    ]);
+    expect(of('c-2')).toEqual([
+      ['assets:in_transit:st_a:1:USDT', '10.00', '0.9', 'intent'],
+      ['income:sales:st_a:1:USDT', '-10.00', '0.9', 'intent'],
+    ]);
+    expect(of('c-4')).toEqual([
+      ['assets:in_transit:st_a:8453:USDC', 'unvalued', '', ''],
+      ['income:sales:st_a:8453:USDC', 'unvalued', '', ''],
+    ]);
+  });
 });
