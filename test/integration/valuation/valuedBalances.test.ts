@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { account, type Token } from '../../../src/ledger/accounts.ts';
@@ -164,5 +166,31 @@ describe('ledger balances --value EUR', () => {
       ['assets:in_transit:st_a:8453:USDC', 'unvalued', '', ''],
       ['income:sales:st_a:8453:USDC', 'unvalued', '', ''],
     ]);
+  });
+
+  it('behavior: export --format hledger --value EUR passes hledger --strict and bal -B equals ledger balances --value to the cent; an unvalued entry stays in tokens', async () => {
+    const file = join(dir, 'books.journal');
+    const run = await runCli(['export', '--format', 'hledger', '--value', 'EUR', '--out', file], {
+      DATABASE_URL: url,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const hledger = (args: string[]) => promisify(execFile)('hledger', ['-f', file, ...args]);
+    await hledger(['--strict', 'check']);
+    const bal = await hledger(['bal', '-B', '--flat', '-N', '-O', 'csv']);
+    const rows = bal.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(',').map((c) => c.replace(/^"|"$/g, '')));
+    const ours = await valued('2026-12-01T00:00:00Z');
+    // Every USDT account (fully valued) answers the same EUR figure in hledger as in stablebooks.
+    for (const a of ours.accounts.filter((x) => x.code.endsWith(':1:USDT'))) {
+      const kind = a.code.split(':')[1] ?? '';
+      const row = rows.find((r) => (r[0] ?? '').endsWith(`${kind}:st_a:1:USDT`));
+      expect(row?.[1], a.code).toContain(`${a.value} EUR`);
+    }
+    expect(rows.find((r) => r[0] === 'fx:rounding')?.[1]).toBe('-0.01 EUR');
+    // c-4 had no rate: hledger shows its 2 USDC in tokens, not a zero in EUR.
+    expect(bal.stdout).toContain('"Assets:in_transit:st_a:8453:USDC","4.70 EUR, 2.000000 ""USDC.8453"""');
   });
 });
