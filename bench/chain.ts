@@ -566,6 +566,8 @@ async function run(cleanups: Cleanups): Promise<void> {
       apiKey: 'key_bench',
       apiSecret: 'secret-bench-0123456789',
       signedResponse: false,
+      functionalCurrency: 'USD',
+      par: new Map(),
       wallets: new Map([[CHAIN_ID, { merchant, custody }]]),
     },
   ];

@@ -49,6 +49,8 @@ registerIntakeRoutes(app, {
         apiKey,
         apiSecret: need('API_SECRET'),
         signedResponse: false,
+        functionalCurrency: 'USD',
+        par: new Map(),
         wallets: new Map(),
       },
     ],

@@ -125,6 +125,8 @@ export async function runWorld(
     apiKey: s.apiKey,
     apiSecret: s.apiSecret,
     signedResponse: false,
+    functionalCurrency: 'USD',
+    par: new Map(),
     // The same addresses on every chain of the world (two_chains), as one key is on every EVM chain.
     wallets: new Map(chainIds.map((id) => [id, { merchant: s.merchant, custody: s.custody }])),
   }));

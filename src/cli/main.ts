@@ -12,6 +12,7 @@ import { registerIntents } from './commands/intents.ts';
 import { registerLedger } from './commands/ledger.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerPayouts } from './commands/payouts.ts';
+import { registerRates } from './commands/rates.ts';
 import { registerReport } from './commands/report.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerStart } from './commands/start.ts';
@@ -47,6 +48,7 @@ export function buildProgram(): Command {
   registerDoctor(program);
   registerIntents(program);
   registerPayouts(program);
+  registerRates(program);
   registerLedger(program);
   registerExport(program);
   registerReport(program);

@@ -23,6 +23,27 @@ export const storeFileEntrySchema = z
         z.object({ merchant: address, custody: address }),
       )
       .default({}),
+    /**
+     * The currency the merchant's books close in (ISO 4217 code): every posting is valued in it
+     * (docs/accounting.md, "Valuation").
+     */
+    functional_currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code in capitals, e.g. EUR')
+      .default('USD'),
+    /**
+     * Par policy, off unless chosen: a fixed rate (units of the functional currency per coin) used
+     * when neither the intent nor an imported rate values a posting, e.g. {"USDT": "1", "USDC": "1"}.
+     */
+    par: z
+      .partialRecord(
+        z.enum(['USDT', 'USDC']),
+        z
+          .string()
+          .regex(/^\d+(?:\.\d+)?$/, 'must be a plain decimal string, e.g. "1"')
+          .refine((v) => /[1-9]/.test(v), 'must be above zero'),
+      )
+      .default({}),
   })
   .strict();
 
@@ -36,6 +57,10 @@ export interface StoreConfig {
   apiSecret: string;
   signedResponse: boolean;
   wallets: Map<number, { merchant: `0x${string}`; custody: `0x${string}` }>;
+  /** ISO 4217 code the books are valued in (default USD). */
+  functionalCurrency: string;
+  /** Par rates per token symbol, as exact decimal strings; empty when the policy is off. */
+  par: ReadonlyMap<string, string>;
 }
 
 /** A store's wallets as STORES_FILE lists them, without its credentials. */
@@ -87,6 +112,8 @@ export function loadStores(
       apiSecret: secret,
       signedResponse: entry.signed_response,
       wallets,
+      functionalCurrency: entry.functional_currency,
+      par: new Map(Object.entries(entry.par)),
     });
   }
   return { stores, problems };

@@ -77,6 +77,10 @@ export const RUNTIME_TABLE_GRANTS: Readonly<Record<string, TableGrant>> = {
     verbs: ['SELECT', 'INSERT', 'UPDATE'],
     why: 'a classification is marked reversed (its entries stay in the ledger)',
   },
+  rates: {
+    verbs: APPEND_ONLY,
+    why: 'rates import and intents add rates (insert ... on conflict do nothing); a rate is never changed',
+  },
   recon_runs: { verbs: ['SELECT', 'INSERT', 'UPDATE'], why: 'a run records its phase and outcome' },
   alert_states: {
     verbs: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],

@@ -48,6 +48,8 @@ export async function sandboxDaemonConfig(input: SandboxDaemonConfigInput): Prom
     stores: [
       {
         ...store,
+        functionalCurrency: 'USD',
+        par: new Map(),
         wallets: new Map([
           [
             chain.chainId,

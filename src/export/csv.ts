@@ -1,4 +1,6 @@
+import { formatFiat } from '../money/formatFiat.ts';
 import { csvField } from '../recon/report/renderCsv.ts';
+import { ROUNDING_ACCOUNT, valueEntry } from '../valuation/valueEntry.ts';
 import {
   type ExportBooks,
   type ExportEntry,
@@ -33,7 +35,73 @@ export const CSV_HEADER = [
   'reference',
 ];
 
+/**
+ * With `--value CUR`, four more columns: `value` (the posting's value in CUR, signed like the
+ * ledger: debit positive; `unvalued` when no rate values it, never 0), `value_currency`, `rate`
+ * and `rate_source` (`intent`, `import`, `par`). A valued entry whose values do not net to zero
+ * gets one more row, account `fx:rounding`, with the value that closes it and no token amount.
+ * Opening balances are not valued (their cost is the earlier periods' valuation): `opening`.
+ */
+export const CSV_VALUE_HEADER = ['value', 'value_currency', 'rate', 'rate_source'];
+
 export function csvWriter(books: ExportBooks): JournalWriter {
+  const plain = plainCsvWriter(books);
+  const valuation = books.valuation;
+  if (valuation === null) return plain;
+  const row = (cells: string[]) => `${cells.map(csvField).join(',')}\n`;
+  const withValues = (text: string, extra: string[][]) =>
+    text
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l, i) => `${l},${(extra[i] ?? extra[extra.length - 1] ?? []).map(csvField).join(',')}\n`)
+      .join('');
+  return {
+    header: () => row([...CSV_HEADER, ...CSV_VALUE_HEADER]),
+    opening: (opening) => withValues(plain.opening(opening), [['', valuation.currency, '', 'opening']]),
+    entry(e: ExportEntry) {
+      const day = utcDate(e.occurredAt);
+      const intentRef = e.refType === 'checkout_intent' ? e.refId : undefined;
+      const valued = valueEntry(
+        e.postings.map((p) => ({
+          accountCode: p.account.code,
+          symbol: p.account.symbol,
+          decimals: p.account.decimals,
+          amount: p.amount,
+        })),
+        (symbol) => valuation.rateOn(e.storeId, day, symbol, intentRef),
+        valuation.minorUnit,
+      );
+      let out = withValues(
+        plain.entry(e),
+        valued.postings.map((p) => [
+          p.value === null ? 'unvalued' : formatFiat(p.value, valuation.minorUnit),
+          valuation.currency,
+          p.rate?.rate.text ?? '',
+          p.rate?.source ?? '',
+        ]),
+      );
+      if (valued.rounding !== null && valued.rounding !== 0n)
+        out += row([
+          day,
+          e.id.toString(),
+          oneLine(`${e.kind} ${refText(e)}`),
+          ROUNDING_ACCOUNT,
+          '',
+          '',
+          '',
+          e.refId,
+          formatFiat(valued.rounding, valuation.minorUnit),
+          valuation.currency,
+          '',
+          'rounding',
+        ]);
+      return out;
+    },
+    warnings: () => [],
+  };
+}
+
+function plainCsvWriter(books: ExportBooks): JournalWriter {
   const commodities = new Map(books.assets.map((a) => [a.asset, a]));
   const row = (cells: string[]) => `${cells.map(csvField).join(',')}\n`;
   const line = (

@@ -1,6 +1,8 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import type { Db } from '../db/database.ts';
+import { currencyMinorUnit } from '../money/currencyMinorUnits.ts';
+import { loadRateBook, type StoreValuation } from '../valuation/valueLedger.ts';
 import { beancountWriter } from './beancount.ts';
 import { csvWriter } from './csv.ts';
 import {
@@ -26,6 +28,8 @@ export interface ExportOptions {
   to: Date | null;
   /** Entries per page read (default 2000). */
   pageSize?: number;
+  /** Value each posting in this currency (CSV only for now); par per store from STORES_FILE. */
+  value?: { currency: string; stores: readonly StoreValuation[] };
 }
 
 export interface ExportResult {
@@ -78,6 +82,14 @@ export async function exportJournal(
         accounts,
         assets,
         startDate: utcDate(from ?? first ?? to ?? new Date()),
+        valuation: options.value
+          ? {
+              currency: options.value.currency,
+              minorUnit: currencyMinorUnit(options.value.currency),
+              // Read in the export's snapshot, so the values match the entries written.
+              rateOn: await loadRateBook(tx, options.value.currency, options.value.stores),
+            }
+          : null,
       };
       const writer = WRITERS[options.format](books);
       const output = await open();

@@ -1,6 +1,7 @@
 import { StablebooksError } from '../errors/stablebooksError.ts';
 import type { AccountType } from '../ledger/accounts.ts';
 import { formatDecimalAmount } from '../money/decimalAmount.ts';
+import type { RateBook } from '../valuation/valueLedger.ts';
 
 /**
  * The journal export (`stablebooks export`): every ledger entry of a period as a transaction of
@@ -86,6 +87,15 @@ export interface ExportBooks {
   assets: ExportAsset[];
   /** The UTC date on or before every dated line of the file (beancount opens accounts on it). */
   startDate: string;
+  /** `--value CUR`: each posting's value in CUR (docs/accounting.md, "Valuation"); null without. */
+  valuation: ExportValuation | null;
+}
+
+/** What a writer needs to value an entry's postings. */
+export interface ExportValuation {
+  currency: string;
+  minorUnit: number;
+  rateOn: RateBook;
 }
 
 /** Balances before `from`, per account (zero balances left out). */

@@ -1,3 +1,5 @@
+import { formatFiat } from '../money/formatFiat.ts';
+import { ROUNDING_ACCOUNT, valueEntry } from '../valuation/valueEntry.ts';
 import {
   type ExportAccount,
   type ExportBooks,
@@ -38,6 +40,39 @@ export function hledgerWriter(books: ExportBooks): JournalWriter {
         ),
       )
       .join('');
+  /**
+   * `--value`: each posting at its total cost in the functional currency (`@@`, unsigned: the
+   * amount's sign applies), so `hledger bal -B` answers the fiat balances; the rounding line in
+   * that currency closes the entry. An entry with a posting no rate values carries no cost at all
+   * (a partial cost would not balance) and says so: `-B` then shows it in tokens, never as 0.
+   */
+  const valuedLines = (e: ExportEntry, v: NonNullable<ExportBooks['valuation']>) => {
+    const day = utcDate(e.occurredAt);
+    const intentRef = e.refType === 'checkout_intent' ? e.refId : undefined;
+    const valued = valueEntry(
+      e.postings.map((p) => ({
+        accountCode: p.account.code,
+        symbol: p.account.symbol,
+        decimals: p.account.decimals,
+        amount: p.amount,
+      })),
+      (symbol) => v.rateOn(e.storeId, day, symbol, intentRef),
+      v.minorUnit,
+    );
+    if (valued.rounding === null)
+      return `    ; unvalued: no ${v.currency} rate for ${valued.missing.join(', ')} on ${day}\n${lines(e.postings)}`;
+    let out = '';
+    e.postings.forEach((p, i) => {
+      const value = valued.postings[i]?.value ?? 0n;
+      out += posting(
+        nameOf(p.account),
+        `${amount({ amount: p.amount, asset: p.account.asset, decimals: p.account.decimals })} @@ ${formatFiat(value < 0n ? -value : value, v.minorUnit)} "${v.currency}"`,
+      );
+    });
+    if (valued.rounding !== 0n)
+      out += posting(ROUNDING_ACCOUNT, `${formatFiat(valued.rounding, v.minorUnit)} "${v.currency}"`);
+    return out;
+  };
   return {
     header() {
       let out = `; stablebooks journal export for hledger\n${periodComment(books)}\n`;
@@ -50,6 +85,11 @@ export function hledgerWriter(books: ExportBooks): JournalWriter {
       out += '\n';
       for (const [type, top] of TOP_LEVELS) out += `account ${top}  ; type: ${HLEDGER_TYPES[type]}\n`;
       for (const a of books.accounts) out += `account ${nameOf(a)}  ; code: ${a.code}\n`;
+      if (books.valuation) {
+        const v = books.valuation;
+        out += `commodity ${formatFiat(100000n * 10n ** BigInt(v.minorUnit), v.minorUnit)}${v.minorUnit === 0 ? '.' : ''} "${v.currency}"  ; the functional currency\n`;
+        out += `account ${ROUNDING_ACCOUNT}  ; the valuation's rounding line (docs/accounting.md, "Valuation")\n`;
+      }
       return `${out}account ${OPENING_ACCOUNT}\n\n`;
     },
     opening(opening: OpeningBalances) {
@@ -65,7 +105,7 @@ export function hledgerWriter(books: ExportBooks): JournalWriter {
     entry(e: ExportEntry) {
       let out = `${utcDate(e.occurredAt)} * (${e.id}) ${description(refText(e))} | ${description(e.kind)}\n`;
       for (const [key, value] of entryTags(e)) out += `    ; ${key}: ${tagValue(value)}\n`;
-      return `${out}${lines(e.postings)}\n`;
+      return `${out}${books.valuation ? valuedLines(e, books.valuation) : lines(e.postings)}\n`;
     },
     warnings: () => [],
   };

@@ -60,6 +60,7 @@ export const FINDING_KINDS = [
   'balance_proof_failed',
   'trial_balance_nonzero',
   'ledger_chain_broken',
+  'valuation_rate_missing',
 ] as const;
 
 export type FindingKind = (typeof FINDING_KINDS)[number];

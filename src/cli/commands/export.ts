@@ -12,6 +12,7 @@ interface ExportCliOptions {
   to?: string;
   store?: string;
   out?: string;
+  value?: string;
 }
 
 /**
@@ -40,7 +41,22 @@ export function registerExport(program: Command): void {
       '--out <file>',
       'write this file (through a temporary file, renamed when complete); default: stdout',
     )
+    .option(
+      '--value <currency>',
+      'csv: add each posting\'s value in this currency (docs/accounting.md, "Valuation")',
+    )
     .action(async (opts: ExportCliOptions) => {
+      if (opts.value !== undefined && opts.format !== 'csv' && opts.format !== 'hledger')
+        throw new CliError('--value is available for --format csv and hledger only so far', EXIT_USAGE);
+      if (opts.value !== undefined && !/^[A-Z]{3}$/.test(opts.value))
+        throw new CliError(
+          `--value: ${JSON.stringify(opts.value)} is not an ISO 4217 code in capitals, e.g. EUR`,
+          EXIT_USAGE,
+        );
+      const value =
+        opts.value === undefined
+          ? undefined
+          : { currency: opts.value, stores: await (await import('./ledgerValue.ts')).storesPar(opts.value) };
       let from: Date | null = null;
       let to: Date | null = null;
       try {
@@ -56,7 +72,7 @@ export function registerExport(program: Command): void {
         try {
           const result = await exportJournal(
             db,
-            { format: opts.format, storeId: opts.store ?? null, from, to },
+            { format: opts.format, storeId: opts.store ?? null, from, to, value },
             () => openJournalOutput(opts.out),
           );
           for (const warning of result.warnings) printNote(`warning: ${warning}`);

@@ -20,60 +20,72 @@ export function registerLedger(program: Command): void {
     .option('--store <id>', 'only this store')
     .option('--at <time>', 'as of this time (ISO 8601, by when movements happened)')
     .option('--at-entry <id>', 'as of just after this entry id')
+    .option(
+      '--value <currency>',
+      'beside each balance its value in this currency (docs/accounting.md, "Valuation")',
+    )
     .option('--json', 'machine-readable output (amounts in base units as strings)')
-    .action(async (opts: { store?: string; at?: string; atEntry?: string; json?: boolean }) => {
-      const at = parsePoint(opts.at, opts.atEntry);
-      // Each action imports what it runs: the database driver and the ledger's queries load only
-      // when a command needs them (docs/decisions.md, "CLI start-up").
-      const { balances, trialBalance } = await import('../../ledger/balances.ts');
-      await withDatabase({ max: 2 }, async (db) => {
-        const rows = await balances(db, { storeId: opts.store, at });
-        const trial = await trialBalance(db, { at });
-        printResult(
-          opts.json,
-          {
-            at: at instanceof Date ? at.toISOString() : at ? { entry_id: at.entryId.toString() } : null,
-            accounts: rows.map((b) => ({
-              code: b.code,
-              type: b.type,
-              store_id: b.storeId,
-              asset: b.asset,
-              symbol: b.symbol,
-              decimals: b.decimals,
-              balance: b.balance.toString(),
-              balance_decimal: formatDecimalAmount(b.balance, b.decimals),
-            })),
-            trial_balance: trial.map((t) => ({
-              asset: t.asset,
-              symbol: t.symbol,
-              debits: t.debits.toString(),
-              credits: t.credits.toString(),
-              net: t.net.toString(),
-            })),
-          },
-          () =>
-            [
-              renderTable(
-                ['account', 'type', 'balance'],
-                rows.map((b) => [b.code, b.type, money(b.balance, b.decimals, b.symbol)]),
-                [2],
-              ),
-              '',
-              'trial balance (each asset must net to zero)',
-              renderTable(
-                ['asset', 'debits', 'credits', 'net'],
-                trial.map((t) => [
-                  `${t.symbol} ${t.asset}`,
-                  money(t.debits, t.decimals, t.symbol),
-                  money(t.credits, t.decimals, t.symbol),
-                  money(t.net, t.decimals, t.symbol),
-                ]),
-                [1, 2, 3],
-              ),
-            ].join('\n'),
-        );
-      });
-    });
+    .action(
+      async (opts: { store?: string; at?: string; atEntry?: string; value?: string; json?: boolean }) => {
+        const at = parsePoint(opts.at, opts.atEntry);
+        if (opts.value !== undefined) {
+          if (at !== undefined && !(at instanceof Date))
+            throw new CliError('--value values the books at a time: give --at, not --at-entry');
+          const { printValuedBalances } = await import('./ledgerValue.ts');
+          return printValuedBalances({ value: opts.value, store: opts.store, at, json: opts.json });
+        }
+        // Each action imports what it runs: the database driver and the ledger's queries load only
+        // when a command needs them (docs/decisions.md, "CLI start-up").
+        const { balances, trialBalance } = await import('../../ledger/balances.ts');
+        await withDatabase({ max: 2 }, async (db) => {
+          const rows = await balances(db, { storeId: opts.store, at });
+          const trial = await trialBalance(db, { at });
+          printResult(
+            opts.json,
+            {
+              at: at instanceof Date ? at.toISOString() : at ? { entry_id: at.entryId.toString() } : null,
+              accounts: rows.map((b) => ({
+                code: b.code,
+                type: b.type,
+                store_id: b.storeId,
+                asset: b.asset,
+                symbol: b.symbol,
+                decimals: b.decimals,
+                balance: b.balance.toString(),
+                balance_decimal: formatDecimalAmount(b.balance, b.decimals),
+              })),
+              trial_balance: trial.map((t) => ({
+                asset: t.asset,
+                symbol: t.symbol,
+                debits: t.debits.toString(),
+                credits: t.credits.toString(),
+                net: t.net.toString(),
+              })),
+            },
+            () =>
+              [
+                renderTable(
+                  ['account', 'type', 'balance'],
+                  rows.map((b) => [b.code, b.type, money(b.balance, b.decimals, b.symbol)]),
+                  [2],
+                ),
+                '',
+                'trial balance (each asset must net to zero)',
+                renderTable(
+                  ['asset', 'debits', 'credits', 'net'],
+                  trial.map((t) => [
+                    `${t.symbol} ${t.asset}`,
+                    money(t.debits, t.decimals, t.symbol),
+                    money(t.credits, t.decimals, t.symbol),
+                    money(t.net, t.decimals, t.symbol),
+                  ]),
+                  [1, 2, 3],
+                ),
+              ].join('\n'),
+          );
+        });
+      },
+    );
 
   registerProve(ledger);
   registerChain(ledger);

@@ -604,6 +604,12 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
         ` (entry ${f.text('entry_id')}, ${f.text('entry_kind') ?? 'unknown kind'}, ${f.text('entry_ref_type') ?? ''} ${f.text('entry_ref_id') ?? ''})`,
       `: ${f.text('reason') ?? 'it does not match the entries'}. The books were changed after they were written.`,
     ),
+  valuation_rate_missing: (f) =>
+    s(
+      `No rate values ${f.text('asset') ?? 'a coin'} in ${f.text('currency') ?? 'the functional currency'} `,
+      `on ${f.text('rate_date') ?? f.finding.refId}: its postings are unvalued (not zero) until a rate is imported `,
+      '(stablebooks rates import) or a par policy is configured.',
+    ),
 };
 
 /** The sentence of a kind this version does not know: the kind, its reference and every detail. */

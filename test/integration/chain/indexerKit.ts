@@ -117,6 +117,8 @@ export async function createIndexerKit(
       apiKey: 'key_a',
       apiSecret: 'secret-a-0123456789',
       signedResponse: false,
+      functionalCurrency: 'USD',
+      par: new Map(),
       wallets: new Map([[CHAIN_ID, { merchant, custody }]]),
     },
     {
@@ -125,6 +127,8 @@ export async function createIndexerKit(
       apiKey: 'key_b',
       apiSecret: 'secret-b-0123456789',
       signedResponse: false,
+      functionalCurrency: 'USD',
+      par: new Map(),
       wallets: new Map([[CHAIN_ID, { merchant: await chain.wallet('merchant:st_b'), custody }]]),
     },
   ];

@@ -28,6 +28,8 @@ const store = {
   apiKey: API_KEY,
   apiSecret: SECRET,
   signedResponse: false,
+  functionalCurrency: 'USD',
+  par: new Map(),
   wallets: new Map(),
 };
 

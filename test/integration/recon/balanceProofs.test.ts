@@ -215,6 +215,8 @@ describe('balance proofs', () => {
         apiKey: 'key_c',
         apiSecret: 'secret-c-0123456789',
         signedResponse: false,
+        functionalCurrency: 'USD',
+        par: new Map(),
         wallets: new Map([[CHAIN_ID, { merchant: both, custody: both }]]),
       },
     ];
@@ -320,6 +322,8 @@ async function ownCustody(label: string): Promise<{ stores: StoreConfig[]; custo
       apiKey: `key_${label}`,
       apiSecret: `secret-${label}-0123456789`,
       signedResponse: false,
+      functionalCurrency: 'USD',
+      par: new Map(),
       wallets: new Map([[CHAIN_ID, { merchant: await chain.wallet(`merchant:${label}`), custody }]]),
     },
   ];

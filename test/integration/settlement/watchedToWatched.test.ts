@@ -55,6 +55,8 @@ async function storeOf(storeId: StoreId): Promise<StoreConfig> {
     apiKey: `key_${storeId}`,
     apiSecret: `secret-${storeId}-0123456789`,
     signedResponse: false,
+    functionalCurrency: 'USD',
+    par: new Map(),
     wallets: new Map([
       [
         CHAIN_ID,

@@ -39,6 +39,8 @@ export async function createSuspenseKit(label: string) {
       apiKey: 'key_a',
       apiSecret: 'secret-a-0123456789',
       signedResponse: false,
+      functionalCurrency: 'USD',
+      par: new Map(),
       wallets: new Map([[CHAIN_ID, { merchant: MERCHANT, custody: CUSTODY }]]),
     },
   ];

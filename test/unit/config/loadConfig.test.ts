@@ -62,6 +62,31 @@ describe('loadConfig', () => {
     expect(config.stores[0]?.wallets.get(11155111)?.merchant).toBe(wallet.merchant);
   });
 
+  it('behavior: a store is valued in USD without par unless it says otherwise; a bad currency or par rate is refused', () => {
+    expect(loadConfig(validEnv()).stores[0]).toMatchObject({ functionalCurrency: 'USD', par: new Map() });
+    const eur = {
+      ...validEnv(),
+      STORES_FILE: storesFile([{ ...store, functional_currency: 'EUR', par: { USDT: '1', USDC: '0.92' } }]),
+    };
+    expect(loadConfig(eur).stores[0]).toMatchObject({
+      functionalCurrency: 'EUR',
+      par: new Map([
+        ['USDT', '1'],
+        ['USDC', '0.92'],
+      ]),
+    });
+    for (const bad of [
+      { functional_currency: 'eur' },
+      { par: { USDT: 1 } },
+      { par: { USDT: '0' } },
+      { par: { DAI: '1' } },
+    ]) {
+      const problems = problemsOf({ ...validEnv(), STORES_FILE: storesFile([{ ...store, ...bad }]) });
+      expect(problems, JSON.stringify(bad)).toHaveLength(1);
+      expect(problems[0], JSON.stringify(bad)).toMatch(/^STORES_FILE: .*\[0\]\.(functional_currency|par)/);
+    }
+  });
+
   it('error: one line per bad or missing variable, all at once', () => {
     const env = {
       ...validEnv(),

@@ -33,6 +33,7 @@ function books(accounts: ExportAccount[]): ExportBooks {
     accounts,
     assets: exportAssets(accounts),
     startDate: '2026-11-01',
+    valuation: null,
   };
 }
 

@@ -1,0 +1,29 @@
+import { sql } from 'drizzle-orm';
+import { bigserial, check, date, numeric, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+
+/**
+ * Exchange rates the valuation reads (docs/accounting.md, "Valuation"): units of `currency` per
+ * one coin of `asset` on `rate_date` (UTC), exact `numeric`, never a float. `source` says where a
+ * rate came from; `source_ref` names it within its source (the intent id for `intent`, '' when
+ * there is none), so the same day may hold one imported rate and one rate per fiat-priced intent.
+ * Rates are facts the merchant supplies: re-importing the same file changes nothing.
+ */
+export const rates = pgTable(
+  'rates',
+  {
+    id: bigserial('id', { mode: 'bigint' }).primaryKey(),
+    rateDate: date('rate_date', { mode: 'string' }).notNull(),
+    asset: text('asset').notNull(),
+    currency: text('currency').notNull(),
+    rate: numeric('rate').notNull(),
+    source: text('source', { enum: ['intent', 'import', 'par'] }).notNull(),
+    sourceRef: text('source_ref').notNull().default(''),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('rates_key').on(t.rateDate, t.asset, t.currency, t.source, t.sourceRef),
+    check('rates_rate_positive', sql`${t.rate} > 0`),
+    check('rates_source_check', sql`${t.source} in ('intent', 'import', 'par')`),
+    check('rates_currency_check', sql`${t.currency} ~ '^[A-Z]{3}$'`),
+  ],
+);
