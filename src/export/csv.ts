@@ -1,6 +1,6 @@
 import { formatFiat } from '../money/formatFiat.ts';
 import { csvField } from '../recon/report/renderCsv.ts';
-import { ROUNDING_ACCOUNT, valueEntry } from '../valuation/valueEntry.ts';
+import { ROUNDING_ACCOUNT } from '../valuation/valueEntry.ts';
 import {
   type ExportBooks,
   type ExportEntry,
@@ -12,6 +12,7 @@ import {
   oneLine,
   refText,
   utcDate,
+  valueExportEntry,
 } from './exportModel.ts';
 import { OPENING_ACCOUNT } from './naming.ts';
 
@@ -59,18 +60,7 @@ export function csvWriter(books: ExportBooks): JournalWriter {
     header: () => row([...CSV_HEADER, ...CSV_VALUE_HEADER]),
     opening: (opening) => withValues(plain.opening(opening), [['', valuation.currency, '', 'opening']]),
     entry(e: ExportEntry) {
-      const day = utcDate(e.occurredAt);
-      const intentRef = e.refType === 'checkout_intent' ? e.refId : undefined;
-      const valued = valueEntry(
-        e.postings.map((p) => ({
-          accountCode: p.account.code,
-          symbol: p.account.symbol,
-          decimals: p.account.decimals,
-          amount: p.amount,
-        })),
-        (symbol) => valuation.rateOn(e.storeId, day, symbol, intentRef),
-        valuation.minorUnit,
-      );
+      const valued = valueExportEntry(e, valuation);
       let out = withValues(
         plain.entry(e),
         valued.postings.map((p) => [
@@ -82,7 +72,7 @@ export function csvWriter(books: ExportBooks): JournalWriter {
       );
       if (valued.rounding !== null && valued.rounding !== 0n)
         out += row([
-          day,
+          utcDate(e.occurredAt),
           e.id.toString(),
           oneLine(`${e.kind} ${refText(e)}`),
           ROUNDING_ACCOUNT,

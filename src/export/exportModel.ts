@@ -1,6 +1,7 @@
 import { StablebooksError } from '../errors/stablebooksError.ts';
 import type { AccountType } from '../ledger/accounts.ts';
 import { formatDecimalAmount } from '../money/decimalAmount.ts';
+import { type ValuedEntry, valueEntry } from '../valuation/valueEntry.ts';
 import type { RateBook } from '../valuation/valueLedger.ts';
 
 /**
@@ -96,6 +97,22 @@ export interface ExportValuation {
   currency: string;
   minorUnit: number;
   rateOn: RateBook;
+}
+
+/** An entry's postings valued at its UTC day's rates (a payment's own rate first), for any format. */
+export function valueExportEntry(e: ExportEntry, valuation: ExportValuation): ValuedEntry {
+  const day = utcDate(e.occurredAt);
+  const intentRef = e.refType === 'checkout_intent' ? e.refId : undefined;
+  return valueEntry(
+    e.postings.map((p) => ({
+      accountCode: p.account.code,
+      symbol: p.account.symbol,
+      decimals: p.account.decimals,
+      amount: p.amount,
+    })),
+    (symbol) => valuation.rateOn(e.storeId, day, symbol, intentRef),
+    valuation.minorUnit,
+  );
 }
 
 /** Balances before `from`, per account (zero balances left out). */

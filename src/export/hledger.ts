@@ -1,5 +1,5 @@
 import { formatFiat } from '../money/formatFiat.ts';
-import { ROUNDING_ACCOUNT, valueEntry } from '../valuation/valueEntry.ts';
+import { ROUNDING_ACCOUNT } from '../valuation/valueEntry.ts';
 import {
   type ExportAccount,
   type ExportBooks,
@@ -13,6 +13,7 @@ import {
   oneLine,
   refText,
   utcDate,
+  valueExportEntry,
 } from './exportModel.ts';
 import { OPENING_ACCOUNT, plainAccountNames, TOP_LEVELS } from './naming.ts';
 
@@ -47,20 +48,9 @@ export function hledgerWriter(books: ExportBooks): JournalWriter {
    * (a partial cost would not balance) and says so: `-B` then shows it in tokens, never as 0.
    */
   const valuedLines = (e: ExportEntry, v: NonNullable<ExportBooks['valuation']>) => {
-    const day = utcDate(e.occurredAt);
-    const intentRef = e.refType === 'checkout_intent' ? e.refId : undefined;
-    const valued = valueEntry(
-      e.postings.map((p) => ({
-        accountCode: p.account.code,
-        symbol: p.account.symbol,
-        decimals: p.account.decimals,
-        amount: p.amount,
-      })),
-      (symbol) => v.rateOn(e.storeId, day, symbol, intentRef),
-      v.minorUnit,
-    );
+    const valued = valueExportEntry(e, v);
     if (valued.rounding === null)
-      return `    ; unvalued: no ${v.currency} rate for ${valued.missing.join(', ')} on ${day}\n${lines(e.postings)}`;
+      return `    ; unvalued: no ${v.currency} rate for ${valued.missing.join(', ')} on ${utcDate(e.occurredAt)}\n${lines(e.postings)}`;
     let out = '';
     e.postings.forEach((p, i) => {
       const value = valued.postings[i]?.value ?? 0n;
