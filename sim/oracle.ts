@@ -67,6 +67,11 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     add('equity:owner_transfers', w.storeId, token, value);
   };
 
+  // Direct payments into one merchant wallet from one payer, same token and amount: nothing on the
+  // chain tells their returns apart. When some were sent back and some kept, the books may clear
+  // any of them with a return (paymentReturns.ts prefers an intent seen at SEND_BACK, else the
+  // oldest): whichever arrivals stay in suspense, each is explained by the world.
+  const lookAlikeArrivals = new Map<string, { returned: string[]; kept: string[] }>();
   for (const intent of world.intents) {
     // An intent in a contract outside the registry (a look-alike copying a real token's symbol):
     // no sale (rule 1 books only registry tokens, `unknown_token`), and nothing it moved on the
@@ -107,8 +112,17 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
       add('assets:wallet', s, sym, intoMerchant);
       add('assets:suspense', s, sym, -intoMerchant, payingTx);
     }
+    if (arrived && payingTx !== null && intent.route === 'direct') {
+      const key = `${merchantOf(s)}|${intent.payer}|${sym.address}|${intoMerchant}`;
+      const twins = lookAlikeArrivals.get(key) ?? { returned: [], kept: [] };
+      (returned ? twins.returned : twins.kept).push(payingTx);
+      lookAlikeArrivals.set(key, twins);
+    }
     if (returnMined && !returned) unmatchedOut(merchantOf(s), sym, intent.P, intent.returnTx as string);
   }
+
+  for (const { returned, kept } of lookAlikeArrivals.values())
+    if (returned.length > 0 && kept.length > 0) for (const tx of returned) causes.add(tx);
 
   // Claim links: rule 5 (the API's answer, then the funding's fee on chain), rule 6 (claimed),
   // rules 7 and 8 (cancelled or expired, and refunded): custody ends -(A + F), or -F when the

@@ -54,14 +54,19 @@ export async function applyPaymentReturn(
   if (!token) return null;
   // The payments it may mirror: into this wallet from the recipient, same token and amount,
   // earlier, not confirmed and not returned already. The one returned is the oldest whose intent
-  // is sent back and whose arrival went to suspense; the others only decide whether to wait.
+  // is sent back and whose arrival went to suspense, one seen at SEND_BACK first; the others only
+  // decide whether to wait.
   const { rows } = await tx.execute<{
     id: string;
     intent_id: string | null;
     intent_status: number | null;
     matched_as: string | null;
+    seen_send_back: boolean;
   }>(sql`
-    select p.id::text, i.id as intent_id, i.status as intent_status, p.matched_as
+    select p.id::text, i.id as intent_id, i.status as intent_status, p.matched_as,
+           coalesce(i.status = ${CheckoutStatus.SEND_BACK} or exists (
+             select 1 from checkout_intent_status_history h
+             where h.intent_id = i.id and h.to_status = ${CheckoutStatus.SEND_BACK}), false) as seen_send_back
     from chain_transfers p
     left join checkout_intents i on i.chain_id = p.chain_id
       and (lower(i.tx_hash) = p.tx_hash or lower(i.tx_hash_2) = p.tx_hash)
@@ -77,9 +82,12 @@ export async function applyPaymentReturn(
     status === CheckoutStatus.SEND_BACK || (status !== null && status < 0);
   const inSuspense = (matchedAs: string | null) =>
     matchedAs?.split(',').includes('transfer_in_unmatched') ?? false;
-  const candidate = rows.find(
+  // Nothing on the chain tells apart two payments of one payer and amount: an intent seen at
+  // SEND_BACK (the service said it returns that one) goes before one that only failed.
+  const returnable = rows.filter(
     (r) => r.intent_id !== null && sentBack(r.intent_status) && inSuspense(r.matched_as),
   );
+  const candidate = returnable.find((r) => r.seen_send_back) ?? returnable[0];
   if (!candidate?.intent_id) {
     // A sent-back payment not booked yet will be (rule 9, at once for a failed intent): wait for
     // it. A payment whose intent is unknown or not settled may still turn out sent back: wait

@@ -120,6 +120,36 @@ describe('a payment sent back out of the merchant wallet', () => {
   });
 });
 
+describe('two failed payments of one payer and amount, one return', () => {
+  it('behavior: the return clears the payment of the intent seen at SEND_BACK, not the older one that only failed (sim seed 52709)', async () => {
+    const kept = await kit.chain.transfer('USDC', 'payer:pr', kit.merchant, X + 1n);
+    const sentBack = await kit.chain.transfer('USDC', 'payer:pr', kit.merchant, X + 1n);
+    const returned = await kit.chain.transfer(
+      'USDC',
+      'merchant:st_a',
+      await kit.chain.wallet('payer:pr'),
+      X + 1n,
+    );
+    await intent('ci_kept_underpaid', CheckoutStatus.UNDERPAID, kept.txHash);
+    // Seen at SEND_BACK, then REJECTED: the status it ends in is a failure like the other's.
+    await intent('ci_sent_back', CheckoutStatus.REJECTED, sentBack.txHash);
+    await kit.db.db.execute(sql`
+      insert into checkout_intent_status_history (intent_id, from_status, to_status, source, observed_at)
+      values ('ci_sent_back', null, ${CheckoutStatus.SEND_BACK}, 'api', now()),
+             ('ci_sent_back', ${CheckoutStatus.SEND_BACK}, ${CheckoutStatus.REJECTED}, 'api', now())`);
+    await kit.indexUntilFinal(deps);
+
+    await applyNow();
+    expect(await matchedRows(kept.txHash, sentBack.txHash, returned.txHash)).toEqual([
+      { tx_hash: kept.txHash, matched_as: 'transfer_in_unmatched', matched_ref: null },
+      { tx_hash: sentBack.txHash, matched_as: 'transfer_in_unmatched', matched_ref: 'ci_sent_back' },
+      { tx_hash: returned.txHash, matched_as: 'payment_returned', matched_ref: 'ci_sent_back' },
+    ]);
+    expect(await openFindings(kept.txHash)).toEqual(['unmatched_transfer_in']);
+    expect(await openFindings(sentBack.txHash)).toEqual([]);
+  });
+});
+
 describe('a payment sent back whose intent is learnt only after both transfers went to rule 9', () => {
   it('behavior: the pair is re-matched once the intent is known as sent back: the owner transfer is reversed and the suspense cleared, once', async () => {
     await applyLate(); // what the test above left waiting goes to rule 9 first
