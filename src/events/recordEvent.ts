@@ -41,10 +41,22 @@ export interface EventDraft {
  * the findings table (migrations/0014_event_outbox.sql), so every writer of findings is covered.
  */
 export async function recordEvent(tx: DbExecutor, draft: EventDraft): Promise<void> {
+  await recordEvents(tx, [draft]);
+}
+
+/** recordEvent for several events in one round trip (a batch's bookings, DeferredBookings). */
+export async function recordEvents(tx: DbExecutor, drafts: readonly EventDraft[]): Promise<void> {
+  if (drafts.length === 0) return;
+  // The payloads as recordEvent stores them (toJsonb), event n's at index n.
+  const payloads = `[${drafts.map((d) => toJsonb(d.data)).join(',')}]`;
   await executePrepared(
     tx,
     sql`insert into event_outbox (event_id, type, occurred_at, payload)
-        values (${draft.id}, ${draft.type}, ${draft.occurredAt.toISOString()}::timestamptz, ${toJsonb(draft.data)}::jsonb)
+        select x.id, x.type, x.occurred_at, ${payloads}::jsonb -> (x.n - 1)::int
+        from unnest(${sql.param(drafts.map((d) => d.id))}::text[], ${sql.param(drafts.map((d) => d.type))}::text[],
+                    ${sql.param(drafts.map((d) => d.occurredAt.toISOString()))}::timestamptz[])
+             with ordinality as x(id, type, occurred_at, n)
+        order by x.n
         on conflict (event_id) do nothing`,
   );
 }

@@ -4,6 +4,7 @@ import type { DomainContext } from '../context/domainContext.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { coerceError } from '../errors/coerceError.ts';
 import { applyIntentSnapshot, lockIntents } from '../payments/applyIntentSnapshot.ts';
+import { DeferredBookings } from '../payments/deferredBookings.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { type CheckoutWebhookPayload, checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
 import type { InboxOutcome } from './inboxOutcome.ts';
@@ -276,8 +277,13 @@ async function applyBatch(
         observedAt: r.observedAt,
       })),
     );
+    // Rule 1's entries and events, written once for the batch (not under savepoints: a poison
+    // webhook's rollback must not take another's deferred entry with it).
+    const deferred = isolated ? undefined : new DeferredBookings(deps.accounts);
     const out: Array<[string, InboxOutcome]> = [];
     for (const r of ready) {
+      // A second webhook of an intent reads what the first booked.
+      if (deferred?.holds(r.intent.all_svc_checkout_intent_id)) await deferred.flush(tx);
       const row = locked.get(r.intent.all_svc_checkout_intent_id);
       locked.delete(r.intent.all_svc_checkout_intent_id);
       const observe = (on: typeof tx) =>
@@ -287,6 +293,7 @@ async function applyBatch(
             chains: deps.chains,
             stores: deps.stores,
             accounts: isolated ? new Map(deps.accounts) : deps.accounts,
+            deferred,
           },
           {
             storeId: r.storeId,
@@ -325,6 +332,7 @@ async function applyBatch(
         out.push([r.webhookId, await failUnprocessableWebhook(tx, deps.clock.now(), target, refused)]);
       }
     }
+    await deferred?.flush(tx);
     if (!isolated) await markCheckoutWebhooksProcessed(tx, ready);
     return out;
   });

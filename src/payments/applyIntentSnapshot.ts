@@ -16,6 +16,7 @@ import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { CheckoutWebhookPayload } from '../svc/models/checkoutWebhook.ts';
 import { BOOKING_FINDINGS, bookConfirmation } from './bookConfirmation.ts';
+import type { DeferredBookings } from './deferredBookings.ts';
 import {
   awaitsSweepHash,
   type IntentRow,
@@ -59,8 +60,11 @@ export interface ApplyResult {
   findings: FindingDraft[];
 }
 
-/** What rules 1, 2 and 4 need: the registry, the stores' wallets (rule 2), the account cache. */
-type SnapshotDeps = PaymentProofDeps;
+/**
+ * What rules 1, 2 and 4 need: the registry, the stores' wallets (rule 2), the account cache; and,
+ * in a webhook batch, the batch's deferred rule-1 writes.
+ */
+type SnapshotDeps = PaymentProofDeps & { deferred?: DeferredBookings };
 
 export async function applyIntentSnapshot(
   tx: DbExecutor,
@@ -442,6 +446,7 @@ async function bookConfirmedIntent(
       openBookingFindings: row?.open_booking_findings ?? [],
     },
     provenNet,
+    deps.deferred,
   );
   // Confirmed again after a failure that moved the proven payment to suspense: back to the sale.
   if (revision > 0) await returnProvenFromSuspense(tx, id, revision, confirmedAt);
@@ -453,7 +458,9 @@ async function bookConfirmedIntent(
     await tx.execute(sql`update checkout_intents set settled_by = null where id = ${id}`);
     stillSettledBy = null;
   }
-  // The chain may have proven the payment before the service's confirmation reached us.
+  // The chain may have proven the payment before the service's confirmation reached us. Rule 2
+  // reads rule 1's entry, so a deferred one is written first; without a final log it reads none.
+  if (deps.deferred && row?.has_final_logs !== false) await deps.deferred.flush(tx);
   const proof = await proveIntentPayment(tx, deps, id, row);
   return {
     posted: booked.posted,

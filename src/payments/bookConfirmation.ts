@@ -12,6 +12,7 @@ import { type PostedEntry, postEntry } from '../ledger/postEntry.ts';
 import { reversalCount } from '../ledger/reversalCount.ts';
 import { checkoutConfirmed } from '../ledger/rules/checkoutRules.ts';
 import { AmountFormatError, formatDecimalAmount, POSTING_DIGITS } from '../money/decimalAmount.ts';
+import type { DeferredBookings } from './deferredBookings.ts';
 
 /** What rule 1 needs of a CONFIRMED intent, as stored in checkout_intents (decimal strings as sent). */
 export interface ConfirmedIntentFacts {
@@ -74,6 +75,11 @@ export async function bookConfirmation(
   deps: { chains: ChainRegistry; accounts?: AccountCache },
   facts: ConfirmedIntentFacts,
   provenNet?: bigint,
+  /**
+   * A webhook batch's writes (processInboxBatch): a first booking (revision 0) joins them instead
+   * of being written now, and the result's `posted` is null.
+   */
+  deferred?: DeferredBookings,
 ): Promise<BookedConfirmation> {
   const ref = { type: 'checkout_intent', id: facts.intentId };
   const token =
@@ -146,6 +152,16 @@ export async function bookConfirmation(
     return unbookable(ref, token, { amount: err.text, decimals: err.decimals });
   }
   if (!outcome.entry) return { posted: null, findings: outcome.findings, settled: true };
+  if (deferred && revision === 0) {
+    const entry = outcome.entry;
+    deferred.add({
+      intentId: facts.intentId,
+      entry,
+      event: (posted) => bookedEvent(facts, token, revision, posted, entry),
+    });
+    await resolveBookingFindings(tx, facts);
+    return { posted: null, findings: outcome.findings, settled: true };
+  }
   try {
     const posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
     // The event goes with the entry, in its transaction: only an entry written now has none yet.

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import pg from 'pg';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { DomainContext } from '../../src/context/domainContext.ts';
 import { processInboxBatch } from '../../src/inbox/processInboxBatch.ts';
 import { failRefusedWebhook, IntentReadRefusedError } from '../../src/inbox/webhookFailures.ts';
@@ -48,6 +49,25 @@ async function paidAndStored(n: number): Promise<Array<{ intentId: string; webho
 }
 
 /** The transaction ids that last wrote these intents' rows. */
+/** Counts the statements this process sends to PostgreSQL (every pool's), by their text, until stop(). */
+function statementsSent() {
+  const texts: string[] = [];
+  const original = pg.Client.prototype.query;
+  const spy = vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
+    this: pg.Client,
+    ...args: unknown[]
+  ) {
+    const first = args[0];
+    const text = typeof first === 'string' ? first : (first as { text?: string } | undefined)?.text;
+    if (text !== undefined) texts.push(text);
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  } as unknown as pg.Client['query']);
+  return {
+    count: (pattern: RegExp) => texts.filter((t) => pattern.test(t)).length,
+    stop: () => spy.mockRestore(),
+  };
+}
+
 /** The stored bytes of a webhook. */
 async function storedBody(webhookId: string): Promise<Buffer> {
   const { rows } = await pipeline.db.execute<{ body: Buffer }>(
@@ -112,7 +132,12 @@ describe('processInboxBatch', () => {
       insert into webhook_inbox (webhook_id, store_id, endpoint, status, headers, body)
       values ('batch-odd', 'st_a', 'checkout', 'received', '{}'::jsonb, convert_to('{"hello":1}', 'UTF8'))`);
 
+    const sent = statementsSent();
     const results = await processInboxBatch(pipeline.payments, [...ids, 'batch-odd', 'no-such-webhook']);
+    // Rule 1's entries and their events: one statement each for the batch, not one per payment.
+    expect(sent.count(/insert into ledger_entries/i)).toBe(1);
+    expect(sent.count(/insert into event_outbox/i)).toBe(1);
+    sent.stop();
     expect(results.map((r) => (r.ok ? r.value.kind : 'error'))).toEqual([
       'applied',
       'applied',
