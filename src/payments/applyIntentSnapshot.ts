@@ -80,7 +80,9 @@ export async function applyIntentSnapshot(
   const intent = storableFields(obs.intent);
   const id = intent.all_svc_checkout_intent_id;
   const before = locked ?? (await lockIntent(tx, id, obs));
-  const stale = staleObservationResult(before, intent.status, obs.observedAt);
+  const stale =
+    staleObservationResult(before, intent.status, obs.observedAt) ??
+    (await pollOfLeftStatus(tx, id, before, intent.status, obs));
   if (stale) return stale;
   const change = statusChange(before, intent.status, obs);
   const facts = await factsToStore(tx, intent);
@@ -199,6 +201,47 @@ function staleObservationResult(
     };
   }
   return null;
+}
+
+/**
+ * A poll that reads the terminal status the intent was at before a webhook moved it to the
+ * terminal status it is at now: a read of a replica behind the primary, from before the change the
+ * service pushed (the simulator's `lag`, seed 52968: CONFIRMED, CANCELED, CONFIRMED by webhook,
+ * then a poll read CANCELED minutes later, the books went back to it and polled no more). Treated
+ * as stale, like an older read. A change learnt by polls alone is still applied, and a webhook is
+ * not subject to this (its read follows the push). Read only on this rare path: a poll naming
+ * another terminal status than the row's.
+ */
+async function pollOfLeftStatus(
+  tx: DbExecutor,
+  id: string,
+  before: LockedIntent | undefined,
+  status: CheckoutStatus,
+  obs: IntentObservation,
+): Promise<ApplyResult | null> {
+  const previousStatus = before?.status ?? null;
+  if (
+    obs.source !== 'poll' ||
+    previousStatus === null ||
+    previousStatus === status ||
+    !isTerminalCheckoutStatus(previousStatus as CheckoutStatus) ||
+    !isTerminalCheckoutStatus(status)
+  )
+    return null;
+  const last = await tx.execute<{ from_status: number | null; source: string }>(sql`
+    select from_status, source from checkout_intent_status_history
+    where intent_id = ${id} order by id desc limit 1`);
+  const pushed = last.rows[0];
+  if (pushed?.source !== 'webhook' || pushed.from_status !== status) return null;
+  return {
+    previousStatus,
+    status: previousStatus,
+    terminal: true,
+    settled: before?.settled_by != null,
+    posted: null,
+    reversed: null,
+    findings: [],
+  };
 }
 
 function statusChange(

@@ -88,6 +88,11 @@ const FAILED_ONCE: Array<{ seed: string; faults?: string; shapes?: string }> = [
   // arrival be the one cleared. The books now prefer an intent seen at SEND_BACK, and the oracle
   // accepts either arrival where the world cannot tell them apart.
   { seed: '52709', faults: 'all', shapes: 'all' },
+  // An intent confirmed, cancelled, confirmed again (webhooks), kept polled (a look-alike token
+  // rule 1 cannot book); a poll answered from a replica 12 minutes behind read CANCELED and the
+  // books went back to it, no longer polled. A poll that reads the status a webhook just moved the
+  // intent from is now stale.
+  { seed: '52968', faults: 'all', shapes: 'all' },
 ];
 
 const admin = inject('adminDatabaseUrl');

@@ -287,6 +287,35 @@ describe('applyIntentSnapshot', () => {
     expect(await findingsOf(id)).toEqual(['confirmed_then_failed']);
   });
 
+  it('behavior: a poll reading a terminal status the intent already left (a lagging replica) changes nothing (sim seed 52968)', async () => {
+    const id = 'aa0000000000000000000052';
+    await poll(id, {}, 400);
+    await poll(id, { status: -4 }, 410);
+    // The service confirms again and pushes it.
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, deps, {
+        storeId: 'st_a',
+        intent: intent(id),
+        source: 'webhook',
+        observedAt: at(420),
+      }),
+    );
+    // A later poll answered from a replica still at the cancel.
+    const lagged = await poll(id, { status: -4 }, 430);
+    expect(lagged).toMatchObject({ previousStatus: 20, status: 20, reversed: null });
+    const { rows } = await db.execute<{ status: number }>(
+      sql`select status from checkout_intents where id = ${id}`,
+    );
+    expect(rows).toEqual([{ status: 20 }]);
+    expect((await entriesOf(id)).map((e) => e.kind)).toEqual([
+      'checkout.confirmed',
+      'checkout.confirmed.reversal',
+      'checkout.confirmed',
+    ]);
+    // A terminal status the intent never had is still applied from a poll.
+    expect(await poll(id, { status: -2 }, 440)).toMatchObject({ previousStatus: 20, status: -2 });
+  });
+
   it('behavior: CONFIRMED again after a failure books rule 1 anew (:r1) with a critical finding; a second failure reverses it', async () => {
     const id = 'aa0000000000000000000017';
     const sales = async () => {
