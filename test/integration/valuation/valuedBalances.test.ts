@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -192,5 +192,120 @@ describe('ledger balances --value EUR', () => {
     expect(rows.find((r) => r[0] === 'fx:rounding')?.[1]).toBe('-0.01 EUR');
     // c-4 had no rate: hledger shows its 2 USDC in tokens, not a zero in EUR.
     expect(bal.stdout).toContain('"Assets:in_transit:st_a:8453:USDC","4.70 EUR, 2.000000 ""USDC.8453"""');
+  });
+});
+
+/** A real tool's exit code and output, also when it fails (its message is then the evidence). */
+function tool(bin: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(bin, args, { maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+async function exportValued(format: string): Promise<{ file: string; text: string }> {
+  const file = join(dir, `valued.${format}`);
+  const run = await runCli(['export', '--format', format, '--value', 'EUR', '--out', file], {
+    DATABASE_URL: url,
+  });
+  expect(run.code, run.stderr).toBe(0);
+  return { file, text: readFileSync(file, 'utf8') };
+}
+
+/**
+ * Every account's fiat balance in a tool equals `ledger balances --value EUR` to the cent: the
+ * fully valued ones as that figure alone; the USDC ones, where c-4 (2026-11-05) has no rate, as
+ * the valued 4.70 EUR of c-3 and c-4's 2 USDC in tokens, never a zero in EUR; the rounding line as
+ * the sum of the entries' fx:rounding lines. `figures` is what the tool printed per ledger code.
+ */
+async function expectFiatBalances(figures: Map<string, string[]>, usdc: string) {
+  const ours = await valued('2026-12-01T00:00:00Z');
+  const valuedAccounts = ours.accounts.filter((a) => a.unvalued_postings === 0);
+  expect(valuedAccounts.length).toBeGreaterThanOrEqual(3);
+  for (const a of valuedAccounts) expect(figures.get(a.code), a.code).toEqual([`${a.value} EUR`]);
+  expect(figures.get('fx:rounding')).toEqual([`${ours.rounding.st_a} EUR`]);
+  expect(figures.get('assets:in_transit:st_a:8453:USDC')).toEqual(['4.70 EUR', `2${usdc} USDC.8453`]);
+  expect(figures.get('income:sales:st_a:8453:USDC')).toEqual(['-4.70 EUR', `-2${usdc} USDC.8453`]);
+  // The finding behind the tokens is on record.
+  expect(ours.missing_rates).toEqual([{ storeId: 'st_a', date: '2026-11-05', symbol: 'USDC' }]);
+  const open = await db.execute<{ ref_id: string }>(sql`
+    select ref_id from findings where kind = 'valuation_rate_missing' and resolved_at is null`);
+  expect(open.rows).toEqual([{ ref_id: 'st_a:2026-11-05:USDC:EUR' }]);
+}
+
+describe('export --value EUR, read by beancount and ledger', () => {
+  it('behavior: bean-check passes and bean-query sum(weight) per account equals ledger balances --value to the cent; the unvalued entry stays in tokens with its reason', async () => {
+    const { file, text } = await exportValued('beancount');
+    const check = await tool('bean-check', [file]);
+    expect(check.stdout + check.stderr).toBe('');
+    expect(check.code).toBe(0);
+    const codeOf = new Map(
+      [...text.matchAll(/^\d{4}-\d{2}-\d{2} open (\S+) \S+\n {2}code: "([^"]+)"$/gm)].map((m) => [
+        m[1] ?? '',
+        m[2] ?? '',
+      ]),
+    );
+    // sum(weight), one row per currency of it: a posting's weight is its price, or its tokens.
+    const query = await tool('bean-query', [
+      '-f',
+      'csv',
+      file,
+      'select account, currency(weight) as currency, sum(number(weight)) as value group by account, currency order by account, currency',
+    ]);
+    expect(query.stderr).toBe('');
+    expect(query.code).toBe(0);
+    const figures = new Map<string, string[]>();
+    for (const row of query.stdout.trim().split('\n').slice(1)) {
+      const [account = '', currency = '', value = ''] = row.split(',').map((c) => c.trim());
+      const code = codeOf.get(account) ?? account;
+      figures.set(code, [...(figures.get(code) ?? []), `${value} ${currency}`]);
+    }
+    await expectFiatBalances(figures, '');
+    const why = await tool('bean-query', [
+      '-f',
+      'csv',
+      file,
+      "select distinct entry_meta('unvalued') as why where entry_meta('unvalued') != NULL",
+    ]);
+    expect(why.stdout.trim().split('\n').slice(1)).toEqual(['no EUR rate for USDC on 2026-11-05']);
+  });
+
+  it('behavior: ledger --pedantic reads the valued journal and bal -B per account equals ledger balances --value to the cent; the unvalued entry stays in tokens, tagged', async () => {
+    const { file, text } = await exportValued('ledger');
+    const codeOf = new Map(
+      [...text.matchAll(/^account (\S+)\n {4}note (\S+)$/gm)].map((m) => [m[1] ?? '', m[2] ?? '']),
+    );
+    const bal = await tool('ledger', [
+      '-f',
+      file,
+      '--pedantic',
+      'balance',
+      '-B',
+      '--flat',
+      '--no-total',
+      '--balance-format',
+      '%(account)\t%(scrub(display_total))\n',
+    ]);
+    expect(bal.stderr).toBe('');
+    expect(bal.code).toBe(0);
+    // A total of two commodities prints its second amount on a line of its own, without the account.
+    const figures = new Map<string, string[]>();
+    let code = '';
+    for (const row of bal.stdout.split('\n').filter(Boolean)) {
+      const [account, total] = row.includes('\t') ? row.split('\t') : [undefined, row];
+      if (account !== undefined) code = codeOf.get(account) ?? account;
+      figures.set(code, [...(figures.get(code) ?? []), (total ?? '').replace(/"/g, '')]);
+    }
+    await expectFiatBalances(figures, '.000000');
+    const tagged = await tool('ledger', [
+      '-f',
+      file,
+      'register',
+      '%unvalued',
+      '--register-format',
+      '%(tag("unvalued"))\n',
+    ]);
+    expect([...new Set(tagged.stdout.trim().split('\n'))]).toEqual(['no EUR rate for USDC on 2026-11-05']);
   });
 });
