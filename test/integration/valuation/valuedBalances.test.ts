@@ -1,12 +1,11 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { account, type Token } from '../../../src/ledger/accounts.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
+import { fiatBalances, tool } from '../../helpers/journalTools.ts';
 import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { USDC_BASE } from '../../helpers/tokens.ts';
@@ -169,40 +168,38 @@ describe('ledger balances --value EUR', () => {
   });
 
   it('behavior: export --format hledger --value EUR passes hledger --strict and bal -B equals ledger balances --value to the cent; an unvalued entry stays in tokens', async () => {
-    const file = join(dir, 'books.journal');
-    const run = await runCli(['export', '--format', 'hledger', '--value', 'EUR', '--out', file], {
-      DATABASE_URL: url,
-    });
-    expect(run.code, run.stderr).toBe(0);
-    const hledger = (args: string[]) => promisify(execFile)('hledger', ['-f', file, ...args]);
-    await hledger(['--strict', 'check']);
-    const bal = await hledger(['bal', '-B', '--flat', '-N', '-O', 'csv']);
-    const rows = bal.stdout
-      .trim()
-      .split('\n')
-      .slice(1)
-      .map((l) => l.split(',').map((c) => c.replace(/^"|"$/g, '')));
-    const ours = await valued('2026-12-01T00:00:00Z');
-    // Every USDT account (fully valued) answers the same EUR figure in hledger as in stablebooks.
-    for (const a of ours.accounts.filter((x) => x.code.endsWith(':1:USDT'))) {
-      const kind = a.code.split(':')[1] ?? '';
-      const row = rows.find((r) => (r[0] ?? '').endsWith(`${kind}:st_a:1:USDT`));
-      expect(row?.[1], a.code).toContain(`${a.value} EUR`);
-    }
-    expect(rows.find((r) => r[0] === 'fx:rounding')?.[1]).toBe('-0.01 EUR');
-    // c-4 had no rate: hledger shows its 2 USDC in tokens, not a zero in EUR.
-    expect(bal.stdout).toContain('"Assets:in_transit:st_a:8453:USDC","4.70 EUR, 2.000000 ""USDC.8453"""');
+    const { file, text } = await exportValued('hledger');
+    await expectFiatBalances(await fiatBalances('hledger', file, text), '.000000');
+    const tagged = await tool('hledger', ['-f', file, 'print', 'tag:unvalued']);
+    expect(tagged.stdout).toContain('; unvalued: no EUR rate for USDC on 2026-11-05');
+  });
+
+  it('behavior: export --format beancount --value EUR passes bean-check and bean-query sum(weight) equals ledger balances --value to the cent; an unvalued entry stays in tokens with its reason', async () => {
+    const { file, text } = await exportValued('beancount');
+    await expectFiatBalances(await fiatBalances('beancount', file, text), '');
+    const why = await tool('bean-query', [
+      '-f',
+      'csv',
+      file,
+      "select distinct entry_meta('unvalued') as why where entry_meta('unvalued') != NULL",
+    ]);
+    expect(why.stdout.trim().split('\n').slice(1)).toEqual(['no EUR rate for USDC on 2026-11-05']);
+  });
+
+  it('behavior: export --format ledger --value EUR passes ledger --pedantic and bal -B equals ledger balances --value to the cent; an unvalued entry stays in tokens, tagged', async () => {
+    const { file, text } = await exportValued('ledger');
+    await expectFiatBalances(await fiatBalances('ledger', file, text), '.000000');
+    const tagged = await tool('ledger', [
+      '-f',
+      file,
+      'register',
+      '%unvalued',
+      '--register-format',
+      '%(tag("unvalued"))\n',
+    ]);
+    expect([...new Set(tagged.stdout.trim().split('\n'))]).toEqual(['no EUR rate for USDC on 2026-11-05']);
   });
 });
-
-/** A real tool's exit code and output, also when it fails (its message is then the evidence). */
-function tool(bin: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(bin, args, { maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 async function exportValued(format: string): Promise<{ file: string; text: string }> {
   const file = join(dir, `valued.${format}`);
@@ -219,93 +216,17 @@ async function exportValued(format: string): Promise<{ file: string; text: strin
  * the valued 4.70 EUR of c-3 and c-4's 2 USDC in tokens, never a zero in EUR; the rounding line as
  * the sum of the entries' fx:rounding lines. `figures` is what the tool printed per ledger code.
  */
-async function expectFiatBalances(figures: Map<string, string[]>, usdc: string) {
+async function expectFiatBalances(figures: Map<string, string[]>, usdcDecimals: string) {
   const ours = await valued('2026-12-01T00:00:00Z');
   const valuedAccounts = ours.accounts.filter((a) => a.unvalued_postings === 0);
   expect(valuedAccounts.length).toBeGreaterThanOrEqual(3);
   for (const a of valuedAccounts) expect(figures.get(a.code), a.code).toEqual([`${a.value} EUR`]);
   expect(figures.get('fx:rounding')).toEqual([`${ours.rounding.st_a} EUR`]);
-  expect(figures.get('assets:in_transit:st_a:8453:USDC')).toEqual(['4.70 EUR', `2${usdc} USDC.8453`]);
-  expect(figures.get('income:sales:st_a:8453:USDC')).toEqual(['-4.70 EUR', `-2${usdc} USDC.8453`]);
+  expect(figures.get('assets:in_transit:st_a:8453:USDC')).toEqual(['4.70 EUR', `2${usdcDecimals} USDC.8453`]);
+  expect(figures.get('income:sales:st_a:8453:USDC')).toEqual(['-4.70 EUR', `-2${usdcDecimals} USDC.8453`]);
   // The finding behind the tokens is on record.
   expect(ours.missing_rates).toEqual([{ storeId: 'st_a', date: '2026-11-05', symbol: 'USDC' }]);
   const open = await db.execute<{ ref_id: string }>(sql`
     select ref_id from findings where kind = 'valuation_rate_missing' and resolved_at is null`);
   expect(open.rows).toEqual([{ ref_id: 'st_a:2026-11-05:USDC:EUR' }]);
 }
-
-describe('export --value EUR, read by beancount and ledger', () => {
-  it('behavior: bean-check passes and bean-query sum(weight) per account equals ledger balances --value to the cent; the unvalued entry stays in tokens with its reason', async () => {
-    const { file, text } = await exportValued('beancount');
-    const check = await tool('bean-check', [file]);
-    expect(check.stdout + check.stderr).toBe('');
-    expect(check.code).toBe(0);
-    const codeOf = new Map(
-      [...text.matchAll(/^\d{4}-\d{2}-\d{2} open (\S+) \S+\n {2}code: "([^"]+)"$/gm)].map((m) => [
-        m[1] ?? '',
-        m[2] ?? '',
-      ]),
-    );
-    // sum(weight), one row per currency of it: a posting's weight is its price, or its tokens.
-    const query = await tool('bean-query', [
-      '-f',
-      'csv',
-      file,
-      'select account, currency(weight) as currency, sum(number(weight)) as value group by account, currency order by account, currency',
-    ]);
-    expect(query.stderr).toBe('');
-    expect(query.code).toBe(0);
-    const figures = new Map<string, string[]>();
-    for (const row of query.stdout.trim().split('\n').slice(1)) {
-      const [account = '', currency = '', value = ''] = row.split(',').map((c) => c.trim());
-      const code = codeOf.get(account) ?? account;
-      figures.set(code, [...(figures.get(code) ?? []), `${value} ${currency}`]);
-    }
-    await expectFiatBalances(figures, '');
-    const why = await tool('bean-query', [
-      '-f',
-      'csv',
-      file,
-      "select distinct entry_meta('unvalued') as why where entry_meta('unvalued') != NULL",
-    ]);
-    expect(why.stdout.trim().split('\n').slice(1)).toEqual(['no EUR rate for USDC on 2026-11-05']);
-  });
-
-  it('behavior: ledger --pedantic reads the valued journal and bal -B per account equals ledger balances --value to the cent; the unvalued entry stays in tokens, tagged', async () => {
-    const { file, text } = await exportValued('ledger');
-    const codeOf = new Map(
-      [...text.matchAll(/^account (\S+)\n {4}note (\S+)$/gm)].map((m) => [m[1] ?? '', m[2] ?? '']),
-    );
-    const bal = await tool('ledger', [
-      '-f',
-      file,
-      '--pedantic',
-      'balance',
-      '-B',
-      '--flat',
-      '--no-total',
-      '--balance-format',
-      '%(account)\t%(scrub(display_total))\n',
-    ]);
-    expect(bal.stderr).toBe('');
-    expect(bal.code).toBe(0);
-    // A total of two commodities prints its second amount on a line of its own, without the account.
-    const figures = new Map<string, string[]>();
-    let code = '';
-    for (const row of bal.stdout.split('\n').filter(Boolean)) {
-      const [account, total] = row.includes('\t') ? row.split('\t') : [undefined, row];
-      if (account !== undefined) code = codeOf.get(account) ?? account;
-      figures.set(code, [...(figures.get(code) ?? []), (total ?? '').replace(/"/g, '')]);
-    }
-    await expectFiatBalances(figures, '.000000');
-    const tagged = await tool('ledger', [
-      '-f',
-      file,
-      'register',
-      '%unvalued',
-      '--register-format',
-      '%(tag("unvalued"))\n',
-    ]);
-    expect([...new Set(tagged.stdout.trim().split('\n'))]).toEqual(['no EUR rate for USDC on 2026-11-05']);
-  });
-});
