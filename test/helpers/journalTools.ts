@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { divideRoundHalfEven } from '../../src/money/exactRate.ts';
+import { formatFiat } from '../../src/money/formatFiat.ts';
 
 /**
  * The real plain-text accounting tools on an exported file (Debian: apt-get install hledger
@@ -37,6 +39,7 @@ export async function fiatBalances(
   format: 'hledger' | 'beancount' | 'ledger',
   file: string,
   text: string,
+  fiat: { currency: string; minorUnit: number } = { currency: 'EUR', minorUnit: 2 },
 ): Promise<Map<string, string[]>> {
   const figures = new Map<string, string[]>();
   const add = (code: string, amount: string) =>
@@ -66,7 +69,11 @@ export async function fiatBalances(
     ]);
     for (const row of csv.trim().split('\n').slice(1)) {
       const [account = '', currency = '', value = ''] = row.split(',').map((c) => c.trim());
-      add(codeOf.get(account) ?? account, `${value} ${currency}`);
+      const amount =
+        currency === fiat.currency
+          ? formatFiat(beancountMinor(value, fiat.minorUnit), fiat.minorUnit)
+          : value;
+      add(codeOf.get(account) ?? account, `${amount} ${currency}`);
     }
   } else {
     const codeOf = new Map([...text.matchAll(/^account (\S+)\n {4}note (\S+)$/gm)].map((m) => [m[1], m[2]]));
@@ -90,4 +97,26 @@ export async function fiatBalances(
     }
   }
   return figures;
+}
+
+/**
+ * A fiat sum as beancount prints it (Python's decimal: `-0.5600`, `0E-26`, `6.450000000000000000000`)
+ * in the currency's minor units. beancount holds a total price as a per-unit price of 28
+ * significant digits (docs/decisions.md, "beancount: a total price, not a cost"), so a sum may sit
+ * a few units of the 26th digit off the cent; more than 10^-20 off is a real difference: it throws.
+ */
+function beancountMinor(text: string, minorUnit: number): bigint {
+  const m = /^(-?)(\d+)(?:\.(\d*))?(?:E([+-]?\d+))?$/.exec(text);
+  if (!m) throw new Error(`bean-query printed ${JSON.stringify(text)}, not a decimal`);
+  const [, sign = '', whole = '', fraction = '', exponent = '0'] = m;
+  const scale = 40;
+  const shift = scale + Number(exponent) - fraction.length;
+  if (shift < 0) throw new Error(`bean-query printed ${text}, finer than 10^-${scale}`);
+  const units = BigInt(`${sign}${whole}${fraction}`) * 10n ** BigInt(shift);
+  const unit = 10n ** BigInt(scale - minorUnit);
+  const minor = divideRoundHalfEven(units, unit);
+  const off = units - minor * unit;
+  if ((off < 0n ? -off : off) >= 10n ** BigInt(scale - 20))
+    throw new Error(`bean-query printed ${text}, more than 10^-20 off a whole minor unit`);
+  return minor;
 }
