@@ -46,18 +46,18 @@ export function ledgerWriter(books: ExportBooks): JournalWriter {
         out += `    note ${a.symbol} on chain ${a.chainId}, contract ${a.token}, ${a.decimals} decimals\n`;
         out += `    format ${fixedDecimal(1000n * 10n ** BigInt(a.decimals), a.decimals)} "${a.commodity}"\n`;
       }
+      const v = books.valuation;
+      if (v)
+        out += `commodity "${v.currency}"\n    note the functional currency\n    format ${fiatSample(v)} "${v.currency}"\n`;
       out += '\n';
       for (const [, top] of TOP_LEVELS) out += `account ${top}\n`;
       for (const a of books.accounts) out += `account ${nameOf(a)}\n    note ${a.code}\n`;
       out += `account ${OPENING_ACCOUNT}\n`;
-      if (books.valuation) {
-        const v = books.valuation;
+      if (v)
         out += `account ${ROUNDING_ACCOUNT}\n    note the valuation's rounding line (docs/accounting.md, "Valuation")\n`;
-        out += `commodity "${v.currency}"\n    note the functional currency\n    format ${fiatSample(v)} "${v.currency}"\n`;
-      }
       out += '\n';
       for (const key of TAG_KEYS) out += `tag ${key}\n`;
-      if (books.valuation) out += 'tag unvalued\n';
+      if (v) out += 'tag unvalued\n';
       return `${out}\n`;
     },
     opening(opening: OpeningBalances) {
