@@ -43,7 +43,7 @@ export function registerExport(program: Command): void {
     )
     .option(
       '--value <currency>',
-      'add each posting\'s value in this currency: a total price in the journals, columns in csv (docs/accounting.md, "Valuation")',
+      'add each posting\'s value in this currency: `@@ value CUR` in the journals, columns in csv (docs/accounting.md, "Valuation")',
     )
     .action(async (opts: ExportCliOptions) => {
       if (opts.value !== undefined && !/^[A-Z]{3}$/.test(opts.value))
