@@ -1,19 +1,24 @@
 import { formatDecimalAmount } from '../money/decimalAmount.ts';
+import { formatFiat } from '../money/formatFiat.ts';
+import { ROUNDING_ACCOUNT } from '../valuation/valueEntry.ts';
 import {
   type ExportAccount,
   type ExportBooks,
   type ExportEntry,
   type ExportPosting,
+  type ExportValuation,
   entryTags,
   imbalance,
   type JournalWriter,
   type OpeningBalances,
   oneLine,
   refText,
+  unvaluedReason,
   utcDate,
+  valueExportEntry,
 } from './exportModel.ts';
 import { periodComment } from './hledger.ts';
-import { beancountAccountNames, OPENING_ACCOUNT } from './naming.ts';
+import { BEANCOUNT_ROUNDING_ACCOUNT, beancountAccountNames, OPENING_ACCOUNT } from './naming.ts';
 
 /**
  * Beancount (v2) file: every commodity an operating currency with a `commodity` directive, every
@@ -32,8 +37,11 @@ export function beancountWriter(books: ExportBooks): JournalWriter {
   const commodities = new Map(books.assets.map((a) => [a.asset, a]));
   const width = Math.max(OPENING_ACCOUNT.length, ...[...names.values()].map((n) => n.length));
   const nameOf = (a: ExportAccount) => names.get(a) ?? a.code;
+  const line = (name: string, text: string) => `  ${name.padEnd(width)}  ${text}\n`;
+  const tokens = (units: bigint, asset: string, decimals: number) =>
+    `${formatDecimalAmount(units, decimals)} ${commodities.get(asset)?.commodity ?? asset}`;
   const posting = (name: string, units: bigint, asset: string, decimals: number) =>
-    `  ${name.padEnd(width)}  ${formatDecimalAmount(units, decimals)} ${commodities.get(asset)?.commodity ?? asset}\n`;
+    line(name, tokens(units, asset, decimals));
   // Per account: the sum of |amount| and the most fraction digits any amount used, which bound
   // the coefficient of every partial sum Python's decimal computes for it.
   const load = new Map<ExportAccount, { abs: bigint; fraction: number }>();
@@ -51,12 +59,37 @@ export function beancountWriter(books: ExportBooks): JournalWriter {
         return posting(nameOf(p.account), p.amount, p.account.asset, p.account.decimals);
       })
       .join('');
+  /**
+   * `--value`: each posting at its total price in the functional currency (`@@`, unsigned), so its
+   * weight is its value and `bean-query "select account, sum(weight) group by account"` answers
+   * the fiat balances; the rounding line closes the entry in that currency. A price, not a cost
+   * (`{{ }}`): docs/decisions.md says why. An entry with an unvalued posting has no price at all (a
+   * partial one would not balance) and an `unvalued` metadata line: its weight stays in tokens.
+   */
+  const valuedLines = (e: ExportEntry, v: ExportValuation) => {
+    const valued = valueExportEntry(e, v);
+    if (valued.rounding === null)
+      return `  unvalued: "${str(unvaluedReason(e, valued, v.currency))}"\n${lines(e.postings)}`;
+    const fiat = (minor: bigint) => `${formatFiat(minor, v.minorUnit)} ${v.currency}`;
+    let out = '';
+    e.postings.forEach((p, i) => {
+      track(p);
+      const value = valued.postings[i]?.value ?? 0n;
+      const units = tokens(p.amount, p.account.asset, p.account.decimals);
+      out += line(nameOf(p.account), `${units} @@ ${fiat(value < 0n ? -value : value)}`);
+    });
+    if (valued.rounding !== 0n) out += line(BEANCOUNT_ROUNDING_ACCOUNT, fiat(valued.rounding));
+    return out;
+  };
   return {
     header() {
       let out = `; stablebooks journal export for beancount\n${periodComment(books)}\n`;
       out += `option "title" "${str(`stablebooks ${books.storeId ?? 'every store'}`)}"\n`;
+      const v = books.valuation;
+      if (v) out += `option "operating_currency" "${v.currency}"\n`;
       for (const a of books.assets) out += `option "operating_currency" "${a.commodity}"\n`;
       out += '\n';
+      if (v) out += `${books.startDate} commodity ${v.currency}\n  name: "the functional currency"\n`;
       for (const a of books.assets) {
         out += `${books.startDate} commodity ${a.commodity}\n`;
         out += `  name: "${str(`${a.symbol} on chain ${a.chainId}`)}"\n`;
@@ -67,6 +100,8 @@ export function beancountWriter(books: ExportBooks): JournalWriter {
         out += `${books.startDate} open ${nameOf(a)} ${commodities.get(a.asset)?.commodity ?? a.asset}\n`;
         out += `  code: "${str(a.code)}"\n`;
       }
+      if (v)
+        out += `${books.startDate} open ${BEANCOUNT_ROUNDING_ACCOUNT} ${v.currency}\n  code: "${ROUNDING_ACCOUNT}"\n`;
       return `${out}${books.startDate} open ${OPENING_ACCOUNT}\n\n`;
     },
     opening(opening: OpeningBalances) {
@@ -80,7 +115,7 @@ export function beancountWriter(books: ExportBooks): JournalWriter {
     entry(e: ExportEntry) {
       let out = `${utcDate(e.occurredAt)} * "${str(refText(e))}" "${str(e.kind)}" #${e.kind.replace(/[^A-Za-z0-9_./-]/g, '-')}\n`;
       for (const [key, value] of entryTags(e)) out += `  ${key}: "${str(value)}"\n`;
-      return `${out}${lines(e.postings)}\n`;
+      return `${out}${books.valuation ? valuedLines(e, books.valuation) : lines(e.postings)}\n`;
     },
     warnings() {
       const risky = [...load]

@@ -28,7 +28,7 @@ export interface ExportOptions {
   to: Date | null;
   /** Entries per page read (default 2000). */
   pageSize?: number;
-  /** Value each posting in this currency (CSV only for now); par per store from STORES_FILE. */
+  /** Value each posting in this currency, in every format; par per store from STORES_FILE. */
   value?: { currency: string; stores: readonly StoreValuation[] };
 }
 

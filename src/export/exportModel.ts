@@ -115,6 +115,11 @@ export function valueExportEntry(e: ExportEntry, valuation: ExportValuation): Va
   );
 }
 
+/** Why a valued export leaves an entry in tokens, the same words in every format. */
+export function unvaluedReason(e: ExportEntry, valued: ValuedEntry, currency: string): string {
+  return `no ${currency} rate for ${valued.missing.join(' or ')} on ${utcDate(e.occurredAt)}`;
+}
+
 /** Balances before `from`, per account (zero balances left out). */
 export interface OpeningBalances {
   /** The period's start; the opening transaction is dated on its UTC date. */

@@ -5,6 +5,7 @@ import {
   type ExportBooks,
   type ExportEntry,
   type ExportPosting,
+  type ExportValuation,
   entryTags,
   fixedDecimal,
   imbalance,
@@ -12,6 +13,7 @@ import {
   type OpeningBalances,
   oneLine,
   refText,
+  unvaluedReason,
   utcDate,
   valueExportEntry,
 } from './exportModel.ts';
@@ -32,37 +34,11 @@ export function hledgerWriter(books: ExportBooks): JournalWriter {
   const amount = (p: Pick<ExportPosting, 'amount'> & { asset: string; decimals: number }) =>
     `${fixedDecimal(p.amount, p.decimals)} "${commodities.get(p.asset)?.commodity ?? p.asset}"`;
   const posting = (name: string, text: string) => `    ${name.padEnd(width)}  ${text}\n`;
-  const lines = (postings: readonly ExportPosting[]) =>
-    postings
-      .map((p) =>
-        posting(
-          nameOf(p.account),
-          amount({ amount: p.amount, asset: p.account.asset, decimals: p.account.decimals }),
-        ),
-      )
-      .join('');
-  /**
-   * `--value`: each posting at its total cost in the functional currency (`@@`, unsigned: the
-   * amount's sign applies), so `hledger bal -B` answers the fiat balances; the rounding line in
-   * that currency closes the entry. An entry with a posting no rate values carries no cost at all
-   * (a partial cost would not balance) and says so: `-B` then shows it in tokens, never as 0.
-   */
-  const valuedLines = (e: ExportEntry, v: NonNullable<ExportBooks['valuation']>) => {
-    const valued = valueExportEntry(e, v);
-    if (valued.rounding === null)
-      return `    ; unvalued: no ${v.currency} rate for ${valued.missing.join(', ')} on ${utcDate(e.occurredAt)}\n${lines(e.postings)}`;
-    let out = '';
-    e.postings.forEach((p, i) => {
-      const value = valued.postings[i]?.value ?? 0n;
-      out += posting(
-        nameOf(p.account),
-        `${amount({ amount: p.amount, asset: p.account.asset, decimals: p.account.decimals })} @@ ${formatFiat(value < 0n ? -value : value, v.minorUnit)} "${v.currency}"`,
-      );
-    });
-    if (valued.rounding !== 0n)
-      out += posting(ROUNDING_ACCOUNT, `${formatFiat(valued.rounding, v.minorUnit)} "${v.currency}"`);
-    return out;
-  };
+  const tokens = (p: ExportPosting): [string, string] => [
+    nameOf(p.account),
+    amount({ amount: p.amount, asset: p.account.asset, decimals: p.account.decimals }),
+  ];
+  const lines = (postings: readonly ExportPosting[]) => postings.map((p) => posting(...tokens(p))).join('');
   return {
     header() {
       let out = `; stablebooks journal export for hledger\n${periodComment(books)}\n`;
@@ -77,7 +53,7 @@ export function hledgerWriter(books: ExportBooks): JournalWriter {
       for (const a of books.accounts) out += `account ${nameOf(a)}  ; code: ${a.code}\n`;
       if (books.valuation) {
         const v = books.valuation;
-        out += `commodity ${formatFiat(100000n * 10n ** BigInt(v.minorUnit), v.minorUnit)}${v.minorUnit === 0 ? '.' : ''} "${v.currency}"  ; the functional currency\n`;
+        out += `commodity ${fiatSample(v)}${v.minorUnit === 0 ? '.' : ''} "${v.currency}"  ; the functional currency\n`;
         out += `account ${ROUNDING_ACCOUNT}  ; the valuation's rounding line (docs/accounting.md, "Valuation")\n`;
       }
       return `${out}account ${OPENING_ACCOUNT}\n\n`;
@@ -95,10 +71,43 @@ export function hledgerWriter(books: ExportBooks): JournalWriter {
     entry(e: ExportEntry) {
       let out = `${utcDate(e.occurredAt)} * (${e.id}) ${description(refText(e))} | ${description(e.kind)}\n`;
       for (const [key, value] of entryTags(e)) out += `    ; ${key}: ${tagValue(value)}\n`;
-      return `${out}${books.valuation ? valuedLines(e, books.valuation) : lines(e.postings)}\n`;
+      const v = books.valuation;
+      return `${out}${v ? totalCostLines(e, v, tokens, posting) : lines(e.postings)}\n`;
     },
     warnings: () => [],
   };
+}
+
+/**
+ * `--value`, for hledger and ledger, which read the same syntax: each posting at its total cost in
+ * the functional currency (`@@`, unsigned: the amount's sign applies), so `hledger bal -B` and
+ * `ledger bal -B` answer the fiat balances; the rounding line in that currency closes the entry. An
+ * entry with a posting no rate values carries no cost at all (a partial cost would not balance) and
+ * says why in an `unvalued` tag: the tools then show it in tokens, never as 0.
+ */
+export function totalCostLines(
+  e: ExportEntry,
+  v: ExportValuation,
+  tokens: (p: ExportPosting) => [name: string, amount: string],
+  posting: (name: string, text: string) => string,
+): string {
+  const valued = valueExportEntry(e, v);
+  if (valued.rounding === null)
+    return `    ; unvalued: ${tagValue(unvaluedReason(e, valued, v.currency))}\n${e.postings.map((p) => posting(...tokens(p))).join('')}`;
+  const fiat = (minor: bigint) => `${formatFiat(minor, v.minorUnit)} "${v.currency}"`;
+  let out = '';
+  e.postings.forEach((p, i) => {
+    const value = valued.postings[i]?.value ?? 0n;
+    const [name, amount] = tokens(p);
+    out += posting(name, `${amount} @@ ${fiat(value < 0n ? -value : value)}`);
+  });
+  if (valued.rounding !== 0n) out += posting(ROUNDING_ACCOUNT, fiat(valued.rounding));
+  return out;
+}
+
+/** The functional currency's `commodity` sample amount, 1000 with its minor digits (`1000.00`). */
+export function fiatSample(v: ExportValuation): string {
+  return formatFiat(1000n * 10n ** BigInt(v.minorUnit), v.minorUnit);
 }
 
 const HLEDGER_TYPES = { asset: 'A', liability: 'L', equity: 'E', income: 'R', expense: 'X' } as const;

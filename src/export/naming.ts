@@ -13,8 +13,12 @@ import { type ExportAccount, type ExportAsset, ExportInputError, uniqueNames } f
  * - Commodity, every format: `<SYMBOL>.<chain id>` (`USDT.1`, `USDT.56`), valid for beancount
  *   (`[A-Z][A-Z0-9'._-]{0,22}[A-Z0-9]`) and quoted in hledger and ledger, where a digit needs quotes.
  * - Two accounts (or tokens) whose names would merge get `-<account id>` (`-<n>`) appended.
+ * - `--value`'s rounding line (ROUNDING_ACCOUNT, `fx:rounding`) keeps its name in hledger and
+ *   ledger; beancount needs a typed top level: BEANCOUNT_ROUNDING_ACCOUNT (docs/decisions.md).
  */
 export const OPENING_ACCOUNT = 'Equity:Opening-Balances';
+
+export const BEANCOUNT_ROUNDING_ACCOUNT = 'Equity:Fx:Rounding';
 
 const TOP: Record<AccountType, string> = {
   asset: 'Assets',

@@ -1,12 +1,13 @@
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { balances } from '../../src/ledger/balances.ts';
 import { parseDecimalAmount } from '../../src/money/decimalAmount.ts';
+import { formatFiat } from '../../src/money/formatFiat.ts';
 import { HOSTILE_MEMO, PERIOD_FROM, PERIOD_TO, seedExportScenario } from '../helpers/exportScenario.ts';
+import { fiatBalances, tool } from '../helpers/journalTools.ts';
 import { runCli } from '../helpers/runCli.ts';
 import { createMigratedDatabase } from '../helpers/testDatabase.ts';
 
@@ -23,15 +24,6 @@ const dir = mkdtempSync(join(os.tmpdir(), 'stablebooks-export-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const PERIOD = ['--from', PERIOD_FROM.toISOString(), '--to', PERIOD_TO.toISOString()];
-
-function tool(bin: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(bin, args, { maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 async function exportTo(format: string, extra: string[] = PERIOD): Promise<{ file: string; text: string }> {
   const file = join(dir, `books.${format}`);
@@ -250,6 +242,49 @@ describe('stablebooks export, read by the real tools', () => {
       ['Income:sales:st_b:8453:USDC', 'USDC.8453', '-30.000000'],
       ['Expenses:service_fees:st_b:8453:USDC', 'USDC.8453', '0.250000'],
     ]);
+  });
+
+  it("behavior: with --value EUR each journal passes its tool's check and every account's fiat balance equals ledger balances --value, to the cent", async () => {
+    // Rates of four and five decimals on every day of the scenario: most postings round, the
+    // 18-decimal BNB amounts too, and many entries need their fx:rounding line.
+    const usdt = ['0.9234', '0.9187', '0.92115', '0.9301', '0.91777', '0.9256', '0.9199', '0.9302'];
+    const usdc = ['0.9241', '0.91893', '0.9213', '0.93007', '0.9181', '0.92555', '0.9203', '0.9297'];
+    const rates = join(dir, 'rates.csv');
+    writeFileSync(
+      rates,
+      `date,asset,currency,rate\n${usdt
+        .map((r, i) => `2026-11-0${i + 1},USDT,EUR,${r}\n2026-11-0${i + 1},USDC,EUR,${usdc[i]}\n`)
+        .join('')}`,
+    );
+    expect((await runCli(['rates', 'import', rates], { DATABASE_URL: url })).code).toBe(0);
+    const run = await runCli(['ledger', 'balances', '--value', 'EUR', '--json'], { DATABASE_URL: url });
+    expect(run.code, run.stderr).toBe(0);
+    const ours = JSON.parse(run.stdout) as {
+      accounts: { code: string; value: string | null; unvalued_postings: number }[];
+      rounding: Record<string, string>;
+      missing_rates: unknown[];
+    };
+    expect(ours.missing_rates).toEqual([]);
+    const minor = (text: string) =>
+      text.startsWith('-') ? -parseDecimalAmount(text.slice(1), 2) : parseDecimalAmount(text, 2);
+    const rounding = Object.values(ours.rounding).reduce((sum, r) => sum + minor(r), 0n);
+    expect(rounding).not.toBe(0n);
+    for (const format of ['hledger', 'beancount', 'ledger'] as const) {
+      // The whole ledger: an opening transaction would stay in tokens (its value is not recomputed).
+      const { file, text } = await exportTo(format, ['--value', 'EUR']);
+      const figures = await fiatBalances(format, file, text);
+      for (const a of ours.accounts) {
+        const got = figures.get(a.code) ?? [];
+        // A tool leaves out (or prints as 0) a balance of zero.
+        if (a.value === '0.00')
+          expect(
+            got.filter((f) => !/^-?0(\.0+)?( EUR)?$/.test(f)),
+            a.code,
+          ).toEqual([]);
+        else expect(got, `${format} ${a.code}`).toEqual([`${a.value} EUR`]);
+      }
+      expect(figures.get('fx:rounding'), format).toEqual([`${formatFiat(rounding, 2)} EUR`]);
+    }
   });
 
   it('error: bad input is one line, exit 2, and nothing written', async () => {

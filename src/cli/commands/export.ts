@@ -43,11 +43,9 @@ export function registerExport(program: Command): void {
     )
     .option(
       '--value <currency>',
-      'csv: add each posting\'s value in this currency (docs/accounting.md, "Valuation")',
+      'add each posting\'s value in this currency: `@@ value CUR` in the journals, columns in csv (docs/accounting.md, "Valuation")',
     )
     .action(async (opts: ExportCliOptions) => {
-      if (opts.value !== undefined && opts.format !== 'csv' && opts.format !== 'hledger')
-        throw new CliError('--value is available for --format csv and hledger only so far', EXIT_USAGE);
       if (opts.value !== undefined && !/^[A-Z]{3}$/.test(opts.value))
         throw new CliError(
           `--value: ${JSON.stringify(opts.value)} is not an ISO 4217 code in capitals, e.g. EUR`,

@@ -1,12 +1,11 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { account, type Token } from '../../../src/ledger/accounts.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
+import { fiatBalances, tool } from '../../helpers/journalTools.ts';
 import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { USDC_BASE } from '../../helpers/tokens.ts';
@@ -169,28 +168,65 @@ describe('ledger balances --value EUR', () => {
   });
 
   it('behavior: export --format hledger --value EUR passes hledger --strict and bal -B equals ledger balances --value to the cent; an unvalued entry stays in tokens', async () => {
-    const file = join(dir, 'books.journal');
-    const run = await runCli(['export', '--format', 'hledger', '--value', 'EUR', '--out', file], {
-      DATABASE_URL: url,
-    });
-    expect(run.code, run.stderr).toBe(0);
-    const hledger = (args: string[]) => promisify(execFile)('hledger', ['-f', file, ...args]);
-    await hledger(['--strict', 'check']);
-    const bal = await hledger(['bal', '-B', '--flat', '-N', '-O', 'csv']);
-    const rows = bal.stdout
-      .trim()
-      .split('\n')
-      .slice(1)
-      .map((l) => l.split(',').map((c) => c.replace(/^"|"$/g, '')));
-    const ours = await valued('2026-12-01T00:00:00Z');
-    // Every USDT account (fully valued) answers the same EUR figure in hledger as in stablebooks.
-    for (const a of ours.accounts.filter((x) => x.code.endsWith(':1:USDT'))) {
-      const kind = a.code.split(':')[1] ?? '';
-      const row = rows.find((r) => (r[0] ?? '').endsWith(`${kind}:st_a:1:USDT`));
-      expect(row?.[1], a.code).toContain(`${a.value} EUR`);
-    }
-    expect(rows.find((r) => r[0] === 'fx:rounding')?.[1]).toBe('-0.01 EUR');
-    // c-4 had no rate: hledger shows its 2 USDC in tokens, not a zero in EUR.
-    expect(bal.stdout).toContain('"Assets:in_transit:st_a:8453:USDC","4.70 EUR, 2.000000 ""USDC.8453"""');
+    const { file, text } = await exportValued('hledger');
+    await expectFiatBalances(await fiatBalances('hledger', file, text), '.000000');
+    const tagged = await tool('hledger', ['-f', file, 'print', 'tag:unvalued']);
+    expect(tagged.stdout).toContain('; unvalued: no EUR rate for USDC on 2026-11-05');
+  });
+
+  it('behavior: export --format beancount --value EUR passes bean-check and bean-query sum(weight) equals ledger balances --value to the cent; an unvalued entry stays in tokens with its reason', async () => {
+    const { file, text } = await exportValued('beancount');
+    await expectFiatBalances(await fiatBalances('beancount', file, text), '');
+    const why = await tool('bean-query', [
+      '-f',
+      'csv',
+      file,
+      "select distinct entry_meta('unvalued') as why where entry_meta('unvalued') != NULL",
+    ]);
+    expect(why.stdout.trim().split('\n').slice(1)).toEqual(['no EUR rate for USDC on 2026-11-05']);
+  });
+
+  it('behavior: export --format ledger --value EUR passes ledger --pedantic and bal -B equals ledger balances --value to the cent; an unvalued entry stays in tokens, tagged', async () => {
+    const { file, text } = await exportValued('ledger');
+    await expectFiatBalances(await fiatBalances('ledger', file, text), '.000000');
+    const tagged = await tool('ledger', [
+      '-f',
+      file,
+      'register',
+      '%unvalued',
+      '--register-format',
+      '%(tag("unvalued"))\n',
+    ]);
+    expect([...new Set(tagged.stdout.trim().split('\n'))]).toEqual(['no EUR rate for USDC on 2026-11-05']);
   });
 });
+
+async function exportValued(format: string): Promise<{ file: string; text: string }> {
+  const file = join(dir, `valued.${format}`);
+  const run = await runCli(['export', '--format', format, '--value', 'EUR', '--out', file], {
+    DATABASE_URL: url,
+  });
+  expect(run.code, run.stderr).toBe(0);
+  return { file, text: readFileSync(file, 'utf8') };
+}
+
+/**
+ * Every account's fiat balance in a tool equals `ledger balances --value EUR` to the cent: the
+ * fully valued ones as that figure alone; the USDC ones, where c-4 (2026-11-05) has no rate, as
+ * the valued 4.70 EUR of c-3 and c-4's 2 USDC in tokens, never a zero in EUR; the rounding line as
+ * the sum of the entries' fx:rounding lines. `figures` is what the tool printed per ledger code.
+ */
+async function expectFiatBalances(figures: Map<string, string[]>, usdcDecimals: string) {
+  const ours = await valued('2026-12-01T00:00:00Z');
+  const valuedAccounts = ours.accounts.filter((a) => a.unvalued_postings === 0);
+  expect(valuedAccounts.length).toBeGreaterThanOrEqual(3);
+  for (const a of valuedAccounts) expect(figures.get(a.code), a.code).toEqual([`${a.value} EUR`]);
+  expect(figures.get('fx:rounding')).toEqual([`${ours.rounding.st_a} EUR`]);
+  expect(figures.get('assets:in_transit:st_a:8453:USDC')).toEqual(['4.70 EUR', `2${usdcDecimals} USDC.8453`]);
+  expect(figures.get('income:sales:st_a:8453:USDC')).toEqual(['-4.70 EUR', `-2${usdcDecimals} USDC.8453`]);
+  // The finding behind the tokens is on record.
+  expect(ours.missing_rates).toEqual([{ storeId: 'st_a', date: '2026-11-05', symbol: 'USDC' }]);
+  const open = await db.execute<{ ref_id: string }>(sql`
+    select ref_id from findings where kind = 'valuation_rate_missing' and resolved_at is null`);
+  expect(open.rows).toEqual([{ ref_id: 'st_a:2026-11-05:USDC:EUR' }]);
+}
