@@ -261,10 +261,28 @@ export async function loadRateBook(
   }
   const importedRate = new Map(imported.rows.map((r) => [`${r.day}:${r.asset}`, r.rate]));
   const parOf = new Map(stores.map((s) => [s.storeId, s.par]));
-  return (storeId, day, symbol, intentRef) =>
-    chooseRate({
-      intent: intentRef === undefined ? undefined : intentRate.get(intentRef),
-      imported: importedRate.get(`${day}:${symbol}`),
-      par: parOf.get(storeId)?.get(symbol),
-    });
+  // Every posting asks for its rate, and parsing the rate's text each time was a large part of
+  // the valuation's cost (docs/benchmarks.md): a posting without its intent's own rate depends on
+  // (store, day, coin) only, so that choice is made once per key; few days and coins, a small map.
+  const chosen = new Map<string, ChosenRate | null>();
+  return (storeId, day, symbol, intentRef) => {
+    const intent = intentRef === undefined ? undefined : intentRate.get(intentRef);
+    if (intent !== undefined)
+      return chooseRate({
+        intent,
+        imported: importedRate.get(`${day}:${symbol}`),
+        par: parOf.get(storeId)?.get(symbol),
+      });
+    const key = `${storeId}\u0000${day}:${symbol}`;
+    let rate = chosen.get(key);
+    if (rate === undefined) {
+      rate =
+        chooseRate({
+          imported: importedRate.get(`${day}:${symbol}`),
+          par: parOf.get(storeId)?.get(symbol),
+        }) ?? null;
+      chosen.set(key, rate);
+    }
+    return rate ?? undefined;
+  };
 }
