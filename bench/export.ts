@@ -17,14 +17,23 @@
  *    runs `stablebooks export --format F --out /dev/null` over every entry, and reports its wall
  *    time and `process.resourceUsage().maxRSS`; the parent also samples the child's VmRSS every
  *    50 ms. /dev/null is written directly (not through a temporary file), with backpressure.
+ * 3. Valuation (issue 34), unless BENCH_VALUE is `none`: a daily rate of USDT in BENCH_VALUE
+ *    (default EUR) for every UTC day from the first entry's to today's (the closing day), imported
+ *    by `stablebooks rates import FILE.csv` in a child process (the import's own path; idempotent,
+ *    so a BENCH_REUSE run imports nothing new); then each format of BENCH_VALUE_FORMATS (default
+ *    hledger,csv: those --value serves) exported again with `--value EUR`, measured as in 2, and
+ *    `stablebooks ledger balances --value EUR --json` (valueLedger over every posting). Reports the
+ *    valued export's time and CPU as a ratio to the same format's plain export of the same run.
  *
  * Environment: BENCH_ENTRIES (default 1000000), BENCH_CHUNK (default 100000), BENCH_FORMATS,
  * BENCH_FROM (an ISO time: export from it, with opening balances; default: every entry),
- * DATABASE_URL, BENCH_REUSE=1 (DATABASE_URL holds a fill already: skip it). Nothing is asserted.
+ * BENCH_VALUE, BENCH_VALUE_FORMATS, DATABASE_URL, BENCH_REUSE=1 (DATABASE_URL holds a fill
+ * already: skip it). Nothing is asserted.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
@@ -44,6 +53,11 @@ const FORMATS = (process.env.BENCH_FORMATS ?? 'hledger,beancount,ledger,csv')
   .filter(Boolean);
 const FROM = process.env.BENCH_FROM;
 const REUSE = process.env.BENCH_REUSE === '1';
+const VALUE = process.env.BENCH_VALUE ?? 'EUR';
+const VALUE_FORMATS = (process.env.BENCH_VALUE_FORMATS ?? 'hledger,csv')
+  .split(',')
+  .map((f) => f.trim())
+  .filter((f) => f && FORMATS.includes(f));
 const STORE_ID = 'st_bench';
 
 const TOKENS: Token[] = [
@@ -142,12 +156,10 @@ function rssOf(pid: number): number {
   }
 }
 
-function runChild(
-  url: string,
-  format: string,
-  cleanups: Cleanups,
-): Promise<ExportChildReport & { sampled: number }> {
-  const args = ['export', '--format', format, '--out', '/dev/null', ...(FROM ? ['--from', FROM] : [])];
+type ChildResult = ExportChildReport & { sampled: number };
+
+/** One `stablebooks` command in a child process (exportChild.ts), its VmRSS sampled every 50 ms. */
+function runChild(url: string, args: string[], cleanups: Cleanups): Promise<ChildResult> {
   const child: ChildProcess = fork(fileURLToPath(new URL('./exportChild.ts', import.meta.url)), args, {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: url },
     execArgv: process.execArgv,
@@ -219,23 +231,56 @@ async function run(cleanups: Cleanups): Promise<void> {
       .join(' / ')}`,
   );
 
-  const results: Array<{ format: string } & ExportChildReport & { sampled: number }> = [];
-  for (const format of FORMATS) {
-    log(`export --format ${format} --out /dev/null${FROM ? ` --from ${FROM}` : ''} (child process)`);
-    const r = await runChild(url, format, cleanups);
-    if (r.exitCode !== 0) throw new Error(`export --format ${format} exited ${r.exitCode}: ${r.stderr}`);
+  const entries = Number(size[0]?.entries);
+  const results: Array<{ format: string; value: string | null } & ChildResult> = [];
+  const exportOnce = async (format: string, value: string | null) => {
+    const args = [
+      'export',
+      '--format',
+      format,
+      '--out',
+      '/dev/null',
+      ...(FROM ? ['--from', FROM] : []),
+      ...(value ? ['--value', value] : []),
+    ];
+    log(`${args.join(' ')} (child process)`);
+    const r = await runChild(url, args, cleanups);
+    if (r.exitCode !== 0) throw new Error(`${args.join(' ')} exited ${r.exitCode}: ${r.stderr}`);
     log(
-      `  ${format}: ${(r.wallMs / 1000).toFixed(1)} s, maxRSS ${mb(r.maxRss)}, sampled ${mb(r.sampled)}; ${r.stderr.trim()}`,
+      `  ${format}${value ? ` --value ${value}` : ''}: ${(r.wallMs / 1000).toFixed(1)} s, CPU ${(r.cpuMs / 1000).toFixed(1)} s, maxRSS ${mb(r.maxRss)}, sampled ${mb(r.sampled)}; ${r.stderr.trim()}`,
     );
-    results.push({ format, ...r });
+    results.push({ format, value, ...r });
+  };
+  for (const format of FORMATS) await exportOnce(format, null);
+
+  let balances: ChildResult | null = null;
+  if (VALUE !== 'none') {
+    await importDailyRates(db, url, cleanups);
+    for (const format of VALUE_FORMATS) await exportOnce(format, VALUE);
+    const args = ['ledger', 'balances', '--value', VALUE, '--json'];
+    log(`${args.join(' ')} (child process)`);
+    balances = await runChild(url, args, cleanups);
+    if (balances.exitCode !== 0)
+      throw new Error(`${args.join(' ')} exited ${balances.exitCode}: ${balances.stderr}`);
+    log(
+      `  ledger balances --value ${VALUE}: ${(balances.wallMs / 1000).toFixed(1)} s, CPU ${(balances.cpuMs / 1000).toFixed(1)} s, maxRSS ${mb(balances.maxRss)}, sampled ${mb(balances.sampled)}`,
+    );
   }
-  console.log(`\n## Export of ${fmt(Number(size[0]?.entries))} entries to /dev/null\n`);
+
+  console.log(`\n## Export of ${fmt(entries)} entries to /dev/null\n`);
   console.log(
-    '| format | seconds | entries/s | peak RSS (maxRSS) | sampled VmRSS |\n| --- | --- | --- | --- | --- |',
+    '| format | --value | seconds | entries/s | CPU s | peak RSS (maxRSS) | sampled VmRSS | time / plain | CPU / plain |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   );
-  for (const r of results)
+  for (const r of results) {
+    const plain = results.find((p) => p.format === r.format && p.value === null);
+    const ratio = (x: number, y: number | undefined) => (r.value && y ? `${(x / y).toFixed(2)}x` : '');
     console.log(
-      `| ${r.format} | ${(r.wallMs / 1000).toFixed(1)} | ${fmt(Number(size[0]?.entries) / (r.wallMs / 1000))} | ${mb(r.maxRss)} | ${mb(r.sampled)} |`,
+      `| ${r.format} | ${r.value ?? '-'} | ${(r.wallMs / 1000).toFixed(1)} | ${fmt(entries / (r.wallMs / 1000))} | ${(r.cpuMs / 1000).toFixed(1)} | ${mb(r.maxRss)} | ${mb(r.sampled)} | ${ratio(r.wallMs, plain?.wallMs)} | ${ratio(r.cpuMs, plain?.cpuMs)} |`,
+    );
+  }
+  if (balances)
+    console.log(
+      `\nledger balances --value ${VALUE} over every posting: ${(balances.wallMs / 1000).toFixed(1)} s, CPU ${(balances.cpuMs / 1000).toFixed(1)} s, ${fmt(entries / (balances.wallMs / 1000))} entries/s, peak RSS ${mb(balances.maxRss)} (sampled ${mb(balances.sampled)})`,
     );
   console.log(
     `\n- load average at the end (1/5/15 min): ${os
@@ -243,6 +288,40 @@ async function run(cleanups: Cleanups): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(' / ')}`,
   );
+}
+
+/**
+ * A rate of USDT in VALUE for every UTC day of the ledger, up to today's (the closing rate of
+ * `ledger balances --value`), through `stablebooks rates import`: the file a merchant would
+ * import. The rate is a function of the day (0.9 and four more decimals), so a second run writes
+ * the same file and the import changes nothing.
+ */
+async function importDailyRates(db: Db, url: string, cleanups: Cleanups): Promise<void> {
+  const { rows } = await db.execute<{ first: string | null }>(
+    sql`select (min(occurred_at) at time zone 'UTC')::date::text as first from ledger_entries`,
+  );
+  const first = rows[0]?.first;
+  if (!first) throw new Error('no entry to value');
+  const today = new Date().toISOString().slice(0, 10);
+  let csv = 'date,asset,currency,rate\n';
+  let days = 0;
+  for (
+    let d = new Date(`${first}T00:00:00Z`);
+    d.toISOString().slice(0, 10) <= today;
+    d.setUTCDate(d.getUTCDate() + 1)
+  ) {
+    const n = Math.round(d.getTime() / 86_400_000);
+    csv += `${d.toISOString().slice(0, 10)},USDT,${VALUE},0.9${String((n * 7919) % 10_000).padStart(4, '0')}\n`;
+    days++;
+  }
+  const dir = mkdtempSync(join(os.tmpdir(), 'bench-rates-'));
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'rates.csv');
+  writeFileSync(file, csv);
+  log(`rates import: ${days} daily USDT rates in ${VALUE}, ${first} to ${today} (child process)`);
+  const r = await runChild(url, ['rates', 'import', file], cleanups);
+  if (r.exitCode !== 0) throw new Error(`rates import exited ${r.exitCode}: ${r.stderr}`);
+  log(`  rates import: ${(r.wallMs / 1000).toFixed(1)} s; ${r.stderr.trim()}`);
 }
 
 process.once('SIGTERM', () => process.kill(process.pid, 'SIGINT'));

@@ -46,35 +46,31 @@ export const CSV_HEADER = [
 export const CSV_VALUE_HEADER = ['value', 'value_currency', 'rate', 'rate_source'];
 
 export function csvWriter(books: ExportBooks): JournalWriter {
-  const plain = plainCsvWriter(books);
   const valuation = books.valuation;
-  if (valuation === null) return plain;
+  if (valuation === null) return plainCsvWriter(books, null);
+  const plain = plainCsvWriter(books, () => ['', valuation.currency, '', 'opening']);
   const row = (cells: string[]) => `${cells.map(csvField).join(',')}\n`;
-  const withValues = (text: string, extra: string[][]) =>
-    text
-      .split('\n')
-      .filter((l) => l !== '')
-      .map((l, i) => `${l},${(extra[i] ?? extra[extra.length - 1] ?? []).map(csvField).join(',')}\n`)
-      .join('');
   return {
     header: () => row([...CSV_HEADER, ...CSV_VALUE_HEADER]),
-    opening: (opening) => withValues(plain.opening(opening), [['', valuation.currency, '', 'opening']]),
+    opening: plain.opening,
     entry(e: ExportEntry) {
       const valued = valueExportEntry(e, valuation);
-      let out = withValues(
-        plain.entry(e),
-        valued.postings.map((p) => [
-          p.value === null ? 'unvalued' : formatFiat(p.value, valuation.minorUnit),
+      const date = utcDate(e.occurredAt);
+      const text = oneLine(`${e.kind} ${refText(e)}`);
+      let out = plain.postings(date, e.id.toString(), text, e.postings, e.refId, (i) => {
+        const p = valued.postings[i];
+        return [
+          p === undefined || p.value === null ? 'unvalued' : formatFiat(p.value, valuation.minorUnit),
           valuation.currency,
-          p.rate?.rate.text ?? '',
-          p.rate?.source ?? '',
-        ]),
-      );
+          p?.rate?.rate.text ?? '',
+          p?.rate?.source ?? '',
+        ];
+      });
       if (valued.rounding !== null && valued.rounding !== 0n)
         out += row([
-          utcDate(e.occurredAt),
+          date,
           e.id.toString(),
-          oneLine(`${e.kind} ${refText(e)}`),
+          text,
           ROUNDING_ACCOUNT,
           '',
           '',
@@ -91,7 +87,11 @@ export function csvWriter(books: ExportBooks): JournalWriter {
   };
 }
 
-function plainCsvWriter(books: ExportBooks): JournalWriter {
+/**
+ * The rows of the plain columns; `extra` gives the cells appended to each row (the value columns,
+ * by the posting's index), so a valued row is built once rather than a plain row split again.
+ */
+function plainCsvWriter(books: ExportBooks, openingExtra: (() => string[]) | null) {
   const commodities = new Map(books.assets.map((a) => [a.asset, a]));
   const row = (cells: string[]) => `${cells.map(csvField).join(',')}\n`;
   const line = (
@@ -103,6 +103,7 @@ function plainCsvWriter(books: ExportBooks): JournalWriter {
     asset: string,
     decimals: number,
     reference: string,
+    extra: string[],
   ) => {
     const amount = fixedDecimal(units < 0n ? -units : units, decimals);
     return row([
@@ -114,20 +115,41 @@ function plainCsvWriter(books: ExportBooks): JournalWriter {
       units < 0n ? amount : '',
       commodities.get(asset)?.commodity ?? asset,
       reference,
+      ...extra,
     ]);
   };
-  const postings = (date: string, entryId: string, text: string, lines: ExportPosting[], ref: string) =>
-    lines
-      .map((p) =>
-        line(date, entryId, text, p.account.code, p.amount, p.account.asset, p.account.decimals, ref),
-      )
-      .join('');
+  const postings = (
+    date: string,
+    entryId: string,
+    text: string,
+    lines: readonly ExportPosting[],
+    ref: string,
+    extra: (i: number) => string[] = () => [],
+  ) => {
+    let out = '';
+    lines.forEach((p, i) => {
+      out += line(
+        date,
+        entryId,
+        text,
+        p.account.code,
+        p.amount,
+        p.account.asset,
+        p.account.decimals,
+        ref,
+        extra(i),
+      );
+    });
+    return out;
+  };
+  const openingCells = openingExtra ?? (() => []);
   return {
+    postings,
     header: () => row(CSV_HEADER),
     opening(opening: OpeningBalances) {
       const date = utcDate(opening.at);
       const text = `opening balances before ${opening.at.toISOString()}`;
-      let out = postings(date, '', text, opening.lines, 'opening');
+      let out = postings(date, '', text, opening.lines, 'opening', openingCells);
       for (const [asset, sum] of imbalance(opening.lines))
         out += line(
           date,
@@ -138,6 +160,7 @@ function plainCsvWriter(books: ExportBooks): JournalWriter {
           asset,
           commodities.get(asset)?.decimals ?? 0,
           'opening',
+          openingCells(),
         );
       return out;
     },
@@ -150,5 +173,5 @@ function plainCsvWriter(books: ExportBooks): JournalWriter {
         e.refId,
       ),
     warnings: () => [],
-  };
+  } satisfies JournalWriter & { postings: typeof postings };
 }

@@ -32,13 +32,26 @@ export interface ValuedEntry {
 export const ROUNDING_ACCOUNT = 'fx:rounding';
 
 /**
+ * 10^k for the exponents a valuation meets (token decimals, minor units), made once: a BigInt
+ * power per posting was a visible part of an export's cost with --value (docs/benchmarks.md).
+ */
+const POWERS_OF_TEN = Array.from({ length: 40 }, (_, k) => 10n ** BigInt(k));
+const tenTo = (k: number): bigint => POWERS_OF_TEN[k] ?? 10n ** BigInt(k);
+
+/**
  * Values one posting: amount x rate, rounded half to even to the currency's minor unit. This is
  * the one place a valuation rounds; everything else adds these whole minor units.
  */
 export function valuePosting(amount: bigint, decimals: number, rate: ChosenRate, minorUnit: number): bigint {
+  // amount x n x 10^m / (d x 10^decimals); with decimals >= m the 10^m cancels, one product less.
+  if (decimals >= minorUnit)
+    return divideRoundHalfEven(
+      amount * rate.rate.numerator,
+      rate.rate.denominator * tenTo(decimals - minorUnit),
+    );
   return divideRoundHalfEven(
-    amount * rate.rate.numerator * 10n ** BigInt(minorUnit),
-    rate.rate.denominator * 10n ** BigInt(decimals),
+    amount * rate.rate.numerator * tenTo(minorUnit - decimals),
+    rate.rate.denominator,
   );
 }
 
@@ -52,17 +65,43 @@ export function valueEntry(
   rateFor: (symbol: string) => ChosenRate | undefined,
   minorUnit: number,
 ): ValuedEntry {
-  const missing = new Set<string>();
+  // Written for the export's hot loop (docs/benchmarks.md, "Journal export"): an entry's postings
+  // are nearly always of one coin, so its rate is asked for once, and no Set is made unless a
+  // rate is missing.
+  let missing: Set<string> | null = null;
   let total = 0n;
-  const valued = postings.map((p): ValuedPosting => {
-    const rate = rateFor(p.symbol);
+  let lastSymbol: string | null = null;
+  let lastRate: ChosenRate | undefined;
+  const valued: ValuedPosting[] = [];
+  for (const p of postings) {
+    if (p.symbol !== lastSymbol) {
+      lastSymbol = p.symbol;
+      lastRate = rateFor(p.symbol);
+    }
+    const rate = lastRate;
     if (rate === undefined) {
+      missing ??= new Set();
       missing.add(p.symbol);
-      return { ...p, value: null, rate: null };
+      valued.push({
+        accountCode: p.accountCode,
+        symbol: p.symbol,
+        decimals: p.decimals,
+        amount: p.amount,
+        value: null,
+        rate: null,
+      });
+      continue;
     }
     const value = valuePosting(p.amount, p.decimals, rate, minorUnit);
     total += value;
-    return { ...p, value, rate };
-  });
-  return { postings: valued, rounding: missing.size > 0 ? null : -total, missing: [...missing] };
+    valued.push({
+      accountCode: p.accountCode,
+      symbol: p.symbol,
+      decimals: p.decimals,
+      amount: p.amount,
+      value,
+      rate,
+    });
+  }
+  return { postings: valued, rounding: missing ? null : -total, missing: missing ? [...missing] : [] };
 }

@@ -48,11 +48,18 @@ type PostingRow = {
   day: string;
   ref_type: string;
   ref_id: string;
-  code: string;
+  /** Null on the row of an entry none of whose postings is before `at` (it only ends the page). */
+  code: string | null;
   symbol: string;
   decimals: number;
   amount: string;
 };
+
+/**
+ * Entries per page read by valueLedger: a page's postings are in memory at once, the ledger's
+ * never are (a million entries are about three million postings).
+ */
+export const VALUATION_PAGE_ENTRIES = 5000;
 
 const intentCurrencyCode = new Map<number, string>(Object.entries(Currency).map(([code, n]) => [n, code]));
 
@@ -62,6 +69,11 @@ const intentCurrencyCode = new Map<number, string>(Object.entries(Currency).map(
  * (valueEntry) and revalues the holdings at the closing day's rate. Nothing is written to the
  * ledger; with `recordFindings` each missing rate is a `valuation_rate_missing` finding, and those
  * of the same currency that a rate now covers are resolved.
+ *
+ * The postings are read in keyset pages of whole entries (`pageSize`, by default
+ * VALUATION_PAGE_ENTRIES, ordered by entry id), inside one repeatable-read transaction, so memory
+ * is one page and the accounts' running sums whatever the ledger's size, and every page sees the
+ * same snapshot of the books, as one query would.
  */
 export async function valueLedger(
   db: Db,
@@ -71,70 +83,100 @@ export async function valueLedger(
     storeId?: string;
     stores?: readonly StoreValuation[];
     recordFindings?: boolean;
+    /** Entries per page read; only tests set it (small pages, to prove no entry is split). */
+    pageSize?: number;
   },
 ): Promise<LedgerValuation> {
   const at = options.at ?? new Date();
   const currency = options.currency;
   const minorUnit = currencyMinorUnit(currency);
   const closingDate = new Date(at.getTime() - 1).toISOString().slice(0, 10);
-  const postings = await db.execute<PostingRow>(sql`
-    select e.id::text as entry_id, e.store_id, (e.occurred_at at time zone 'UTC')::date::text as day,
-           e.ref_type, e.ref_id, a.code, a.symbol, a.decimals, p.amount::text as amount
-      from ledger_postings p
-      join ledger_entries e on e.id = p.entry_id
-      join ledger_accounts a on a.id = p.account_id
-     where p.occurred_at < ${at.toISOString()}::timestamptz
-       ${options.storeId === undefined ? sql`` : sql`and e.store_id = ${options.storeId}`}
-     order by e.id, p.id`);
-  const rateOn = await loadRateBook(db, currency, options.stores ?? []);
+  const pageSize = options.pageSize ?? VALUATION_PAGE_ENTRIES;
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1)
+    throw new RangeError('pageSize must be a positive integer');
 
   const accounts = new Map<string, ValuedAccount>();
   const rounding = new Map<string, bigint>();
   const missing = new Map<string, { storeId: string; date: string; symbol: string }>();
-  const rows = postings.rows;
-  for (let i = 0; i < rows.length; ) {
-    const first = rows[i] as PostingRow;
-    let j = i;
-    while (j < rows.length && (rows[j] as PostingRow).entry_id === first.entry_id) j++;
-    const entryRows = rows.slice(i, j);
-    i = j;
-    const intentRef = first.ref_type === 'checkout_intent' ? first.ref_id : undefined;
-    const valued = valueEntry(
-      entryRows.map((r) => ({
-        accountCode: r.code,
-        symbol: r.symbol,
-        decimals: r.decimals,
-        amount: BigInt(r.amount),
-      })),
-      (symbol) => rateOn(first.store_id, first.day, symbol, intentRef),
-      minorUnit,
-    );
-    for (const symbol of valued.missing)
-      missing.set(`${first.store_id}:${first.day}:${symbol}`, {
-        storeId: first.store_id,
-        date: first.day,
-        symbol,
-      });
-    if (valued.rounding !== null && valued.rounding !== 0n)
-      rounding.set(first.store_id, (rounding.get(first.store_id) ?? 0n) + valued.rounding);
-    for (const p of valued.postings) {
-      const held = accounts.get(p.accountCode) ?? {
-        code: p.accountCode,
-        storeId: first.store_id,
-        symbol: p.symbol,
-        decimals: p.decimals,
-        balance: 0n,
-        value: 0n,
-        unvalued: 0,
-        closingValue: null,
-        unrealised: null,
-      };
-      held.balance += p.amount;
-      if (p.value === null) held.unvalued++;
-      else held.value += p.value;
-      accounts.set(p.accountCode, held);
-    }
-  }
+  const rateOn = await db.transaction(
+    async (tx) => {
+      const rateOn = await loadRateBook(tx, currency, options.stores ?? []);
+      let after = '0';
+      for (;;) {
+        // Whole entries per page: the limit is on the entries, their postings join after it. An
+        // entry with no posting before `at` still comes back (left join, code null) so that the
+        // page's last id and its count of entries are right.
+        const { rows } = await tx.execute<PostingRow>(sql`
+          with page as (
+            select e.id, e.store_id, e.occurred_at, e.ref_type, e.ref_id
+              from ledger_entries e
+             where e.id > ${after}::bigint
+               ${options.storeId === undefined ? sql`` : sql`and e.store_id = ${options.storeId}`}
+             order by e.id
+             limit ${pageSize})
+          select page.id::text as entry_id, page.store_id,
+                 (page.occurred_at at time zone 'UTC')::date::text as day,
+                 page.ref_type, page.ref_id, a.code, a.symbol, a.decimals, p.amount::text as amount
+            from page
+            left join (ledger_postings p join ledger_accounts a on a.id = p.account_id)
+              on p.entry_id = page.id and p.occurred_at < ${at.toISOString()}::timestamptz
+           order by page.id, p.id`);
+        let entries = 0;
+        for (let i = 0; i < rows.length; ) {
+          const first = rows[i] as PostingRow;
+          let j = i;
+          while (j < rows.length && (rows[j] as PostingRow).entry_id === first.entry_id) j++;
+          const entryRows = rows.slice(i, j);
+          i = j;
+          entries++;
+          after = first.entry_id;
+          if (first.code === null) continue;
+          addEntry(first, entryRows);
+        }
+        if (entries < pageSize) return rateOn;
+      }
+
+      function addEntry(first: PostingRow, entryRows: PostingRow[]): void {
+        const intentRef = first.ref_type === 'checkout_intent' ? first.ref_id : undefined;
+        const valued = valueEntry(
+          entryRows.map((r) => ({
+            accountCode: r.code as string,
+            symbol: r.symbol,
+            decimals: r.decimals,
+            amount: BigInt(r.amount),
+          })),
+          (symbol) => rateOn(first.store_id, first.day, symbol, intentRef),
+          minorUnit,
+        );
+        for (const symbol of valued.missing)
+          missing.set(`${first.store_id}:${first.day}:${symbol}`, {
+            storeId: first.store_id,
+            date: first.day,
+            symbol,
+          });
+        if (valued.rounding !== null && valued.rounding !== 0n)
+          rounding.set(first.store_id, (rounding.get(first.store_id) ?? 0n) + valued.rounding);
+        for (const p of valued.postings) {
+          const held = accounts.get(p.accountCode) ?? {
+            code: p.accountCode,
+            storeId: first.store_id,
+            symbol: p.symbol,
+            decimals: p.decimals,
+            balance: 0n,
+            value: 0n,
+            unvalued: 0,
+            closingValue: null,
+            unrealised: null,
+          };
+          held.balance += p.amount;
+          if (p.value === null) held.unvalued++;
+          else held.value += p.value;
+          accounts.set(p.accountCode, held);
+        }
+      }
+    },
+    { isolationLevel: 'repeatable read', accessMode: 'read only' },
+  );
   for (const a of accounts.values()) {
     if (!isHoldingAccount(a.code) || a.unvalued > 0) continue;
     const revalued = revalueHolding(
@@ -219,10 +261,28 @@ export async function loadRateBook(
   }
   const importedRate = new Map(imported.rows.map((r) => [`${r.day}:${r.asset}`, r.rate]));
   const parOf = new Map(stores.map((s) => [s.storeId, s.par]));
-  return (storeId, day, symbol, intentRef) =>
-    chooseRate({
-      intent: intentRef === undefined ? undefined : intentRate.get(intentRef),
-      imported: importedRate.get(`${day}:${symbol}`),
-      par: parOf.get(storeId)?.get(symbol),
-    });
+  // Every posting asks for its rate, and parsing the rate's text each time was a large part of
+  // the valuation's cost (docs/benchmarks.md): a posting without its intent's own rate depends on
+  // (store, day, coin) only, so that choice is made once per key; few days and coins, a small map.
+  const chosen = new Map<string, ChosenRate | null>();
+  return (storeId, day, symbol, intentRef) => {
+    const intent = intentRef === undefined ? undefined : intentRate.get(intentRef);
+    if (intent !== undefined)
+      return chooseRate({
+        intent,
+        imported: importedRate.get(`${day}:${symbol}`),
+        par: parOf.get(storeId)?.get(symbol),
+      });
+    const key = `${storeId}\u0000${day}:${symbol}`;
+    let rate = chosen.get(key);
+    if (rate === undefined) {
+      rate =
+        chooseRate({
+          imported: importedRate.get(`${day}:${symbol}`),
+          par: parOf.get(storeId)?.get(symbol),
+        }) ?? null;
+      chosen.set(key, rate);
+    }
+    return rate ?? undefined;
+  };
 }
