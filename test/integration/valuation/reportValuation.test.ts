@@ -1,3 +1,8 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
@@ -7,13 +12,14 @@ import { buildReport } from '../../../src/recon/report/buildReport.ts';
 import { renderJson } from '../../../src/recon/report/renderJson.ts';
 import type { ReconReport } from '../../../src/recon/report/reportModel.ts';
 import { reportValuation } from '../../../src/recon/report/reportValuation.ts';
+import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { USDC_BASE } from '../../helpers/tokens.ts';
 
 // The report's figures in the functional currency, on real postings and imported rates, against
 // figures computed by hand (below, per line). Period [2 Nov, 5 Nov): one sale before it, one after
 // it (on a day without a rate), and a second store whose coin has no rate at all.
-const { db } = await createMigratedDatabase('report_valuation');
+const { db, url } = await createMigratedDatabase('report_valuation');
 const USDT: Token = {
   chainId: 1,
   address: '0xdac17f958d2ee523a2206206994597c13d831ec7',
@@ -196,5 +202,41 @@ describe('the report in the functional currency', () => {
     expect(json.valuation[0]!.fxResult).toBe('0.59');
     const missing = json.findings.new.filter((f) => f.kind === 'valuation_rate_missing');
     expect(missing.map((f) => [f.storeId, f.refId])).toEqual([['st_b', 'st_b:2026-11-03:USDC:EUR']]);
+  });
+
+  it('behavior: each fiat figure equals hledger bal -B over the same accounts and dates of the valued export', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'report-valuation-')), 'books.journal');
+    const run = await runCli(
+      ['export', '--format', 'hledger', '--value', 'EUR', '--store', 'st_a', '--out', file],
+      { DATABASE_URL: url },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const bal = await promisify(execFile)('hledger', [
+      '-f',
+      file,
+      'bal',
+      '-B',
+      '-b',
+      '2026-11-02',
+      '-e',
+      '2026-11-05',
+      '--flat',
+      '-N',
+      '-O',
+      'csv',
+    ]);
+    const hledger = new Map(
+      bal.stdout
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(',').map((c) => c.replace(/^"|"$/g, '')) as [string, string]),
+    );
+    const [a] = await reportValuation(db, STORES, PERIOD, 'st_a');
+    expect(hledger.get('Income:sales:st_a:1:USDT')).toBe(`${a!.revenue.value} EUR`);
+    expect(hledger.get('Expenses:service_fees:st_a:1:USDT')).toBe(`${a!.serviceFees.value} EUR`);
+    expect(hledger.get('Expenses:payouts:st_a:1:USDT')).toBe(`${a!.payouts.value} EUR`);
+    expect(hledger.get('Expenses:payout_fees:st_a:1:USDT')).toBe(`${a!.payoutFees.value} EUR`);
+    expect(hledger.get('fx:rounding')).toBe(`${a!.fxRounding.value} EUR`);
   });
 });
