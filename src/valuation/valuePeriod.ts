@@ -35,6 +35,7 @@ export interface PeriodValuation {
  * revalued at `to`. A posting's value depends on its own amount and its day's rate only (rounded
  * once per posting), so the flows are exactly the valuation at `to` minus the valuation at
  * `from`, account by account: the same values `valueLedger` (and the exports) give each posting.
+ * Records no finding: the caller records `missing` (recordMissingRates) in its own scope.
  */
 export async function valuePeriod(
   db: Db,
@@ -44,18 +45,11 @@ export async function valuePeriod(
     to: Date;
     storeId?: string;
     stores?: readonly StoreValuation[];
-    recordFindings?: boolean;
   },
 ): Promise<PeriodValuation> {
   const { currency, storeId, stores } = options;
   const before = await valueLedger(db, { currency, at: options.from, storeId, stores });
-  const end = await valueLedger(db, {
-    currency,
-    at: options.to,
-    storeId,
-    stores,
-    recordFindings: options.recordFindings,
-  });
+  const end = await valueLedger(db, { currency, at: options.to, storeId, stores });
   return periodFlows(before, end);
 }
 

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import { formatDecimalAmount } from '../../money/decimalAmount.ts';
 import { formatFiat } from '../../money/formatFiat.ts';
+import { recordMissingRates } from '../../valuation/recordMissingRates.ts';
 import { HOLDING_ACCOUNT_KINDS, isHoldingAccount } from '../../valuation/revalueHolding.ts';
 import { ROUNDING_ACCOUNT } from '../../valuation/valueEntry.ts';
 import { type PeriodValuation, valuePeriod } from '../../valuation/valuePeriod.ts';
@@ -44,7 +45,10 @@ export async function reportValuation(
       to: period.to,
       storeId: store.storeId,
       stores: [{ storeId: store.storeId, par: store.par }],
-      recordFindings: true,
+    });
+    await recordMissingRates(db, valuation.currency, valuation.missing, {
+      storeId: store.storeId,
+      before: period.to,
     });
     sections.push(storeValuationSection(store.storeId, valuation));
   }

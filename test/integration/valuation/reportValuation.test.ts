@@ -239,4 +239,36 @@ describe('the report in the functional currency', () => {
     expect(hledger.get('Expenses:payout_fees:st_a:1:USDT')).toBe(`${a!.payoutFees.value} EUR`);
     expect(hledger.get('fx:rounding')).toBe(`${a!.fxRounding.value} EUR`);
   });
+
+  it('behavior: a run records the missing rates of its store and days only: another store sharing the currency, or a later day, keeps its finding', async () => {
+    // A USDC sale of st_a after the period: the missing rates of days after the period are
+    // recorded by a valuation that reaches them, and a report of the earlier period must not
+    // resolve them.
+    await post('st_a', 'a-late', '2026-11-06', USDC_BASE, [
+      ['assets:in_transit', 1_000_000n],
+      ['income:sales', -1_000_000n],
+    ]);
+    await reportValuation(db, STORES, { from: PERIOD.from, to: new Date('2026-11-07T00:00:00Z') }, 'st_a');
+    const open = async () =>
+      (
+        await db.execute<{ id: string; ref_id: string }>(sql`
+          select id::text, ref_id from findings
+           where kind = 'valuation_rate_missing' and resolved_at is null order by ref_id`)
+      ).rows;
+    const before = await open();
+    // c-late (5 Nov, USDT) and a-late (6 Nov, USDC) have no rate either.
+    expect(before.map((f) => f.ref_id)).toEqual([
+      'st_a:2026-11-05:USDT:EUR',
+      'st_a:2026-11-06:USDC:EUR',
+      'st_b:2026-11-03:USDC:EUR',
+    ]);
+    // The period again, every store, twice: the same findings, the same rows (none resolved and reopened).
+    await reportValuation(db, STORES, PERIOD, null);
+    await reportValuation(db, STORES, PERIOD, null);
+    expect(await open()).toEqual(before);
+    const resolved = await db.execute(
+      sql`select 1 from findings where kind = 'valuation_rate_missing' and resolved_at is not null`,
+    );
+    expect(resolved.rows).toHaveLength(0);
+  });
 });
