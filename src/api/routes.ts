@@ -4,10 +4,20 @@ import type { Db } from '../db/database.ts';
 import { listFindings } from '../findings/listFindings.ts';
 import { balances, trialBalance } from '../ledger/balances.ts';
 import { type EntryView, entryView, listEntries } from '../ledger/listEntries.ts';
+import { currencyMinorUnit } from '../money/currencyMinorUnits.ts';
 import { formatDecimalAmount, parseDecimalAmount } from '../money/decimalAmount.ts';
+import { formatFiat } from '../money/formatFiat.ts';
 import { intentIdsByOrderId, type ShownIntent, showIntent } from '../payments/showIntent.ts';
 import { PayoutNotFoundError } from '../payouts/errors.ts';
 import { showPayout } from '../payouts/showPayout.ts';
+import { valueEntry } from '../valuation/valueEntry.ts';
+import {
+  loadRateBook,
+  type RateBook,
+  type StoreValuation,
+  type ValuedAccount,
+  valueLedger,
+} from '../valuation/valueLedger.ts';
 import { encodeCursor } from './cursor.ts';
 import { type AnyApiRoute, defineRoute, NotFound } from './route.ts';
 import {
@@ -31,6 +41,8 @@ import {
 export interface ReadApiDomain {
   db: Db;
   chains: ChainRegistry;
+  /** The stores' par policies (STORES_FILE), for `value=CUR`; none: no par. */
+  stores?: readonly { storeId: string; par?: ReadonlyMap<string, string> }[];
   /** showPayout's: the API never opens a claim secret, it only hands the key through. */
   encryptionKey: Buffer;
 }
@@ -156,9 +168,36 @@ export function readApiRoutes(domain: ReadApiDomain, document: () => Record<stri
       handle: async ({ query }) => {
         const rows = await balances(db, { storeId: query.store, at: query.at });
         const trial = await trialBalance(db, { storeId: query.store, at: query.at });
+        const valuation =
+          query.value === undefined
+            ? undefined
+            : await valueLedger(db, {
+                currency: query.value,
+                at: query.at,
+                storeId: query.store,
+                stores: storesPar(domain),
+              });
+        const valued = new Map(valuation?.accounts.map((a) => [a.code, a]));
+        const fiat = (minor: bigint | null) =>
+          minor === null || valuation === undefined ? null : formatFiat(minor, valuation.minorUnit);
         return {
           ok: true as const,
           at: query.at?.toISOString() ?? null,
+          ...(valuation && {
+            valuation: {
+              currency: valuation.currency,
+              closing_date: valuation.closingDate,
+              rounding: [...valuation.rounding].map(([store, minor]) => ({
+                store_id: store,
+                value: formatFiat(minor, valuation.minorUnit),
+              })),
+              missing_rates: valuation.missing.map((m) => ({
+                store_id: m.storeId,
+                date: m.date,
+                symbol: m.symbol,
+              })),
+            },
+          }),
           accounts: rows.map((b) => ({
             code: b.code,
             type: b.type,
@@ -170,6 +209,7 @@ export function readApiRoutes(domain: ReadApiDomain, document: () => Record<stri
             asset: b.asset,
             balance: b.balance.toString(),
             balance_decimal: formatDecimalAmount(b.balance, b.decimals),
+            ...(valuation && valuedFields(valued.get(b.code), fiat)),
           })),
           trial_balance: trial.map((t) => ({
             asset: t.asset,
@@ -250,9 +290,20 @@ export function readApiRoutes(domain: ReadApiDomain, document: () => Record<stri
         });
         const page = rows.slice(0, limit);
         const last = page.at(-1);
+        const value =
+          query.value === undefined
+            ? undefined
+            : {
+                currency: query.value,
+                minorUnit: currencyMinorUnit(query.value),
+                rateOn: await loadRateBook(db, query.value, storesPar(domain)),
+              };
         return {
           ok: true as const,
-          entries: page.map((e) => entryOut(entryView(e))),
+          entries: page.map((e) => {
+            const view = entryView(e);
+            return value === undefined ? entryOut(view) : valuedEntryOut(view, value);
+          }),
           next_cursor: rows.length > limit && last ? encodeCursor('entries', last.id) : null,
         };
       },
@@ -322,6 +373,50 @@ function entryOut(e: EntryView): z.output<typeof entry> {
       amount_decimal: formatDecimalAmount(BigInt(p.amount), p.decimals),
     })),
   };
+}
+
+/** A balance's fiat fields (`value=CUR`): an account with no posting before `at` is valued at 0. */
+function valuedFields(a: ValuedAccount | undefined, fiat: (minor: bigint | null) => string | null) {
+  if (a === undefined) return { value: fiat(0n), unvalued: 0, closing_value: null, unrealised: null };
+  return {
+    value: a.unvalued > 0 ? null : fiat(a.value),
+    unvalued: a.unvalued,
+    closing_value: fiat(a.closingValue),
+    unrealised: fiat(a.unrealised),
+  };
+}
+
+/** An entry with each posting valued at its day's rate, as valueLedger and the exports value it. */
+function valuedEntryOut(
+  e: EntryView,
+  v: { currency: string; minorUnit: number; rateOn: RateBook },
+): z.output<typeof entry> {
+  const day = e.occurred_at.slice(0, 10);
+  const intentRef = e.ref_type === 'checkout_intent' ? e.ref_id : undefined;
+  const valued = valueEntry(
+    e.postings.map((p) => ({
+      accountCode: p.account,
+      symbol: p.symbol,
+      decimals: p.decimals,
+      amount: BigInt(p.amount),
+    })),
+    (symbol) => v.rateOn(e.store_id, day, symbol, intentRef),
+    v.minorUnit,
+  );
+  const out = entryOut(e);
+  return {
+    ...out,
+    postings: out.postings.map((p, i) => {
+      const minor = valued.postings[i]?.value ?? null;
+      return { ...p, value: minor === null ? null : formatFiat(minor, v.minorUnit) };
+    }),
+    value_rounding: valued.rounding === null ? null : formatFiat(valued.rounding, v.minorUnit),
+  };
+}
+
+/** The par policies valueLedger and loadRateBook take. */
+function storesPar(domain: ReadApiDomain): StoreValuation[] {
+  return (domain.stores ?? []).map((s) => ({ storeId: s.storeId, par: s.par ?? new Map() }));
 }
 
 function baseUnitsOf(amount: string, decimals: number): string | null {

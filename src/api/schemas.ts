@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isCurrencyCode } from '../money/currencyMinorUnits.ts';
 import { decodeCursor } from './cursor.ts';
 
 /**
@@ -27,6 +28,12 @@ const decimalAmount = z
   .string()
   .regex(/^-?\d+(\.\d+)?$/)
   .describe("the same amount in whole tokens: a decimal string with at most the token's decimals");
+const fiatValue = z
+  .string()
+  .regex(/^-?\d+(\.\d+)?$/)
+  .describe(
+    'a value in the asked currency (`value`), a decimal string with its minor digits ("22.81"); null: unvalued (no rate), never 0',
+  );
 const idString = z.string().regex(/^\d+$/).describe('a numeric id, as a string');
 const severity = z.enum(['info', 'warning', 'critical']);
 const cursorText = z.string().describe('opaque: pass it back as `cursor` to read the next page');
@@ -53,6 +60,10 @@ export const posting = component(
       decimals: z.int().min(0),
       amount: baseUnits.describe('debit positive, credit negative, in base units'),
       amount_decimal: decimalAmount,
+      value: fiatValue
+        .nullable()
+        .optional()
+        .describe('with `value=CUR` (GET /entries): the posting valued at its day’s rate; null: no rate'),
     })
     .describe('one line of an entry; the lines of an entry sum to zero per asset'),
 );
@@ -71,6 +82,12 @@ export const entry = component(
       reverses_entry_id: idString.nullable(),
       memo: z.string().nullable(),
       postings: z.array(posting),
+      value_rounding: fiatValue
+        .nullable()
+        .optional()
+        .describe(
+          "with `value=CUR` (GET /entries): the fx:rounding line, minus the postings' values; null when one is unvalued",
+        ),
     })
     .describe('a ledger entry with its postings'),
 );
@@ -227,6 +244,19 @@ export const accountBalance = component(
     asset: z.string(),
     balance: baseUnits,
     balance_decimal: decimalAmount,
+    value: fiatValue
+      .nullable()
+      .optional()
+      .describe('with `value=CUR`: the sum of the valued postings (valued cost); null while any is unvalued'),
+    unvalued: z.int().min(0).optional().describe('with `value=CUR`: postings no rate values'),
+    closing_value: fiatValue
+      .nullable()
+      .optional()
+      .describe('with `value=CUR`, holding accounts: the balance at the closing day’s rate; null otherwise'),
+    unrealised: fiatValue
+      .nullable()
+      .optional()
+      .describe('with `value=CUR`, holding accounts: closing_value − value, a gain positive; null otherwise'),
   }),
 );
 
@@ -254,6 +284,19 @@ export const balancesResponse = component(
     at: timestamp.nullable().describe('the time asked for; null: now'),
     accounts: z.array(accountBalance),
     trial_balance: z.array(trialBalanceLine),
+    valuation: z
+      .object({
+        currency: z.string().describe('ISO 4217 code asked for (`value`)'),
+        closing_date: z.string().describe('the UTC day whose rates revalue the holdings'),
+        rounding: z
+          .array(z.object({ store_id: z.string(), value: fiatValue }))
+          .describe("per store, the sum of the valued entries' fx:rounding lines"),
+        missing_rates: z
+          .array(z.object({ store_id: z.string(), date: z.string(), symbol: z.string() }))
+          .describe('days and coins without a rate: their postings are unvalued'),
+      })
+      .optional()
+      .describe('with `value=CUR` (docs/accounting.md, "Valuation")'),
   }),
 );
 
@@ -371,8 +414,16 @@ export const intentsQuery = z.strictObject({
   store: storeParam,
 });
 
+/** `value`: an ISO 4217 code; the answer then carries values in it (docs/decisions.md). */
+const valueParam = z
+  .string()
+  .refine(isCurrencyCode, 'must be an ISO 4217 currency code in capitals, e.g. EUR')
+  .optional()
+  .describe('also value each figure in this currency (ISO 4217, e.g. EUR) at its day’s rate');
+
 export const balancesQuery = z.strictObject({
   store: storeParam,
+  value: valueParam,
   at: queryTime.optional().describe('balances as of this time (by when movements happened); absent: now'),
 });
 
@@ -402,5 +453,6 @@ export const entriesQuery = z
     store: storeParam,
     limit: limitParam,
     cursor: cursorParam('entries'),
+    value: valueParam,
   })
   .refine((q) => !q.from || !q.to || q.to > q.from, { path: ['to'], message: 'must be after from' });

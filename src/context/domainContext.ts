@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { ChainRegistry } from '../config/chainRegistry.ts';
 import type { Config } from '../config/loadConfig.ts';
-import type { StoreWallets } from '../config/stores.ts';
+import type { StoreConfig, StoreWallets } from '../config/stores.ts';
 import type { Db } from '../db/database.ts';
 import { StablebooksError } from '../errors/stablebooksError.ts';
 import { type AccountCache, createAccountCache } from '../ledger/ensureAccounts.ts';
@@ -18,8 +18,11 @@ import { createSvcClient, type SvcClient, type SvcClientOptions } from '../svc/c
 export interface DomainContext {
   db: Db;
   chains: ChainRegistry;
-  /** Each store's wallets from STORES_FILE (rule 2 proves a payment only into its store's merchant wallet). */
-  stores: readonly StoreWallets[];
+  /**
+   * Each store's wallets from STORES_FILE (rule 2 proves a payment only into its store's merchant
+   * wallet), and its par policy (the read API's valuation).
+   */
+  stores: readonly (StoreWallets & { par?: StoreConfig['par'] })[];
   /** Account ids of this process's ledger writes (accounts are immutable, so this never goes stale). */
   accounts: AccountCache;
   /** The signed client of a store; throws UnknownStoreError for a store that is not configured. */
@@ -59,7 +62,7 @@ export function createDomainContext(
   return {
     db: options.db,
     chains: config.chains,
-    stores: config.stores.map((s) => ({ storeId: s.storeId, wallets: s.wallets })),
+    stores: config.stores.map((s) => ({ storeId: s.storeId, wallets: s.wallets, par: s.par })),
     accounts: createAccountCache(),
     clock: options.clock,
     logger: options.logger,

@@ -32,3 +32,10 @@ const EXPONENTS: Readonly<Record<string, number>> = {
 export function currencyMinorUnit(currency: string): number {
   return EXPONENTS[currency] ?? 2;
 }
+
+const KNOWN = new Set(Intl.supportedValuesOf('currency'));
+
+/** An ISO 4217 code the runtime's ICU knows (`EUR`), not merely three capitals (`XYZ`). */
+export function isCurrencyCode(code: string): boolean {
+  return /^[A-Z]{3}$/.test(code) && KNOWN.has(code);
+}

@@ -20,6 +20,7 @@ import type { Period } from './period.ts';
 import { buildReport } from './report/buildReport.ts';
 import { findingsPages } from './report/reportFindings.ts';
 import { FINDINGS_FULL_LIST, type ReconReport } from './report/reportModel.ts';
+import { reportValuation } from './report/reportValuation.ts';
 import {
   REPORT_FORMATS,
   type ReportFormat,
@@ -301,6 +302,9 @@ async function buildAndWriteReport(
   // The report and its files are read in one snapshot: findings.csv is streamed from a cursor
   // of this transaction, so it lists exactly the findings the report counts.
   const scope = { period: run.period, storeId, generatedAt: clock.now() };
+  // Before the report's snapshot: it records the missing rates as findings, which the report then
+  // lists like every other finding. The figures are of postings dated before the period's end.
+  const valuation = await reportValuation(deps.db, deps.config.stores, run.period, storeId);
   return await deps.db.transaction(
     async (tx) => {
       await tx.execute(WORK_MEM);
@@ -311,6 +315,7 @@ async function buildAndWriteReport(
           checks: outcomes.map((o) => o.result),
           proofs,
           findingsFullList: formats.includes('csv') ? FINDINGS_FULL_LIST : null,
+          valuation,
         }),
       );
       const files = await phase('files', () =>

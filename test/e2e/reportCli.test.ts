@@ -70,7 +70,10 @@ describe('stablebooks report / findings', () => {
     expect(run.stderr).not.toMatch(/stablebooks:/);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^PASS: books proven/);
+    // Each store's figures in its functional currency (USD by default; no rate here: unvalued).
+    expect(run.stdout).toMatch(/^st_a in USD: revenue (unvalued|-?\d+\.\d\d), service fees /m);
     expect(readFileSync(join(out, 'report.md'), 'utf8')).toMatch(/PASS/);
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toContain('### In the functional currency');
     expect(existsSync(join(out, 'csv', 'trial_balance.csv'))).toBe(true);
     expect(existsSync(join(out, 'report.html'))).toBe(false);
 

@@ -508,6 +508,42 @@ export function sampleReport(overrides: Partial<ReconReport> = {}, options: Samp
         sealedAt: '2026-11-08T00:29:59.000Z',
       },
     },
+    valuation: [
+      {
+        storeId: 'st_a',
+        currency: 'EUR',
+        closingDate: '2026-11-07',
+        revenue: {
+          accounts: ['income:sales'],
+          tokens: [{ chainId: 1, symbol: 'USDT', amount: '-25' }],
+          value: '-23.08',
+          unvalued: 0,
+        },
+        serviceFees: {
+          accounts: ['expense:service_fees'],
+          tokens: [{ chainId: 1, symbol: 'USDT', amount: '0.3' }],
+          value: '0.28',
+          unvalued: 0,
+        },
+        // A payout on a day without a rate: unvalued, never 0.
+        payouts: {
+          accounts: ['expense:payouts'],
+          tokens: [{ chainId: 8453, symbol: 'USDC', amount: '50' }],
+          value: null,
+          unvalued: 1,
+        },
+        payoutFees: { accounts: ['expense:payout_fees'], tokens: [], value: '0.00', unvalued: 0 },
+        fxRounding: { accounts: ['fx:rounding'], tokens: [], value: null, unvalued: 1 },
+        fxUnrealised: {
+          accounts: ['assets:wallet', 'assets:in_transit'],
+          tokens: [{ chainId: 1, symbol: 'USDT', amount: '24.7' }],
+          value: '0.16',
+          unvalued: 0,
+        },
+        fxResult: null,
+        missingRates: [{ date: '2026-11-05', symbol: 'USDC' }],
+      },
+    ],
   };
   return { ...report, ...overrides };
 }

@@ -130,6 +130,7 @@ export function registerReport(program: Command): void {
             error: p.error,
           })),
           ledger_chain: r.ledgerChain,
+          valuation: r.valuation,
           dir: result.dir,
           files: result.files.map((f) => ({ name: f.name, path: f.path, sha256: f.sha256, bytes: f.bytes })),
           duration_ms: result.durationMs,
@@ -143,6 +144,10 @@ export function registerReport(program: Command): void {
               [2],
             ),
             `findings: ${summary.findings.new} new, ${summary.findings.open} still open, ${summary.findings.resolved} resolved`,
+            ...r.valuation.map((v) => {
+              const shown = (value: string | null) => value ?? 'unvalued';
+              return `${v.storeId} in ${v.currency}: revenue ${shown(v.revenue.value)}, service fees ${shown(v.serviceFees.value)}, payouts ${shown(v.payouts.value)}, FX result ${shown(v.fxResult)}`;
+            }),
             `ledger chain at period end: ${chainHeadText(r.ledgerChain.atPeriodEnd)}; now: ${chainHeadText(r.ledgerChain.atGeneration)} (check later with stablebooks ledger verify --head <seq:hash>)`,
             `report: ${result.dir} (${result.files.length} files)`,
           ].join('\n'),

@@ -22,6 +22,7 @@ import {
   REPORT_SCHEMA,
   REPORT_VERSION,
   type ReconReport,
+  type StoreValuationSection,
   type SuspenseSection,
   type TrialBalanceRow,
 } from './reportModel.ts';
@@ -35,6 +36,8 @@ export interface ReportInput {
   proofs: BalanceProof[];
   /** Where the full findings lists are written (FINDINGS_FULL_LIST), null when they are not. */
   findingsFullList: string | null;
+  /** The stores' figures in their functional currencies (reportValuation.ts); none when absent. */
+  valuation?: StoreValuationSection[];
 }
 
 /**
@@ -77,6 +80,7 @@ export async function buildReport(tx: DbExecutor, input: ReportInput): Promise<R
       atPeriodEnd: headRow(await chainHeadAt(tx, input.period.to)),
       atGeneration: headRow(await chainHead(tx)),
     },
+    valuation: input.valuation ?? [],
   };
 }
 

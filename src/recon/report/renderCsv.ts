@@ -12,6 +12,7 @@
 
 import type { FindingRow } from '../../findings/finding.ts';
 import type { ReconReport } from './reportModel.ts';
+import { fiatFigureRows } from './reportTotals.ts';
 
 export interface CsvFile {
   name: string;
@@ -176,6 +177,20 @@ export function renderCsv(report: ReconReport): CsvFile[] {
       'payouts.csv',
       ['store_id', 'chain_id', 'symbol', 'outcome', 'count', 'amount', 'fees'],
       report.payouts.map((p) => [p.storeId, p.chainId, p.symbol, p.outcome, p.count, p.amount, p.fees]),
+    ),
+    csv(
+      'valuation.csv',
+      ['store_id', 'currency', 'figure', 'accounts', 'tokens', 'value', 'unvalued_postings'],
+      // "unvalued", never an empty cell a spreadsheet would add as 0 (as the CSV export does).
+      fiatFigureRows(report).map((f) => [
+        f.storeId,
+        f.currency,
+        f.figure,
+        f.accounts.join(' '),
+        f.tokens,
+        f.value ?? 'unvalued',
+        f.unvalued,
+      ]),
     ),
     csv(
       'balance_proofs.csv',

@@ -37,7 +37,14 @@ import {
   shortHex,
 } from './humanFormat.ts';
 import type { ChainHeadRow, ReconReport } from './reportModel.ts';
-import { confirmedTotalsByToken, sumDecimals, type TokenKey, tokenLabel } from './reportTotals.ts';
+import {
+  confirmedTotalsByToken,
+  fiatFigureRows,
+  fiatText,
+  sumDecimals,
+  type TokenKey,
+  tokenLabel,
+} from './reportTotals.ts';
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
@@ -650,6 +657,34 @@ const ledgerChainSection: Section = (ctx) => {
   });
 };
 
+/** Per store, revenue, fees, payouts and the FX result in its functional currency. */
+const valuationSection: Section = (ctx) => {
+  const { valuation } = ctx.report;
+  if (valuation.length === 0) return '';
+  const missing = valuation.flatMap((v) =>
+    v.missingRates.map(
+      (m) => `Store ${v.storeId}: no ${v.currency} rate for ${m.symbol} on ${longDay(m.date)}.`,
+    ),
+  );
+  const closing = [...new Set(valuation.map((v) => longDay(v.closingDate)))].join(', ');
+  return `${table({
+    id: 'valuation',
+    title: 'In the functional currency',
+    note:
+      'Each figure is the period’s postings of the named accounts valued at their day’s rate, debit-positive as the accounts carry them (revenue, a credit, is negative). ' +
+      `Unrealised FX: the holdings’ closing balances at the closing rate (${closing}) against their valued cost; a gain is positive. ` +
+      'A figure with a posting no rate values is unvalued, never zero.',
+    header: ['store', 'figure', 'accounts', 'tokens', 'value'],
+    rows: fiatFigureRows(ctx.report).map((f) => [
+      f.storeId,
+      f.label,
+      f.accounts.join(', '),
+      f.tokens,
+      f.value === null ? { text: fiatText(f), cls: 'unvalued' } : { text: fiatText(f), cls: 'num' },
+    ]),
+  })}${missing.length === 0 ? '' : `\n<ul id="valuation-missing">${missing.map((m) => `<li>${escapeHtml(m)}</li>`).join('')}</ul>`}`;
+};
+
 /** The page, top to bottom. A new block of the report is a new Section and one line here. */
 const suspenseSection: Section = (ctx) => {
   const { unclassified, classified } = ctx.report.suspense;
@@ -688,6 +723,7 @@ const SECTIONS: Section[] = [
   fiatSection,
   differencesSection,
   payoutsSection,
+  valuationSection,
   suspenseSection,
   findingsSection,
   proofsSection,
@@ -727,6 +763,7 @@ th { background: #f3f4f6; }
 td { overflow-wrap: anywhere; }
 .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.null, td.empty { color: #9ca3af; }
+td.unvalued { color: #b45309; font-weight: 600; }
 .status.ok { color: #047857; font-weight: 600; }
 .status.bad { color: #b91c1c; font-weight: 600; }
 .sev-critical { color: #b91c1c; font-weight: 600; }

@@ -21,6 +21,7 @@ const TOP_LEVEL_ORDER: readonly (keyof ReconReport)[] = [
   'balanceProofs',
   'trialBalance',
   'ledgerChain',
+  'valuation',
 ];
 
 function sortKeys(value: unknown): unknown {

@@ -3,7 +3,7 @@
  * totals, not every row (the CSV and HTML formats have those). GitHub-flavoured tables.
  */
 import type { ChainHeadRow, ReconReport } from './reportModel.ts';
-import { confirmedTotalsByToken, payoutTotalsByOutcome } from './reportTotals.ts';
+import { confirmedTotalsByToken, fiatFigureRows, fiatText, payoutTotalsByOutcome } from './reportTotals.ts';
 
 /** A `|` would end the cell and a newline the row; check details and RPC errors may hold either. */
 function cell(value: string | number | null): string {
@@ -38,6 +38,7 @@ export function renderMarkdown(report: ReconReport): string {
   const totals = confirmedTotalsByToken(report);
   const payouts = payoutTotalsByOutcome(report);
   const { byKind, counts, fullList, samplePerKind } = report.findings;
+  const fiat = fiatFigureRows(report);
 
   return `${[
     headline,
@@ -62,6 +63,25 @@ export function renderMarkdown(report: ReconReport): string {
         payouts.map((p) => [p.chainId, p.symbol, p.outcome, p.count, p.amount, p.fees]),
         [3, 4, 5],
       ),
+    ),
+    section('In the functional currency', fiat, () =>
+      [
+        table(
+          ['store', 'figure', 'accounts', 'tokens', 'value'],
+          fiat.map((f) => [f.storeId, f.label, f.accounts.join(', '), f.tokens, fiatText(f)]),
+          [4],
+        ),
+        'Debit-positive, as the accounts carry them (revenue, a credit, is negative); unrealised FX and the FX result: a gain is positive.',
+        ...report.valuation.flatMap((v) =>
+          v.missingRates.length === 0
+            ? []
+            : [
+                `Store ${cell(v.storeId)}: no ${v.currency} rate for ${v.missingRates
+                  .map((m) => `${m.symbol} on ${m.date}`)
+                  .join(', ')}.`,
+              ],
+        ),
+      ].join('\n\n'),
     ),
     section('Suspense, unclassified', report.suspense.unclassified, () =>
       table(

@@ -39,6 +39,56 @@ export interface ReconReport {
   balanceProofs: ProofRow[];
   trialBalance: TrialBalanceRow[];
   ledgerChain: LedgerChainSection;
+  /**
+   * Per store of the report: the period's figures in the store's functional currency
+   * (docs/accounting.md, "Valuation"). Empty when the run was given no stores to value.
+   */
+  valuation: StoreValuationSection[];
+}
+
+/**
+ * One store's period in its functional currency, beside the same accounts' token figures. Revenue,
+ * fees and payouts are sums of the valued postings of the named account kinds in [from, to), as the
+ * accounts carry them: debit-positive (revenue, a credit, is negative), as `hledger bal -B` shows
+ * the valued export's accounts over the same period. The FX figures are as of `to`.
+ */
+export interface StoreValuationSection {
+  storeId: string;
+  /** ISO 4217 code; every `value` below is a decimal in it with its minor digits ("-23.08"). */
+  currency: string;
+  /** The UTC day whose rates revalue the holdings (the period's last day). */
+  closingDate: string;
+  /** income:sales. */
+  revenue: FiatFigure;
+  /** expense:service_fees. */
+  serviceFees: FiatFigure;
+  /** expense:payouts (claim links their recipients claimed). */
+  payouts: FiatFigure;
+  /** expense:payout_fees. */
+  payoutFees: FiatFigure;
+  /** The period's fx:rounding lines summed (debit-positive, like an account); no tokens. */
+  fxRounding: FiatFigure;
+  /**
+   * The holding accounts' closing balances at the closing rate minus their valued cost (every
+   * valued posting before `to`): positive is an unrealised gain. `tokens` are the closing
+   * balances; `unvalued` counts the holding accounts that could not be revalued.
+   */
+  fxUnrealised: FiatFigure;
+  /** The FX result, gain positive: fxUnrealised − fxRounding; null when either is. */
+  fxResult: string | null;
+  /** Days and coins without a rate among the store's postings before `to`. */
+  missingRates: { date: string; symbol: string }[];
+}
+
+export interface FiatFigure {
+  /** The account kinds summed (`income:sales`), of this store, every chain and token. */
+  accounts: string[];
+  /** The same accounts' token figure per chain and token (exact decimal strings). */
+  tokens: { chainId: number; symbol: string; amount: string }[];
+  /** The value, a decimal string in the currency; null (unvalued) when `unvalued` > 0, never 0. */
+  value: string | null;
+  /** Postings (accounts, for fxUnrealised) no rate valued. */
+  unvalued: number;
 }
 
 /**

@@ -99,3 +99,62 @@ export function payoutTotalsByOutcome(report: ReconReport): PayoutOutcomeTotal[]
     }))
     .sort(byToken);
 }
+
+/** The fiat figures of one store, in the order the formats list them, with their labels. */
+export const FIAT_FIGURE_LABELS = [
+  ['revenue', 'revenue'],
+  ['serviceFees', 'service fees'],
+  ['payouts', 'payouts'],
+  ['payoutFees', 'payout fees'],
+  ['fxRounding', 'FX rounding'],
+  ['fxUnrealised', 'unrealised FX'],
+] as const;
+
+export interface FiatFigureRow {
+  storeId: string;
+  currency: string;
+  /** The figure's field in the model (`revenue`), and its label (`service fees`). */
+  figure: (typeof FIAT_FIGURE_LABELS)[number][0] | 'fxResult';
+  label: string;
+  accounts: string[];
+  /** The same accounts' token figure, "USDT (1): -25, USDC (8453): 3"; "" for none. */
+  tokens: string;
+  /** A decimal in the currency, or null: unvalued (never shown as 0). */
+  value: string | null;
+  unvalued: number;
+}
+
+/** Every store's fiat figures as rows (the FX result last), for the tables of each format. */
+export function fiatFigureRows(report: ReconReport): FiatFigureRow[] {
+  return report.valuation.flatMap((v) => [
+    ...FIAT_FIGURE_LABELS.map(([figure, label]): FiatFigureRow => {
+      const f = v[figure];
+      return {
+        storeId: v.storeId,
+        currency: v.currency,
+        figure,
+        label,
+        accounts: f.accounts,
+        tokens: f.tokens.map((t) => `${tokenLabel(t)}: ${t.amount}`).join(', '),
+        value: f.value,
+        unvalued: f.unvalued,
+      };
+    }),
+    {
+      storeId: v.storeId,
+      currency: v.currency,
+      figure: 'fxResult',
+      label: 'FX result (gain +)',
+      accounts: [],
+      tokens: '',
+      value: v.fxResult,
+      unvalued: v.fxResult === null ? v.fxUnrealised.unvalued + v.fxRounding.unvalued : 0,
+    },
+  ]);
+}
+
+/** How a person reads a fiat figure: "23.08 EUR", or why there is none. */
+export function fiatText(row: Pick<FiatFigureRow, 'value' | 'unvalued' | 'currency'>): string {
+  if (row.value !== null) return `${row.value} ${row.currency}`;
+  return `unvalued (${row.unvalued} without a rate)`;
+}

@@ -32,7 +32,14 @@ const logs: string[] = [];
 const deps: ReconDeps = {
   db: kit.db.db,
   config: {
-    stores: kit.stores,
+    // Par 1 USD per coin: every posting is valued, so a clean period has no valuation_rate_missing.
+    stores: kit.stores.map((s) => ({
+      ...s,
+      par: new Map([
+        ['USDT', '1'],
+        ['USDC', '1'],
+      ]),
+    })),
     chains: kit.registry,
     recon: { inTransitWindowMs: HOUR, webhookWindowMs: HOUR, stuckMs: 24 * HOUR, amountTolerance: 0n },
     reportsDir: mkdtempSync(join(tmpdir(), 'sb-recon-')),
@@ -170,6 +177,18 @@ describe('runReconciliation', () => {
     ]);
     const wallet = run.report.accounts.find((a) => a.code === `assets:wallet:st_a:${CHAIN_ID}:USDT`);
     expect(wallet).toMatchObject({ opening: '0', debits: '25', closing: '25' });
+    // Valued in the store's functional currency (USD) at par, beside the same account's tokens.
+    const valued = run.report.valuation.find((v) => v.storeId === 'st_a');
+    expect(valued).toMatchObject({
+      currency: 'USD',
+      revenue: {
+        accounts: ['income:sales'],
+        tokens: [{ chainId: CHAIN_ID, symbol: 'USDT', amount: '-25' }],
+        value: '-25.00',
+        unvalued: 0,
+      },
+      fxResult: '0.00',
+    });
     expect(run.report.trialBalance.every((t) => t.net === '0')).toBe(true);
     // Files in every format, with their checksums in recon_runs.
     const names = run.files.map((f) => f.name).sort();

@@ -85,6 +85,7 @@ function emptyReport(passed: boolean): ReconReport {
     balanceProofs: [],
     trialBalance: [],
     ledgerChain: { atPeriodEnd: null, atGeneration: null },
+    valuation: [],
   });
 }
 
@@ -132,6 +133,7 @@ describe('renderCsv', () => {
     'underpaid.csv',
     'overpaid.csv',
     'payouts.csv',
+    'valuation.csv',
     'balance_proofs.csv',
     'trial_balance.csv',
     'ledger_chain.csv',
@@ -268,6 +270,54 @@ describe('renderMarkdown', () => {
     expect(md).toContain('### Confirmed payments per token\n\n_none_');
     expect(md).toContain('### Suspense, unclassified\n\n_none_');
     expect(md).toContain('### Suspense, classified\n\n_none_');
+  });
+});
+
+describe('fiat figures (issue 34)', () => {
+  it('behavior: each format shows the valued figures and unvalued, never 0, for one without a rate', () => {
+    const report = sampleReport();
+    const rows = csvTable(report, 'valuation.csv');
+    expect(rows.find((r) => r.figure === 'revenue')).toEqual({
+      store_id: 'st_a',
+      currency: 'EUR',
+      figure: 'revenue',
+      accounts: 'income:sales',
+      tokens: 'USDT (1): -25',
+      value: '-23.08',
+      unvalued_postings: '0',
+    });
+    expect(rows.find((r) => r.figure === 'payouts')).toMatchObject({
+      value: 'unvalued',
+      unvalued_postings: '1',
+    });
+    expect(rows.find((r) => r.figure === 'fxResult')).toMatchObject({ value: 'unvalued' });
+    expect(rows.find((r) => r.figure === 'fxUnrealised')).toMatchObject({ value: '0.16' });
+
+    const md = renderMarkdown(report);
+    expect(md).toContain('| st_a | revenue | income:sales | USDT (1): -25 | -23.08 EUR |');
+    expect(md).toContain(
+      '| st_a | payouts | expense:payouts | USDC (8453): 50 | unvalued (1 without a rate) |',
+    );
+    expect(md).toContain('no EUR rate for USDC on 2026-11-05');
+
+    const html = renderHtml(report);
+    const section = html.slice(html.indexOf('<section id="valuation">'));
+    expect(section).toContain('<td class="num">0.28 EUR</td>');
+    expect(section).toContain('<td class="unvalued">unvalued (1 without a rate)</td>');
+    expect(section).toMatch(
+      /<td>payouts<\/td><td>expense:payouts<\/td><td>USDC \(8453\): 50<\/td><td class="unvalued">/,
+    );
+    expect(html).toContain('no EUR rate for USDC on');
+
+    const parsed = JSON.parse(renderJson(report)) as ReconReport;
+    expect(parsed.valuation[0]!.payouts.value).toBeNull();
+    expect(parsed.valuation[0]!.revenue.value).toBe('-23.08');
+  });
+
+  it('behavior: no stores valued, no section', () => {
+    const report = sampleReport({ valuation: [] });
+    expect(renderHtml(report)).not.toContain('id="valuation"');
+    expect(renderMarkdown(report)).toContain('### In the functional currency\n\n_none_');
   });
 });
 
