@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm';
 import type { Db, DbExecutor } from '../db/database.ts';
-import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import { currencyMinorUnit } from '../money/currencyMinorUnits.ts';
 import { Currency } from '../svc/models/currency.ts';
 import { type ChosenRate, chooseRate } from './chooseRate.ts';
+import { recordMissingRates } from './recordMissingRates.ts';
 import { isHoldingAccount, revalueHolding } from './revalueHolding.ts';
 import { valueEntry } from './valueEntry.ts';
 
@@ -190,7 +190,8 @@ export async function valueLedger(
     }
   }
 
-  if (options.recordFindings) await recordMissing(db, currency, [...missing.values()]);
+  if (options.recordFindings)
+    await recordMissingRates(db, currency, [...missing.values()], { storeId: options.storeId, before: at });
   return {
     currency,
     minorUnit,
@@ -199,34 +200,6 @@ export async function valueLedger(
     rounding,
     missing: [...missing.values()],
   };
-}
-
-/** One finding per (store, day, coin, currency) without a rate; those a rate now covers resolve. */
-async function recordMissing(
-  db: Db,
-  currency: string,
-  missing: readonly { storeId: string; date: string; symbol: string }[],
-): Promise<void> {
-  await db.transaction(async (tx) => {
-    const still = new Set(missing.map((m) => `${m.storeId}:${m.date}:${m.symbol}:${currency}`));
-    const open = await tx.execute<{ ref_id: string }>(sql`
-      select ref_id from findings
-       where kind = 'valuation_rate_missing' and resolved_at is null and ref_id like ${`%:${currency}`}`);
-    for (const o of open.rows)
-      if (!still.has(o.ref_id))
-        await resolveFinding(tx, 'valuation_rate_missing', { type: 'rate', id: o.ref_id });
-    for (const m of missing)
-      await recordFinding(
-        tx,
-        {
-          kind: 'valuation_rate_missing',
-          severity: 'warning',
-          ref: { type: 'rate', id: `${m.storeId}:${m.date}:${m.symbol}:${currency}` },
-          details: { rate_date: m.date, asset: m.symbol, currency },
-        },
-        m.storeId,
-      );
-  });
 }
 
 /** The rate of a posting: its store, its entry's UTC day, its coin, and its entry's intent if any. */

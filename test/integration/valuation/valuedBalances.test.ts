@@ -124,6 +124,11 @@ describe('ledger balances --value EUR', () => {
     const open = await db.execute<{ ref_id: string; store_id: string }>(sql`
       select ref_id, store_id from findings where kind = 'valuation_rate_missing' and resolved_at is null`);
     expect(open.rows).toEqual([{ ref_id: 'st_a:2026-11-04:USDC:EUR', store_id: 'st_a' }]);
+    // Valuing an earlier date says nothing about the 4th's rate: its finding stays open.
+    await valued('2026-11-03T00:00:00Z');
+    const stillOpen = await db.execute<{ ref_id: string }>(sql`
+      select ref_id from findings where kind = 'valuation_rate_missing' and resolved_at is null`);
+    expect(stillOpen.rows).toEqual([{ ref_id: 'st_a:2026-11-04:USDC:EUR' }]);
 
     const late = join(dir, 'late.csv');
     writeFileSync(late, 'date,asset,currency,rate\n2026-11-04,USDC,EUR,0.94\n');
