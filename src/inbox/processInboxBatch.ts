@@ -3,7 +3,12 @@ import type { ItemResult } from '../batching/microBatcher.ts';
 import type { DomainContext } from '../context/domainContext.ts';
 import { executePrepared } from '../db/executePrepared.ts';
 import { coerceError } from '../errors/coerceError.ts';
-import { applyIntentSnapshot, lockIntents } from '../payments/applyIntentSnapshot.ts';
+import {
+  applyIntentSnapshot,
+  applyIntentSnapshots,
+  type IntentObservation,
+  lockIntents,
+} from '../payments/applyIntentSnapshot.ts';
 import { DeferredBookings } from '../payments/deferredBookings.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
 import { type CheckoutWebhookPayload, checkoutWebhookPayloadSchema } from '../svc/models/checkoutWebhook.ts';
@@ -277,50 +282,58 @@ async function applyBatch(
         observedAt: r.observedAt,
       })),
     );
-    // Rule 1's entries and events, written once for the batch (not under savepoints: a poison
-    // webhook's rollback must not take another's deferred entry with it).
-    const deferred = isolated ? undefined : new DeferredBookings(deps.accounts);
+    const observation = (r: Ready): IntentObservation => ({
+      storeId: r.storeId,
+      intent: r.intent,
+      source: 'webhook',
+      observedAt: r.observedAt,
+      webhook: r.payload,
+    });
+    const outcome = (r: Ready, settled: boolean): InboxOutcome => ({
+      kind: 'applied',
+      intentId: r.intent.all_svc_checkout_intent_id,
+      storeId: r.storeId,
+      settled,
+    });
+    if (!isolated) {
+      // The intents' facts in one statement, their rule-1 entries and events in one each, written
+      // once for the batch (DeferredBookings): a payment's own round trips are shared.
+      const deferred = new DeferredBookings(deps.accounts);
+      const applied = await applyIntentSnapshots(
+        tx,
+        { chains: deps.chains, stores: deps.stores, accounts: deps.accounts, deferred },
+        ready.map((r) => {
+          const id = r.intent.all_svc_checkout_intent_id;
+          const row = locked.get(id);
+          locked.delete(id);
+          return { obs: observation(r), locked: row };
+        }),
+      );
+      await deferred.flush(tx);
+      await markCheckoutWebhooksProcessed(tx, ready);
+      return ready.map((r, n): [string, InboxOutcome] => [
+        r.webhookId,
+        outcome(r, applied[n]?.settled ?? false),
+      ]);
+    }
+    // Under savepoints nothing is shared between webhooks: a poison webhook's rollback must not
+    // take another's facts or entry with it.
     const out: Array<[string, InboxOutcome]> = [];
     for (const r of ready) {
-      // A second webhook of an intent reads what the first booked.
-      if (deferred?.holds(r.intent.all_svc_checkout_intent_id)) await deferred.flush(tx);
       const row = locked.get(r.intent.all_svc_checkout_intent_id);
       locked.delete(r.intent.all_svc_checkout_intent_id);
-      const observe = (on: typeof tx) =>
-        applyIntentSnapshot(
-          on,
-          {
-            chains: deps.chains,
-            stores: deps.stores,
-            accounts: isolated ? new Map(deps.accounts) : deps.accounts,
-            deferred,
-          },
-          {
-            storeId: r.storeId,
-            intent: r.intent,
-            source: 'webhook',
-            observedAt: r.observedAt,
-            webhook: r.payload,
-          },
-          row,
-        );
-      const outcome = (settled: boolean): InboxOutcome => ({
-        kind: 'applied',
-        intentId: r.intent.all_svc_checkout_intent_id,
-        storeId: r.storeId,
-        settled,
-      });
-      if (!isolated) {
-        out.push([r.webhookId, outcome((await observe(tx)).settled)]);
-        continue;
-      }
       try {
         const result = await tx.transaction(async (sp) => {
-          const res = await observe(sp);
+          const res = await applyIntentSnapshot(
+            sp,
+            { chains: deps.chains, stores: deps.stores, accounts: new Map(deps.accounts) },
+            observation(r),
+            row,
+          );
           await markCheckoutWebhooksProcessed(sp, [r]);
           return res;
         });
-        out.push([r.webhookId, outcome(result.settled)]);
+        out.push([r.webhookId, outcome(r, result.settled)]);
       } catch (err) {
         const refused = dataException(err);
         if (!refused) throw err;
@@ -332,8 +345,6 @@ async function applyBatch(
         out.push([r.webhookId, await failUnprocessableWebhook(tx, deps.clock.now(), target, refused)]);
       }
     }
-    await deferred?.flush(tx);
-    if (!isolated) await markCheckoutWebhooksProcessed(tx, ready);
     return out;
   });
 }

@@ -76,6 +76,69 @@ export async function applyIntentSnapshot(
    */
   locked?: LockedIntent,
 ): Promise<ApplyResult> {
+  const prepared = await prepareObservation(tx, obs, locked);
+  if ('stale' in prepared) return prepared.stale;
+  const rows = await writeFacts(tx, [prepared]);
+  return applyWritten(tx, deps, prepared, rows.get(prepared.id));
+}
+
+/**
+ * applyIntentSnapshot for a batch's observations, in one transaction: the first observation of
+ * each intent is decided first and all their facts are written in one statement (writeFacts), then
+ * each one's findings and rules run in order; a later observation of an intent already applied
+ * goes after them, one at a time, reading what the first wrote (and booked: the batch's deferred
+ * rule-1 writes are flushed before). Results in the observations' order.
+ */
+export async function applyIntentSnapshots(
+  tx: DbExecutor,
+  deps: SnapshotDeps,
+  items: ReadonlyArray<{ obs: IntentObservation; locked?: LockedIntent }>,
+): Promise<ApplyResult[]> {
+  const results: ApplyResult[] = new Array(items.length);
+  const seen = new Set<string>();
+  const later: number[] = [];
+  const firsts: Array<{ n: number; prepared: PreparedObservation }> = [];
+  for (const [n, { obs, locked }] of items.entries()) {
+    const id = obs.intent.all_svc_checkout_intent_id;
+    if (seen.has(id)) {
+      later.push(n);
+      continue;
+    }
+    seen.add(id);
+    const prepared = await prepareObservation(tx, obs, locked);
+    if ('stale' in prepared) results[n] = prepared.stale;
+    else firsts.push({ n, prepared });
+  }
+  const rows = await writeFacts(
+    tx,
+    firsts.map((f) => f.prepared),
+  );
+  for (const { n, prepared } of firsts)
+    results[n] = await applyWritten(tx, deps, prepared, rows.get(prepared.id));
+  if (later.length > 0) await deps.deferred?.flush(tx);
+  for (const n of later) {
+    const item = items[n] as (typeof items)[number];
+    results[n] = await applyIntentSnapshot(tx, deps, item.obs);
+  }
+  return results;
+}
+
+/** An observation decided under the intent's lock, its facts not written yet. */
+interface PreparedObservation {
+  id: string;
+  obs: IntentObservation;
+  /** The read, with what PostgreSQL cannot store replaced. */
+  intent: CheckoutIntent;
+  /** What the columns take (factsToStore). */
+  facts: CheckoutIntent;
+  change: StatusChange;
+}
+
+async function prepareObservation(
+  tx: DbExecutor,
+  obs: IntentObservation,
+  locked: LockedIntent | undefined,
+): Promise<{ stale: ApplyResult } | PreparedObservation> {
   // Free text from the service (user_name, order_description...) may hold what PostgreSQL refuses.
   const intent = storableFields(obs.intent);
   const id = intent.all_svc_checkout_intent_id;
@@ -83,10 +146,19 @@ export async function applyIntentSnapshot(
   const stale =
     staleObservationResult(before, intent.status, obs.observedAt) ??
     (await pollOfLeftStatus(tx, id, before, intent.status, obs));
-  if (stale) return stale;
+  if (stale) return { stale };
   const change = statusChange(before, intent.status, obs);
   const facts = await factsToStore(tx, intent);
-  const row = await writeFacts(tx, obs, intent, facts, change);
+  return { id, obs, intent, facts, change };
+}
+
+/** The findings and ledger rules of an observation whose facts are written (`row`). */
+async function applyWritten(
+  tx: DbExecutor,
+  deps: SnapshotDeps,
+  { id, obs, intent, facts, change }: PreparedObservation,
+  row: WrittenRow | undefined,
+): Promise<ApplyResult> {
   // The intent's store is its row's (set when it was first tracked), whichever store's key read
   // it now: rules 1, 2 and 4 and the findings all book to that one store.
   const storeId = row?.store_id ?? obs.storeId;
@@ -289,74 +361,116 @@ type WrittenRow = IntentRow & {
 
 async function writeFacts(
   tx: DbExecutor,
-  obs: IntentObservation,
-  intent: CheckoutIntent,
-  facts: CheckoutIntent,
-  change: StatusChange,
-): Promise<WrittenRow | undefined> {
-  const id = intent.all_svc_checkout_intent_id;
-  const { previousStatus, status, changed, confirmedAt, settledBy } = change;
+  observations: readonly PreparedObservation[],
+): Promise<Map<string, WrittenRow>> {
+  if (observations.length === 0) return new Map();
   // A transaction once reported stays a fact: a later read without its hashes (a bare API answer)
   // does not blank them, since rule 2, the payment verifier and matching read them from the row;
   // a different hash replaces them. Once rule 1 has booked (any revision, reversed or not), the
   // facts it booked from stay: the chain, the token (contract and symbol) and the recipient tx_to.
   // Rule 2 proves the payment with them and a re-booking after a failure books in them; a read
   // that names others is a disagreement (changedConfirmedFacts), not a new payment.
-  // The facts and, when the status changed, its history row in one round trip; the row comes
-  // back for rule 2 below, with the intent's reversed rule-1 entries so far (a confirmation after
-  // a failure is booked as the next revision). Counted here, not in the lock statement: this
-  // statement's snapshot is taken after the lock was granted (READ COMMITTED), so it sees the
-  // reversal of an observer we waited for; the lock statement's would not, and a CONFIRMED
-  // applied just after a reversal would re-post under the reversed entry's key (no income).
+  // The facts and, when the status changed, its history row, for every observation in one round
+  // trip; each row comes back for rule 2 below, with the intent's reversed rule-1 entries so far (a
+  // confirmation after a failure is booked as the next revision). Counted here, not in the lock
+  // statement: this statement's snapshot is taken after the locks were granted (READ COMMITTED),
+  // so it sees the reversal of an observer we waited for; the lock statement's would not, and a
+  // CONFIRMED applied just after a reversal would re-post under the reversed entry's key.
+  const rows = JSON.stringify(
+    observations.map(({ intent, facts, change, obs }, n) => ({
+      n,
+      id: intent.all_svc_checkout_intent_id,
+      currency: intent.currency,
+      currency_symbol: intent.currency_symbol,
+      amount_cents: intent.amount_cents?.toString() ?? null,
+      chain_id: intent.chain_id,
+      amount_coins: intent.amount_coins,
+      coin_symbol: intent.coin_symbol,
+      coin_contract: intent.coin_contract,
+      currency_rate: intent.currency_rate,
+      status: change.status,
+      previous_status: change.previousStatus,
+      changed: change.changed,
+      order_id: intent.order_id,
+      order_description: intent.order_description,
+      user_id: intent.user_id,
+      user_name: intent.user_name,
+      error_message: intent.error_message,
+      tx_hash: intent.tx_hash,
+      tx_hash_2: intent.tx_hash_2,
+      tx_from: intent.tx_from,
+      tx_to: intent.tx_to,
+      actual_paid_amount: facts.actual_paid_amount,
+      service_fee_amount: facts.service_fee_amount,
+      net_income_amount: facts.net_income_amount,
+      payment_method_type: intent.payment_method_type,
+      accepted_stable_coins: intent.accepted_stable_coins,
+      observed_at: obs.observedAt.toISOString(),
+      confirmed_at: change.confirmedAt?.toISOString() ?? null,
+      settled_by: change.settledBy,
+      source: obs.source,
+    })),
+  );
+  // raw_payload as sent (toJsonb), observation n's at index n.
+  const payloads = `[${observations.map((o) => toJsonb(o.intent)).join(',')}]`;
   const written = await executePrepared<WrittenRow>(
     tx,
     sql`
-    with u as (
-      update checkout_intents set
-        currency = ${intent.currency}, currency_symbol = ${intent.currency_symbol},
-        amount_cents = ${intent.amount_cents?.toString() ?? null}::bigint,
-        chain_id = case when b.booked then checkout_intents.chain_id else ${intent.chain_id} end,
-        amount_coins = ${intent.amount_coins},
-        coin_symbol = case when b.booked then checkout_intents.coin_symbol else ${intent.coin_symbol} end,
-        coin_contract = case when b.booked then checkout_intents.coin_contract else ${intent.coin_contract} end,
-        currency_rate = ${intent.currency_rate}, status = ${status}, order_id = ${intent.order_id},
-        order_description = ${intent.order_description}, user_id = ${intent.user_id}, user_name = ${intent.user_name},
-        error_message = ${intent.error_message},
-        tx_hash = coalesce(${intent.tx_hash}, tx_hash), tx_hash_2 = coalesce(${intent.tx_hash_2}, tx_hash_2),
-        tx_from = coalesce(${intent.tx_from}, tx_from),
-        tx_to = case when b.booked then checkout_intents.tx_to else ${intent.tx_to} end,
-        actual_paid_amount = ${facts.actual_paid_amount},
-        service_fee_amount = ${facts.service_fee_amount}, net_income_amount = ${facts.net_income_amount},
-        payment_method_type = ${intent.payment_method_type}, accepted_stable_coins = ${intent.accepted_stable_coins},
-        raw_payload = ${toJsonb(intent)}::jsonb,
-        status_changed_at = case when ${changed} then ${obs.observedAt.toISOString()}::timestamptz else status_changed_at end,
-        confirmed_at = ${confirmedAt?.toISOString() ?? null}::timestamptz,
-        settled_by = ${settledBy}, updated_at = now()
-      from (select exists (select 1 from ledger_entries e
-                           where e.ref_type = 'checkout_intent' and e.ref_id = ${id}
-                             and e.kind = 'checkout.confirmed') as booked) b
-      where id = ${id}
-      returning ${intentRowColumns}
+    with x as (
+      select * from jsonb_to_recordset(${rows}::jsonb) as x(
+        n int, id text, currency int, currency_symbol text, amount_cents bigint, chain_id bigint,
+        amount_coins text, coin_symbol text, coin_contract text, currency_rate text, status int,
+        previous_status int, changed boolean, order_id text, order_description text, user_id text,
+        user_name text, error_message text, tx_hash text, tx_hash_2 text, tx_from text, tx_to text,
+        actual_paid_amount text, service_fee_amount text, net_income_amount text,
+        payment_method_type int, accepted_stable_coins int, observed_at timestamptz,
+        confirmed_at timestamptz, settled_by text, source text)
+    ), u as (
+      update checkout_intents c set
+        currency = x.currency, currency_symbol = x.currency_symbol, amount_cents = x.amount_cents,
+        chain_id = case when b.booked then c.chain_id else x.chain_id end,
+        amount_coins = x.amount_coins,
+        coin_symbol = case when b.booked then c.coin_symbol else x.coin_symbol end,
+        coin_contract = case when b.booked then c.coin_contract else x.coin_contract end,
+        currency_rate = x.currency_rate, status = x.status, order_id = x.order_id,
+        order_description = x.order_description, user_id = x.user_id, user_name = x.user_name,
+        error_message = x.error_message,
+        tx_hash = coalesce(x.tx_hash, c.tx_hash), tx_hash_2 = coalesce(x.tx_hash_2, c.tx_hash_2),
+        tx_from = coalesce(x.tx_from, c.tx_from),
+        tx_to = case when b.booked then c.tx_to else x.tx_to end,
+        actual_paid_amount = x.actual_paid_amount,
+        service_fee_amount = x.service_fee_amount, net_income_amount = x.net_income_amount,
+        payment_method_type = x.payment_method_type, accepted_stable_coins = x.accepted_stable_coins,
+        raw_payload = ${payloads}::jsonb -> x.n,
+        status_changed_at = case when x.changed then x.observed_at else c.status_changed_at end,
+        confirmed_at = x.confirmed_at, settled_by = x.settled_by, updated_at = now()
+      from x
+      -- A probe per intent by (ref_type, ref_id, kind), whatever the planner believes of the
+      -- recordset's size (an EXISTS would be planned as a hash of every confirmation).
+      left join lateral (select true as booked from ledger_entries e
+                         where e.ref_type = 'checkout_intent' and e.ref_id = x.id
+                           and e.kind = 'checkout.confirmed' limit 1) b on true
+      where c.id = x.id
+      returning c.*
     ), h as (
       insert into checkout_intent_status_history (intent_id, from_status, to_status, source, observed_at)
-      select ${id}, ${previousStatus}::int, ${status}::int, ${obs.source}, ${obs.observedAt.toISOString()}::timestamptz
-      where ${changed}
+      select x.id, x.previous_status, x.status, x.source, x.observed_at from x where x.changed order by x.n
     )
-    select u.*,
+    select ${intentRowColumns},
       (select count(*)::int from ledger_entries e
-       where e.ref_type = 'checkout_intent' and e.ref_id = ${id} and e.kind = 'checkout.confirmed.reversal') as confirmed_revision,
+       where e.ref_type = 'checkout_intent' and e.ref_id = u.id and e.kind = 'checkout.confirmed.reversal') as confirmed_revision,
       (select coalesce(array_agg(f.kind), '{}') from findings f
-       where f.ref_type = 'checkout_intent' and f.ref_id = ${id} and f.resolved_at is null
+       where f.ref_type = 'checkout_intent' and f.ref_id = u.id and f.resolved_at is null
          and f.kind = any(${sql.param([...BOOKING_FINDINGS])}::text[])) as open_booking_findings,
       (select f.details from findings f
-       where f.ref_type = 'checkout_intent' and f.ref_id = ${id} and f.resolved_at is null
+       where f.ref_type = 'checkout_intent' and f.ref_id = u.id and f.resolved_at is null
          and f.kind = ${WEBHOOK_MISMATCH}) as open_webhook_mismatch,
       exists (select 1 from chain_transfers t
-              where t.chain_id = u.chain_id::bigint and t.tx_hash = lower(coalesce(u.tx_hash_2, u.tx_hash))
+              where t.chain_id = u.chain_id and t.tx_hash = lower(coalesce(u.tx_hash_2, u.tx_hash))
                 and t.state = 'final') as has_final_logs
     from u`,
   );
-  return written.rows[0];
+  return new Map(written.rows.map((row) => [row.id, row]));
 }
 
 function contradictedFailure(id: string, change: StatusChange, source: IntentSource): FindingDraft[] {

@@ -17,8 +17,8 @@ interface Deferred {
  * two per payment: the round trips were most of the worker's cost per payment (issue 33). The
  * entries still commit in the batch's transaction with the facts they come from.
  *
- * Whoever reads the ledger for a deferred intent flushes first: the batch before a second
- * observation of the same intent, rule 2 before proving a payment. A key that conflicts at the
+ * Whoever reads the ledger for a deferred intent flushes first: applyIntentSnapshots before a
+ * second observation of an intent, rule 2 before proving a payment. A key that conflicts at the
  * flush (the service's amounts changed since booked) fails the batch's transaction, and the
  * batch's webhooks are then applied one by one, without deferring, where the conflict is a
  * finding (bookConfirmation).
@@ -30,10 +30,6 @@ export class DeferredBookings {
 
   add(item: Deferred): void {
     this.pending.push(item);
-  }
-
-  holds(intentId: string): boolean {
-    return this.pending.some((p) => p.intentId === intentId);
   }
 
   async flush(tx: DbExecutor): Promise<void> {
