@@ -11,7 +11,7 @@ import {
   type SuspenseCauses,
 } from './oracle.ts';
 import { type SimEvent, worldTransfers } from './schedule.ts';
-import { SIM_CHAIN_ID, type SimIntent, type SimPayout, type World } from './world.ts';
+import { SIM_CHAIN_ID, type SimIntent, type SimPayout, storePar, type World } from './world.ts';
 
 /**
  * The findings the books must hold once the world is quiet and a reconciliation run has been
@@ -319,6 +319,13 @@ function causes(facts: FindingFacts): (f: OpenFinding) => string | undefined {
         return intent && staleWebhook(intent, f.details)
           ? 'a webhook of a state the intent then left'
           : undefined;
+      case 'valuation_rate_missing': {
+        // The world imports no rates: a store without par (storePar) has none for any day.
+        const [storeId, , symbol, currency] = f.ref_id.split(':');
+        return storeId !== undefined && currency === 'USD' && !storePar(world, storeId).has(symbol ?? '')
+          ? 'a store without par, and the world imports no rates'
+          : undefined;
+      }
       case 'stuck_intent':
         return intent && !isTerminalCheckoutStatus(finalStatus(intent) as CheckoutStatus)
           ? 'the service never decided it'

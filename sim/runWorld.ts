@@ -40,7 +40,7 @@ import { createServiceDouble, type ReadFaults } from './serviceDouble.ts';
 import { createSimQueues, type SimJob } from './simQueues.ts';
 import { createSimWorkers, type WorkerFaults } from './simWorkers.ts';
 import { judgeFinalStates } from './stateChecks.ts';
-import { SIM_CHAIN_ID, type SimToken, type World } from './world.ts';
+import { SIM_CHAIN_ID, type SimToken, storePar, type World } from './world.ts';
 
 /**
  * When the world starts on the clock: this process's start, to the minute. Some times are the
@@ -126,7 +126,7 @@ export async function runWorld(
     apiSecret: s.apiSecret,
     signedResponse: false,
     functionalCurrency: 'USD',
-    par: new Map(),
+    par: storePar(world, s.storeId),
     // The same addresses on every chain of the world (two_chains), as one key is on every EVM chain.
     wallets: new Map(chainIds.map((id) => [id, { merchant: s.merchant, custody: s.custody }])),
   }));

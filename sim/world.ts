@@ -194,6 +194,21 @@ export interface WorldOptions {
   shapes?: ReadonlySet<Shape>;
 }
 
+/**
+ * A store's par policy (STORES_FILE `par`): every other store values both coins at 1 USD, the
+ * others have none and import no rates, so their books are unvalued and each day with postings is
+ * a `valuation_rate_missing` finding. By position, not drawn, so no world changes.
+ */
+export function storePar(world: Pick<World, 'stores'>, storeId: string): Map<string, string> {
+  const index = world.stores.findIndex((s) => s.storeId === storeId);
+  return index % 2 === 0
+    ? new Map([
+        ['USDT', '1'],
+        ['USDC', '1'],
+      ])
+    : new Map();
+}
+
 export function generateWorld(seed: string, options: WorldOptions): World {
   const rnd = seededRandom(`world:${seed}`);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
