@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/loadConfig.ts';
 import type { DomainContext } from '../../src/context/domainContext.ts';
 import { rawRpc } from '../../src/devservices/anvil.ts';
@@ -58,13 +58,17 @@ const client = pipeline.sandbox.client('st_a', {
   clock: pipeline.sandbox.world.clock,
 });
 const dir = mkdtempSync(join(tmpdir(), 'sb-valuation-acceptance-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
  * EUR per coin. Day 0 values what the daemon finds on the chain before the scenario (the sandbox's
- * opening funds). Day 2's USDC rate is imported late. Day 2's USDT rate (0.9312) is not the EUR
+ * opening funds; the day before too, should the pipeline have started just before midnight). Day
+ * 2's USDC rate is imported late. Day 2's USDT rate (0.9312) is not the EUR
  * intent's own rate (the sandbox's 0.92), so the test can tell which one valued it.
  */
 const RATES: [string, 'USDT' | 'USDC', string][] = [
+  [dayText(-1), 'USDT', '0.9101'],
+  [dayText(-1), 'USDC', '0.9103'],
   [D0, 'USDT', '0.9101'],
   [D0, 'USDC', '0.9103'],
   [D1, 'USDT', '0.9234'],
