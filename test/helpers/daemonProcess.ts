@@ -22,6 +22,10 @@ export interface DaemonStore {
   apiSecret: string;
   /** Per EIP-155 chain id: the store's merchant (tx_to) and custody wallets. */
   wallets: Record<number, { merchant: string; custody: string }>;
+  /** STORES_FILE functional_currency; absent: the file's default (USD). */
+  functionalCurrency?: string;
+  /** STORES_FILE par (symbol -> rate); absent or empty: off. */
+  par?: Record<string, string>;
 }
 
 /** A sandbox chain as CHAINS_FILE and RPC_URL_<id> describe it. */
@@ -73,6 +77,8 @@ export function daemonEnv(options: DaemonEnvOptions): Record<string, string> {
           api_key: s.apiKey,
           api_secret_env: secretEnv,
           wallets: Object.fromEntries(Object.entries(s.wallets).map(([id, w]) => [String(id), w])),
+          ...(s.functionalCurrency === undefined ? {} : { functional_currency: s.functionalCurrency }),
+          ...(s.par === undefined || Object.keys(s.par).length === 0 ? {} : { par: s.par }),
         };
       }),
       null,
@@ -262,6 +268,8 @@ export function daemonEnvForConfig(config: Config): Record<string, string> {
         apiKey: s.apiKey,
         apiSecret: s.apiSecret,
         wallets: Object.fromEntries(s.wallets),
+        functionalCurrency: s.functionalCurrency,
+        par: Object.fromEntries(s.par),
       })),
       chains: config.chains
         .chains()

@@ -33,21 +33,24 @@ async function clean(bin: string, args: string[]): Promise<string> {
  * Per ledger code (the export's `fx:rounding` line under its own name), the amounts of the
  * account's fiat balance, quotes dropped: `['32.81 EUR']`, or `['4.70 EUR', '2.000000 USDC.8453']`
  * where an unvalued entry left tokens. Each tool checks the file first, strictly, and any
- * complaint of a tool throws with its message.
+ * complaint of a tool throws with its message. With `period` (UTC dates, `to` excluded; no
+ * `from`: since the start) only the postings dated in it count, as each tool restricts a query.
  */
 export async function fiatBalances(
   format: 'hledger' | 'beancount' | 'ledger',
   file: string,
   text: string,
   fiat: { currency: string; minorUnit: number } = { currency: 'EUR', minorUnit: 2 },
+  period?: { from?: string; to: string },
 ): Promise<Map<string, string[]>> {
+  const dates = period ? [...(period.from ? ['-b', period.from] : []), '-e', period.to] : [];
   const figures = new Map<string, string[]>();
   const add = (code: string, amount: string) =>
     figures.set(code, [...(figures.get(code) ?? []), amount.replace(/"/g, '').trim()]);
   if (format === 'hledger') {
     const codeOf = new Map([...text.matchAll(/^account (\S+) {2}; code: (\S+)$/gm)].map((m) => [m[1], m[2]]));
     await clean('hledger', ['-f', file, '--strict', 'check']);
-    const csv = await clean('hledger', ['-f', file, 'balance', '-B', '--flat', '-N', '-O', 'csv']);
+    const csv = await clean('hledger', ['-f', file, 'balance', '-B', '--flat', '-N', '-O', 'csv', ...dates]);
     for (const row of csv.trim().split('\n').slice(1)) {
       const m = /^"([^"]*)","(.*)"$/.exec(row);
       for (const amount of (m?.[2] ?? '').split(', ')) add(codeOf.get(m?.[1]) ?? m?.[1] ?? row, amount);
@@ -65,7 +68,7 @@ export async function fiatBalances(
       '-f',
       'csv',
       file,
-      'select account, currency(weight) as currency, sum(number(weight)) as value group by account, currency order by account, currency',
+      `select account, currency(weight) as currency, sum(number(weight)) as value${period ? ` where ${period.from ? `date >= ${period.from} and ` : ''}date < ${period.to}` : ''} group by account, currency order by account, currency`,
     ]);
     for (const row of csv.trim().split('\n').slice(1)) {
       const [account = '', currency = '', value = ''] = row.split(',').map((c) => c.trim());
@@ -85,6 +88,7 @@ export async function fiatBalances(
       '-B',
       '--flat',
       '--no-total',
+      ...dates,
       '--balance-format',
       '%(account)\t%(scrub(display_total))\n',
     ]);
