@@ -65,8 +65,8 @@ const intentCurrencyCode = new Map<number, string>(Object.entries(Currency).map(
 
 /**
  * Values the ledger in `currency` as of `at` (docs/accounting.md, "Valuation"): reads the postings
- * with their intents' own rates (rule 1's metadata, intentRateJoin) and the imported rates, values each entry
- * (valueEntry) and revalues the holdings at the closing day's rate. Nothing is written to the
+ * with their intents' own rates (rule 1's metadata, intentRateJoin) and the imported rates, values
+ * each entry (valueEntry) and revalues the holdings at the closing day's rate. Nothing is written to the
  * ledger; with `recordFindings` each missing rate is a `valuation_rate_missing` finding, and those
  * of the same currency that a rate now covers are resolved.
  *
