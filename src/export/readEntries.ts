@@ -152,7 +152,11 @@ export async function* entryPages(
              i.order_id, po.id as payout_id, po.reference_id as payout_reference,
              (select array_agg(p.account_id::text || ' ' || p.amount::text order by p.id)
               from ledger_postings p where p.entry_id = page.id) as postings,
-             ${intentRates ? sql`ir.intent_currency, ir.intent_rate` : sql`null as intent_currency, null as intent_rate`}
+             ${
+               intentRates
+                 ? sql`ir.intent_currency, ir.intent_rate`
+                 : sql`null as intent_currency, null as intent_rate`
+             }
       from page
       ${intentRates ? intentRateJoin(sql`page`) : sql``}
       left join checkout_intents i on page.ref_type = 'checkout_intent' and i.id = page.ref_id
