@@ -12,6 +12,8 @@ import { PayoutNotFoundError } from '../payouts/errors.ts';
 import { showPayout } from '../payouts/showPayout.ts';
 import { valueEntry } from '../valuation/valueEntry.ts';
 import {
+  type IntentRate,
+  intentRatesOf,
   loadRateBook,
   type RateBook,
   type StoreValuation,
@@ -297,12 +299,18 @@ export function readApiRoutes(domain: ReadApiDomain, document: () => Record<stri
                 currency: query.value,
                 minorUnit: currencyMinorUnit(query.value),
                 rateOn: await loadRateBook(db, query.value, storesPar(domain)),
+                intentRates: await intentRatesOf(
+                  db,
+                  page.map((e) => e.id),
+                ),
               };
         return {
           ok: true as const,
           entries: page.map((e) => {
             const view = entryView(e);
-            return value === undefined ? entryOut(view) : valuedEntryOut(view, value);
+            return value === undefined
+              ? entryOut(view)
+              : valuedEntryOut(view, value.intentRates.get(view.id) ?? null, value);
           }),
           next_cursor: rows.length > limit && last ? encodeCursor('entries', last.id) : null,
         };
@@ -389,10 +397,10 @@ function valuedFields(a: ValuedAccount | undefined, fiat: (minor: bigint | null)
 /** An entry with each posting valued at its day's rate, as valueLedger and the exports value it. */
 function valuedEntryOut(
   e: EntryView,
+  intent: IntentRate | null,
   v: { currency: string; minorUnit: number; rateOn: RateBook },
 ): z.output<typeof entry> {
   const day = e.occurred_at.slice(0, 10);
-  const intentRef = e.ref_type === 'checkout_intent' ? e.ref_id : undefined;
   const valued = valueEntry(
     e.postings.map((p) => ({
       accountCode: p.account,
@@ -400,7 +408,7 @@ function valuedEntryOut(
       decimals: p.decimals,
       amount: BigInt(p.amount),
     })),
-    (symbol) => v.rateOn(e.store_id, day, symbol, intentRef),
+    (symbol) => v.rateOn(e.store_id, day, symbol, intent),
     v.minorUnit,
   );
   const out = entryOut(e);

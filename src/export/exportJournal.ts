@@ -99,7 +99,13 @@ export async function exportJournal(
           if (from) await emit(writer.opening({ at: from, lines: opening }));
           let entries = 0;
           let postings = 0;
-          for await (const page of entryPages(tx, byId, { storeId, from, to }, options.pageSize)) {
+          for await (const page of entryPages(
+            tx,
+            byId,
+            { storeId, from, to },
+            options.pageSize,
+            books.valuation !== null,
+          )) {
             for (const e of page) {
               await emit(writer.entry(e));
               entries++;

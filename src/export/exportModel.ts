@@ -2,7 +2,7 @@ import { StablebooksError } from '../errors/stablebooksError.ts';
 import type { AccountType } from '../ledger/accounts.ts';
 import { formatDecimalAmount } from '../money/decimalAmount.ts';
 import { type ValuedEntry, valueEntry } from '../valuation/valueEntry.ts';
-import type { RateBook } from '../valuation/valueLedger.ts';
+import type { IntentRate, RateBook } from '../valuation/valueLedger.ts';
 
 /**
  * The journal export (`stablebooks export`): every ledger entry of a period as a transaction of
@@ -74,6 +74,11 @@ export interface ExportEntry {
   payoutReference: string | null;
   /** Transaction hashes the entry's metadata carries, by their metadata key. */
   txHashes: Array<[key: string, hash: string]>;
+  /**
+   * Its intent's own rate (null: none), read only for a valued export (entryPages' intentRates);
+   * absent otherwise.
+   */
+  intentRate?: IntentRate | null;
   postings: ExportPosting[];
 }
 
@@ -102,7 +107,9 @@ export interface ExportValuation {
 /** An entry's postings valued at its UTC day's rates (a payment's own rate first), for any format. */
 export function valueExportEntry(e: ExportEntry, valuation: ExportValuation): ValuedEntry {
   const day = utcDate(e.occurredAt);
-  const intentRef = e.refType === 'checkout_intent' ? e.refId : undefined;
+  // Absent is not "no intent rate": valuing without it would silently use the day's rate instead.
+  if (e.intentRate === undefined) throw new Error(`export: entry ${e.id} was read without its intent rate`);
+  const intent = e.intentRate;
   return valueEntry(
     e.postings.map((p) => ({
       accountCode: p.account.code,
@@ -110,7 +117,7 @@ export function valueExportEntry(e: ExportEntry, valuation: ExportValuation): Va
       decimals: p.account.decimals,
       amount: p.amount,
     })),
-    (symbol) => valuation.rateOn(e.storeId, day, symbol, intentRef),
+    (symbol) => valuation.rateOn(e.storeId, day, symbol, intent),
     valuation.minorUnit,
   );
 }

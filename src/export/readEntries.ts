@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { DbExecutor } from '../db/database.ts';
 import type { AccountType } from '../ledger/accounts.ts';
+import { type IntentRateColumns, intentRateJoin, intentRateOf } from '../valuation/valueLedger.ts';
 import type { ExportAccount, ExportEntry, ExportPosting } from './exportModel.ts';
 
 /**
@@ -103,34 +104,39 @@ function selected(sel: EntrySelection) {
 /**
  * The selected entries with their postings, in pages of `pageSize` ordered by id. The intent's
  * order id and the claim link's payout come from checkout_intents and payouts (by primary key and
- * unique claim_link_id), so a page stays one indexed query.
+ * unique claim_link_id), so a page stays one indexed query. With `intentRates` (a valued export)
+ * each entry also carries its intent's own rate (intentRateJoin), whatever the period: the rule-1
+ * entry that records it may be before `from`.
  */
 export async function* entryPages(
   db: DbExecutor,
   accounts: ReadonlyMap<string, ExportAccount>,
   sel: EntrySelection,
   pageSize = 2000,
+  intentRates = false,
 ): AsyncGenerator<ExportEntry[]> {
   let after = '0';
   for (;;) {
-    const { rows } = await db.execute<{
-      id: string;
-      kind: string;
-      occurred_at: Date | string;
-      store_id: string;
-      ref_type: string;
-      ref_id: string;
-      reverses_entry_id: string | null;
-      memo: string | null;
-      tx_hash: string | null;
-      tx_hash_2: string | null;
-      funding_tx_hash: string | null;
-      refund_tx_hash: string | null;
-      order_id: string | null;
-      payout_id: string | null;
-      payout_reference: string | null;
-      postings: string[] | null;
-    }>(sql`
+    const { rows } = await db.execute<
+      {
+        id: string;
+        kind: string;
+        occurred_at: Date | string;
+        store_id: string;
+        ref_type: string;
+        ref_id: string;
+        reverses_entry_id: string | null;
+        memo: string | null;
+        tx_hash: string | null;
+        tx_hash_2: string | null;
+        funding_tx_hash: string | null;
+        refund_tx_hash: string | null;
+        order_id: string | null;
+        payout_id: string | null;
+        payout_reference: string | null;
+        postings: string[] | null;
+      } & IntentRateColumns
+    >(sql`
       with page as (
         select e.id, e.kind, e.occurred_at, e.store_id, e.ref_type, e.ref_id, e.reverses_entry_id, e.memo,
                e.metadata->>'tx_hash' as tx_hash, e.metadata->>'tx_hash_2' as tx_hash_2,
@@ -145,8 +151,14 @@ export async function* entryPages(
              page.tx_hash, page.tx_hash_2, page.funding_tx_hash, page.refund_tx_hash,
              i.order_id, po.id as payout_id, po.reference_id as payout_reference,
              (select array_agg(p.account_id::text || ' ' || p.amount::text order by p.id)
-              from ledger_postings p where p.entry_id = page.id) as postings
+              from ledger_postings p where p.entry_id = page.id) as postings,
+             ${
+               intentRates
+                 ? sql`ir.intent_currency, ir.intent_rate`
+                 : sql`null as intent_currency, null as intent_rate`
+             }
       from page
+      ${intentRates ? intentRateJoin(sql`page`) : sql``}
       left join checkout_intents i on page.ref_type = 'checkout_intent' and i.id = page.ref_id
       left join payouts po on page.ref_type = 'claim_link' and po.claim_link_id = page.ref_id
       order by page.id`);
@@ -170,6 +182,7 @@ export async function* entryPages(
         payoutId: r.payout_id,
         payoutReference: r.payout_reference,
         txHashes,
+        ...(intentRates ? { intentRate: intentRateOf(r) } : {}),
         postings: (r.postings ?? []).map((text) => {
           const space = text.indexOf(' ');
           const accountId = text.slice(0, space);

@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Db, DbExecutor } from '../db/database.ts';
 import { currencyMinorUnit } from '../money/currencyMinorUnits.ts';
 import { Currency } from '../svc/models/currency.ts';
@@ -53,7 +53,7 @@ type PostingRow = {
   symbol: string;
   decimals: number;
   amount: string;
-};
+} & IntentRateColumns;
 
 /**
  * Entries per page read by valueLedger: a page's postings are in memory at once, the ledger's
@@ -64,16 +64,17 @@ export const VALUATION_PAGE_ENTRIES = 5000;
 const intentCurrencyCode = new Map<number, string>(Object.entries(Currency).map(([code, n]) => [n, code]));
 
 /**
- * Values the ledger in `currency` as of `at` (docs/accounting.md, "Valuation"): reads the postings,
- * the intents' own rates (rule 1's metadata) and the imported rates, values each entry
- * (valueEntry) and revalues the holdings at the closing day's rate. Nothing is written to the
+ * Values the ledger in `currency` as of `at` (docs/accounting.md, "Valuation"): reads the postings
+ * with their intents' own rates (rule 1's metadata, intentRateJoin) and the imported rates, values
+ * each entry (valueEntry) and revalues the holdings at the closing day's rate. Nothing is written to the
  * ledger; with `recordFindings` each missing rate is a `valuation_rate_missing` finding, and those
  * of the same currency that a rate now covers are resolved.
  *
  * The postings are read in keyset pages of whole entries (`pageSize`, by default
  * VALUATION_PAGE_ENTRIES, ordered by entry id), inside one repeatable-read transaction, so memory
- * is one page and the accounts' running sums whatever the ledger's size, and every page sees the
- * same snapshot of the books, as one query would.
+ * is one page and the accounts' running sums whatever the ledger's size (the intents' own rates
+ * come with their entries, not as a table of every intent), and every page sees the same snapshot
+ * of the books, as one query would.
  */
 export async function valueLedger(
   db: Db,
@@ -116,8 +117,10 @@ export async function valueLedger(
              limit ${pageSize})
           select page.id::text as entry_id, page.store_id,
                  (page.occurred_at at time zone 'UTC')::date::text as day,
-                 page.ref_type, page.ref_id, a.code, a.symbol, a.decimals, p.amount::text as amount
+                 page.ref_type, page.ref_id, a.code, a.symbol, a.decimals, p.amount::text as amount,
+                 ir.intent_currency, ir.intent_rate
             from page
+            ${intentRateJoin(sql`page`)}
             left join (ledger_postings p join ledger_accounts a on a.id = p.account_id)
               on p.entry_id = page.id and p.occurred_at < ${at.toISOString()}::timestamptz
            order by page.id, p.id`);
@@ -137,7 +140,7 @@ export async function valueLedger(
       }
 
       function addEntry(first: PostingRow, entryRows: PostingRow[]): void {
-        const intentRef = first.ref_type === 'checkout_intent' ? first.ref_id : undefined;
+        const intent = intentRateOf(first);
         const valued = valueEntry(
           entryRows.map((r) => ({
             accountCode: r.code as string,
@@ -145,7 +148,7 @@ export async function valueLedger(
             decimals: r.decimals,
             amount: BigInt(r.amount),
           })),
-          (symbol) => rateOn(first.store_id, first.day, symbol, intentRef),
+          (symbol) => rateOn(first.store_id, first.day, symbol, intent),
           minorUnit,
         );
         for (const symbol of valued.missing)
@@ -181,7 +184,7 @@ export async function valueLedger(
     if (!isHoldingAccount(a.code) || a.unvalued > 0) continue;
     const revalued = revalueHolding(
       { balance: a.balance, decimals: a.decimals, valuedCost: a.value },
-      rateOn(a.storeId, closingDate, a.symbol),
+      rateOn(a.storeId, closingDate, a.symbol, null),
       minorUnit,
     );
     if (revalued) {
@@ -202,47 +205,106 @@ export async function valueLedger(
   };
 }
 
-/** The rate of a posting: its store, its entry's UTC day, its coin, and its entry's intent if any. */
+/**
+ * The own rate of an entry's fiat-priced intent, as rule 1's entry records it in its metadata:
+ * `currency` (the service's number of the currency the intent was priced in) and `currency_rate`.
+ */
+export interface IntentRate {
+  currency: string | null;
+  rate: string;
+}
+
+/** The columns intentRateJoin adds to a row. */
+export type IntentRateColumns = {
+  intent_currency: string | null;
+  intent_rate: string | null;
+};
+
+/**
+ * `left join lateral ... ir`: for an entry (the relation aliased `entry`) whose ref is a checkout
+ * intent, `ir.intent_currency` and `ir.intent_rate` of that intent's rule-1 entry, so that the
+ * rate comes with the entry and no table of every intent's rate is held (it grew with the ledger,
+ * docs/benchmarks.md). Every entry of the intent gets it, not only rule 1's (a payment proven, a
+ * reversal). An intent confirmed again after a reversal has several rule-1 entries: the latest that
+ * carries a rate counts. One probe of ledger_entries_ref_kind_idx per entry.
+ */
+export function intentRateJoin(entry: SQL): SQL {
+  return sql`left join lateral (
+      select r.metadata->>'currency' as intent_currency, r.metadata->>'currency_rate' as intent_rate
+        from ledger_entries r
+       where ${entry}.ref_type = 'checkout_intent' and r.ref_type = 'checkout_intent'
+         and r.ref_id = ${entry}.ref_id and r.kind = 'checkout.confirmed'
+         and r.metadata->>'currency_rate' is not null
+       order by r.id desc
+       limit 1) ir on true`;
+}
+
+/** The intent rate of a row read with intentRateJoin, or null when its entry has none. */
+export function intentRateOf(row: IntentRateColumns): IntentRate | null {
+  return row.intent_rate === null ? null : { currency: row.intent_currency, rate: row.intent_rate };
+}
+
+/**
+ * The intent rates of some entries (a page of the read API's), by entry id; entries of no
+ * fiat-priced intent are absent.
+ */
+export async function intentRatesOf(
+  db: DbExecutor,
+  entryIds: readonly bigint[],
+): Promise<Map<string, IntentRate>> {
+  if (entryIds.length === 0) return new Map();
+  const { rows } = await db.execute<{ id: string } & IntentRateColumns>(sql`
+    select e.id::text as id, ir.intent_currency, ir.intent_rate
+      from ledger_entries e
+      ${intentRateJoin(sql`e`)}
+     where e.id = any(${sql.param(entryIds.map(String))}::bigint[]) and ir.intent_rate is not null`);
+  const rates = new Map<string, IntentRate>();
+  for (const r of rows) {
+    const rate = intentRateOf(r);
+    if (rate !== null) rates.set(r.id, rate);
+  }
+  return rates;
+}
+
+/**
+ * The rate of a posting: its store, its entry's UTC day, its coin, and its entry's intent's own
+ * rate (intentRateOf; null for an entry of no fiat-priced intent, and for a closing rate).
+ */
 export type RateBook = (
   storeId: string,
   day: string,
   symbol: string,
-  intentRef?: string,
+  intent: IntentRate | null,
 ) => ChosenRate | undefined;
 
 /**
- * Every rate that can value postings in `currency`: the intents' own rates (rule 1's metadata,
- * when the intent was priced in that currency), the imported rates, and each store's par. Read
- * once; the lookups are then in memory (a rate per day and coin is small beside the postings).
+ * The rates that can value postings in `currency` besides an intent's own: the imported rates and
+ * each store's par. Read once; the lookups are then in memory (a rate per day and coin is small
+ * beside the postings). An intent's own rate is passed in by the caller, read with its entry
+ * (intentRateJoin), and counts only when the intent was priced in `currency`.
  */
 export async function loadRateBook(
   db: DbExecutor,
   currency: string,
   stores: readonly StoreValuation[],
 ): Promise<RateBook> {
-  const intentRates = await db.execute<{ ref_id: string; currency: string | null; rate: string | null }>(sql`
-    select ref_id, metadata->>'currency' as currency, metadata->>'currency_rate' as rate
-      from ledger_entries
-     where kind = 'checkout.confirmed' and ref_type = 'checkout_intent' and metadata->>'currency_rate' is not null`);
   const imported = await db.execute<{ day: string; asset: string; rate: string }>(sql`
     select rate_date::text as day, asset, rate::text as rate
       from rates where currency = ${currency} and source = 'import'`);
-  const intentRate = new Map<string, string>();
-  for (const r of intentRates.rows) {
-    if (r.rate !== null && r.currency !== null && intentCurrencyCode.get(Number(r.currency)) === currency)
-      intentRate.set(r.ref_id, r.rate);
-  }
   const importedRate = new Map(imported.rows.map((r) => [`${r.day}:${r.asset}`, r.rate]));
   const parOf = new Map(stores.map((s) => [s.storeId, s.par]));
   // Every posting asks for its rate, and parsing the rate's text each time was a large part of
   // the valuation's cost (docs/benchmarks.md): a posting without its intent's own rate depends on
   // (store, day, coin) only, so that choice is made once per key; few days and coins, a small map.
   const chosen = new Map<string, ChosenRate | null>();
-  return (storeId, day, symbol, intentRef) => {
-    const intent = intentRef === undefined ? undefined : intentRate.get(intentRef);
-    if (intent !== undefined)
+  return (storeId, day, symbol, intent) => {
+    if (
+      intent !== null &&
+      intent.currency !== null &&
+      intentCurrencyCode.get(Number(intent.currency)) === currency
+    )
       return chooseRate({
-        intent,
+        intent: intent.rate,
         imported: importedRate.get(`${day}:${symbol}`),
         par: parOf.get(storeId)?.get(symbol),
       });
