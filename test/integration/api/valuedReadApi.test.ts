@@ -4,10 +4,10 @@ import Fastify from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import { registerReadApi } from '../../../src/api/registerReadApi.ts';
 import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
-import { account, type Token } from '../../../src/ledger/accounts.ts';
-import { postEntry } from '../../../src/ledger/postEntry.ts';
+import type { AccountKind, Token } from '../../../src/ledger/accounts.ts';
 import { formatFiat } from '../../../src/money/formatFiat.ts';
 import { valueLedger } from '../../../src/valuation/valueLedger.ts';
+import { postOnDay } from '../../helpers/postOnDay.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { USDC_BASE } from '../../helpers/tokens.ts';
 
@@ -63,19 +63,8 @@ async function get(route: string, query: string) {
   return { status: res.statusCode, body };
 }
 
-async function post(key: string, day: string, token: Token, lines: [string, bigint][]) {
-  await postEntry(db, {
-    idempotencyKey: key,
-    kind: 'checkout.confirmed',
-    occurredAt: new Date(`${day}T12:00:00Z`),
-    storeId: S,
-    ref: { type: 'checkout_intent', id: key },
-    lines: lines.map(([kind, amount]) => ({
-      account: account(kind as Parameters<typeof account>[0], S, token),
-      amount,
-    })),
-  });
-}
+const post = (key: string, day: string, token: Token, lines: [string, bigint][]) =>
+  postOnDay(db, { key, day, storeId: S, token, lines: lines as [AccountKind, bigint][] });
 
 await db.execute(sql`
   insert into rates (rate_date, asset, currency, rate, source, source_ref) values

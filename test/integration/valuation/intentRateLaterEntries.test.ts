@@ -2,10 +2,10 @@ import Fastify from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import { registerReadApi } from '../../../src/api/registerReadApi.ts';
 import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
-import { type AccountKind, account, type Token } from '../../../src/ledger/accounts.ts';
-import { postEntry } from '../../../src/ledger/postEntry.ts';
+import type { AccountKind, Token } from '../../../src/ledger/accounts.ts';
 import { importRates } from '../../../src/rates/importRates.ts';
 import { valueLedger } from '../../../src/valuation/valueLedger.ts';
+import { postOnDay } from '../../helpers/postOnDay.ts';
 import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 
@@ -24,24 +24,14 @@ const USDT: Token = {
 const S = 'st_i';
 const TOKEN = 'api-token-0123456789-abcdef';
 
-async function post(
+const post = (
   key: string,
   kind: string,
   day: string,
-  intent: string,
+  intentId: string,
   lines: [AccountKind, bigint][],
   metadata?: Record<string, unknown>,
-) {
-  await postEntry(db, {
-    idempotencyKey: key,
-    kind,
-    occurredAt: new Date(`${day}T12:00:00Z`),
-    storeId: S,
-    ref: { type: 'checkout_intent', id: intent },
-    lines: lines.map(([k, amount]) => ({ account: account(k, S, USDT), amount })),
-    metadata,
-  });
-}
+) => postOnDay(db, { key, kind, day, intentId, storeId: S, token: USDT, lines, metadata });
 
 await importRates(db, [
   { line: 2, date: '2026-11-02', asset: 'USDT', currency: 'EUR', rate: '0.95' },

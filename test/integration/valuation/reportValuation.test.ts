@@ -6,12 +6,12 @@ import { promisify } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
-import { account, type Token } from '../../../src/ledger/accounts.ts';
-import { postEntry } from '../../../src/ledger/postEntry.ts';
+import type { AccountKind, Token } from '../../../src/ledger/accounts.ts';
 import { buildReport } from '../../../src/recon/report/buildReport.ts';
 import { renderJson } from '../../../src/recon/report/renderJson.ts';
 import type { ReconReport } from '../../../src/recon/report/reportModel.ts';
 import { reportValuation } from '../../../src/recon/report/reportValuation.ts';
+import { postOnDay } from '../../helpers/postOnDay.ts';
 import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { USDC_BASE } from '../../helpers/tokens.ts';
@@ -32,27 +32,14 @@ const STORES = [
   { storeId: 'st_b', functionalCurrency: 'EUR', par: new Map<string, string>() },
 ];
 
-async function post(
-  store: string,
+const post = (
+  storeId: string,
   key: string,
   day: string,
   token: Token,
   lines: [string, bigint][],
   metadata?: Record<string, unknown>,
-) {
-  await postEntry(db, {
-    idempotencyKey: key,
-    kind: 'checkout.confirmed',
-    occurredAt: new Date(`${day}T12:00:00Z`),
-    storeId: store,
-    ref: { type: 'checkout_intent', id: key },
-    lines: lines.map(([kind, amount]) => ({
-      account: account(kind as Parameters<typeof account>[0], store, token),
-      amount,
-    })),
-    metadata,
-  });
-}
+) => postOnDay(db, { key, day, storeId, token, lines: lines as [AccountKind, bigint][], metadata });
 
 await db.execute(sql`
   insert into rates (rate_date, asset, currency, rate, source, source_ref) values

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { type AccountKind, account, type Token } from '../../../src/ledger/accounts.ts';
-import { postEntry } from '../../../src/ledger/postEntry.ts';
+import type { AccountKind, Token } from '../../../src/ledger/accounts.ts';
 import { importRates } from '../../../src/rates/importRates.ts';
 import { type LedgerValuation, valueLedger } from '../../../src/valuation/valueLedger.ts';
+import { postOnDay } from '../../helpers/postOnDay.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { USDC_BASE } from '../../helpers/tokens.ts';
 
@@ -20,16 +20,9 @@ const S = 'st_p';
 const AT = new Date('2026-12-01T00:00:00Z');
 
 let n = 0;
-async function post(day: string, token: Token, lines: [AccountKind, bigint][]) {
+function post(day: string, token: Token, lines: [AccountKind, bigint][]) {
   n++;
-  await postEntry(db, {
-    idempotencyKey: `pages-${n}`,
-    kind: 'checkout.confirmed',
-    occurredAt: new Date(`${day}T12:00:00Z`),
-    storeId: S,
-    ref: { type: 'checkout_intent', id: `pages-${n}` },
-    lines: lines.map(([kind, amount]) => ({ account: account(kind, S, token), amount })),
-  });
+  return postOnDay(db, { key: `pages-${n}`, day, storeId: S, token, lines });
 }
 
 const valued = (pageSize?: number) =>
