@@ -124,7 +124,10 @@ async function toolBalances(format: 'hledger' | 'ledger', file: string, text: st
     for (const row of run.stdout.trim().split('\n').slice(1)) {
       const m = /^"([^"]*)","(.*)"$/.exec(row);
       const code = codeOf.get(m?.[1]) ?? row;
-      figures.set(code, (m?.[2] ?? '').split(', ').map((a) => a.replace(/"/g, '')));
+      figures.set(
+        code,
+        (m?.[2] ?? '').split(', ').map((a) => a.replace(/"/g, '')),
+      );
     }
   } else {
     const codeOf = new Map([...text.matchAll(/^account (\S+)\n {4}note (\S+)$/gm)].map((m) => [m[1], m[2]]));
@@ -193,7 +196,10 @@ describe('export --value EUR --to: closing prices', () => {
     expect(check.stderr + check.stdout).toBe('');
     expect(check.code).toBe(0);
     const codeOf = new Map(
-      [...text.matchAll(/^\d{4}-\d{2}-\d{2} open (\S+) \S+\n {2}code: "([^"]+)"$/gm)].map((m) => [m[1], m[2]]),
+      [...text.matchAll(/^\d{4}-\d{2}-\d{2} open (\S+) \S+\n {2}code: "([^"]+)"$/gm)].map((m) => [
+        m[1],
+        m[2],
+      ]),
     );
     // bean-query prints an inventory as its display context rounds it: EUR to the cent.
     const query = async (target: string) => {
