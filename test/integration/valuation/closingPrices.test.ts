@@ -162,6 +162,11 @@ describe('export --value EUR --to: closing prices', () => {
       expect(text).toContain('P 2026-11-30 "USDT.1" 0.93 "EUR"\n');
       expect(text).not.toMatch(/^P .*"USDC\.8453"/m);
       expect(text).toContain('; no EUR closing rate for USDC.8453 on 2026-11-30');
+      if (format === 'hledger')
+        expect(await tool('hledger', ['-f', file, '--strict', 'check'])).toMatchObject({
+          code: 0,
+          stderr: '',
+        });
       const V = await toolBalances(format, file, text, '-V');
       const B = await toolBalances(format, file, text, '-B');
       const revalued = (await ours()).accounts.filter((a) => a.unrealised_fx !== null);
