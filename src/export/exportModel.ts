@@ -181,7 +181,7 @@ export function closingSection(
   for (const { asset, rate } of closing.prices)
     out +=
       rate === null
-        ? `; no ${currency} closing rate for ${asset.commodity} on ${closing.date}: no price, its balances stay in tokens at market value\n`
+        ? `; no ${currency} closing rate for ${asset.commodity} on ${closing.date}: no price, its holdings are not revalued\n`
         : `${directive(closing.date, asset, rate, currency)}\n`;
   return out;
 }
