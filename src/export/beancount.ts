@@ -2,6 +2,7 @@ import { formatDecimalAmount } from '../money/decimalAmount.ts';
 import { formatFiat } from '../money/formatFiat.ts';
 import { ROUNDING_ACCOUNT } from '../valuation/valueEntry.ts';
 import {
+  closingSection,
   type ExportAccount,
   type ExportBooks,
   type ExportEntry,
@@ -117,6 +118,11 @@ export function beancountWriter(books: ExportBooks): JournalWriter {
       for (const [key, value] of entryTags(e)) out += `  ${key}: "${str(value)}"\n`;
       return `${out}${books.valuation ? valuedLines(e, books.valuation) : lines(e.postings)}\n`;
     },
+    closing: () =>
+      closingSection(
+        books,
+        (date, asset, rate, currency) => `${date} price ${asset.commodity} ${rate} ${currency}`,
+      ),
     warnings() {
       const risky = [...load]
         .filter(([a, l]) => {

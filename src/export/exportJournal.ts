@@ -112,6 +112,7 @@ export async function exportJournal(
               postings += e.postings.length;
             }
           }
+          if (writer.closing) await emit(writer.closing());
           return { entries, postings };
         });
         await output.commit();

@@ -139,8 +139,58 @@ export interface JournalWriter {
   header(): string;
   opening(opening: OpeningBalances): string;
   entry(entry: ExportEntry): string;
+  /** `--value` with a period end: the closing rates, after the entries (see closingPrices). */
+  closing?(): string;
   /** Lines for stderr after the export (a precision the tool cannot hold), or none. */
   warnings(): string[];
+}
+
+/** A commodity's closing rate in the functional currency; null where no rate applies that day. */
+export interface ClosingPrice {
+  asset: ExportAsset;
+  rate: string | null;
+}
+
+/**
+ * `--value` with `--to`: each commodity's rate on the closing day, the day before the period's end
+ * (UTC), which is the day valueLedger revalues the holdings at, chosen by the same rule (imported,
+ * then par; an intent's own rate is for its payment only, never a closing rate). So a tool's
+ * `bal -V` at the period's end answers the holdings' closing values, and `-V` less `-B` their
+ * unrealised FX. Par is per store: a commodity whose stores' rates differ gets no single price.
+ * Null without a valuation or a period end (no closing day to revalue at).
+ */
+export function closingPrices(books: ExportBooks): { date: string; prices: ClosingPrice[] } | null {
+  const v = books.valuation;
+  if (v === null || books.to === null) return null;
+  const date = utcDate(new Date(books.to.getTime() - 1));
+  const prices = books.assets.map((asset) => {
+    const stores = new Set(books.accounts.filter((a) => a.asset === asset.asset).map((a) => a.storeId));
+    const rates = new Set([...stores].map((s) => v.rateOn(s, date, asset.symbol)?.rate.text ?? null));
+    const [rate = null] = rates;
+    return { asset, rate: rates.size === 1 ? rate : null };
+  });
+  return { date, prices };
+}
+
+/**
+ * The closing prices as a footer, one code path for the formats: `directive` writes one price in
+ * its tool's syntax; a commodity without a rate gets a comment instead, so a market value shows
+ * its balances in tokens, never as 0. Empty without a closing day.
+ */
+export function closingSection(
+  books: ExportBooks,
+  directive: (date: string, asset: ExportAsset, rate: string, currency: string) => string,
+): string {
+  const closing = closingPrices(books);
+  const currency = books.valuation?.currency;
+  if (closing === null || currency === undefined) return '';
+  let out = `; closing rates in ${currency} on ${closing.date}, the period's last day: the holdings' market value at its end\n`;
+  for (const { asset, rate } of closing.prices)
+    out +=
+      rate === null
+        ? `; no ${currency} closing rate for ${asset.commodity} on ${closing.date}: no price, its holdings are not revalued\n`
+        : `${directive(closing.date, asset, rate, currency)}\n`;
+  return out;
 }
 
 /** The UTC calendar date of a time: `2026-11-01`. */

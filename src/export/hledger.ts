@@ -1,7 +1,9 @@
 import { formatFiat } from '../money/formatFiat.ts';
 import { ROUNDING_ACCOUNT } from '../valuation/valueEntry.ts';
 import {
+  closingSection,
   type ExportAccount,
+  type ExportAsset,
   type ExportBooks,
   type ExportEntry,
   type ExportPosting,
@@ -74,6 +76,7 @@ export function hledgerWriter(books: ExportBooks): JournalWriter {
       const v = books.valuation;
       return `${out}${v ? totalCostLines(e, v, tokens, posting) : lines(e.postings)}\n`;
     },
+    closing: () => closingSection(books, marketPrice),
     warnings: () => [],
   };
 }
@@ -103,6 +106,11 @@ export function totalCostLines(
   });
   if (valued.rounding !== 0n) out += posting(ROUNDING_ACCOUNT, fiat(valued.rounding));
   return out;
+}
+
+/** A `P` directive, which hledger and ledger read alike: `P 2026-11-30 "USDT.1" 0.93 "EUR"`. */
+export function marketPrice(date: string, asset: ExportAsset, rate: string, currency: string): string {
+  return `P ${date} "${asset.commodity}" ${rate} "${currency}"`;
 }
 
 /** The functional currency's `commodity` sample amount, 1000 with its minor digits (`1000.00`). */

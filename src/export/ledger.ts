@@ -1,5 +1,6 @@
 import { ROUNDING_ACCOUNT } from '../valuation/valueEntry.ts';
 import {
+  closingSection,
   type ExportAccount,
   type ExportBooks,
   type ExportEntry,
@@ -13,7 +14,7 @@ import {
   TAG_KEYS,
   utcDate,
 } from './exportModel.ts';
-import { description, fiatSample, periodComment, tagValue, totalCostLines } from './hledger.ts';
+import { description, fiatSample, marketPrice, periodComment, tagValue, totalCostLines } from './hledger.ts';
 import { OPENING_ACCOUNT, plainAccountNames, TOP_LEVELS } from './naming.ts';
 
 /**
@@ -74,6 +75,7 @@ export function ledgerWriter(books: ExportBooks): JournalWriter {
       const v = books.valuation;
       return `${out}${v ? totalCostLines(e, v, tokens, posting) : lines(e.postings)}\n`;
     },
+    closing: () => closingSection(books, marketPrice),
     warnings: () => [],
   };
 }
