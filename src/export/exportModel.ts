@@ -165,7 +165,7 @@ export function closingPrices(books: ExportBooks): { date: string; prices: Closi
   const date = utcDate(new Date(books.to.getTime() - 1));
   const prices = books.assets.map((asset) => {
     const stores = new Set(books.accounts.filter((a) => a.asset === asset.asset).map((a) => a.storeId));
-    const rates = new Set([...stores].map((s) => v.rateOn(s, date, asset.symbol)?.rate.text ?? null));
+    const rates = new Set([...stores].map((s) => v.rateOn(s, date, asset.symbol, null)?.rate.text ?? null));
     const [rate = null] = rates;
     return { asset, rate: rates.size === 1 ? rate : null };
   });
