@@ -66,7 +66,7 @@ describe('closingPrices', () => {
       'USDC.8453': '1',
       'USDT.56': '0.93',
     });
-    expect(asked.every((a) => a.length === 3 && a[1] === '2026-11-30')).toBe(true);
+    expect(asked.every((a) => a.length === 4 && a[3] === null && a[1] === '2026-11-30')).toBe(true);
   });
 
   it('behavior: stores whose rates differ, or a store without one, leave the commodity without a price (null), never a guess', () => {
