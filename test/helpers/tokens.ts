@@ -13,3 +13,9 @@ export const USDT_BNB: Token = {
   symbol: 'USDT',
   decimals: 18,
 };
+export const USDT_ETH: Token = {
+  chainId: 1,
+  address: '0xdac17f958d2ee523a2206206994597c13d831ec7',
+  symbol: 'USDT',
+  decimals: 6,
+};

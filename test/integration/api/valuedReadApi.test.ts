@@ -9,19 +9,14 @@ import { formatFiat } from '../../../src/money/formatFiat.ts';
 import { valueLedger } from '../../../src/valuation/valueLedger.ts';
 import { postOnDay } from '../../helpers/postOnDay.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
-import { USDC_BASE } from '../../helpers/tokens.ts';
+import { USDC_BASE, USDT_ETH } from '../../helpers/tokens.ts';
 
 // The read API's `value=CUR` on real postings and rates: balances answer what valueLedger
 // computes, entries each posting's value and rounding line, unvalued as null (never 0), every
 // answer valid against the API's own OpenAPI document; an unknown currency is a 400.
 const { db } = await createMigratedDatabase('valued_read_api');
 const TOKEN = 'api-token-0123456789-abcdef';
-const USDT: Token = {
-  chainId: 1,
-  address: '0xdac17f958d2ee523a2206206994597c13d831ec7',
-  symbol: 'USDT',
-  decimals: 6,
-};
+const USDT = USDT_ETH;
 const S = 'st_a';
 // USDC is valued at par 1 for this store; USDT by the imported rates.
 const stores = [{ storeId: S, par: new Map([['USDC', '1']]) }];

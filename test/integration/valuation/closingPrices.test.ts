@@ -2,13 +2,13 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { account, type Token } from '../../../src/ledger/accounts.ts';
-import { postEntry } from '../../../src/ledger/postEntry.ts';
+import type { AccountKind, Token } from '../../../src/ledger/accounts.ts';
 import { parseDecimalAmount } from '../../../src/money/decimalAmount.ts';
 import { tool } from '../../helpers/journalTools.ts';
+import { postOnDay } from '../../helpers/postOnDay.ts';
 import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
-import { USDC_BASE } from '../../helpers/tokens.ts';
+import { USDC_BASE, USDT_ETH } from '../../helpers/tokens.ts';
 
 // The exports' closing prices (`--value EUR --to TO`): each tool's market value at the period's
 // end less its cost is the unrealised FX that `ledger balances --value EUR --at TO` derives, per
@@ -18,32 +18,16 @@ import { USDC_BASE } from '../../helpers/tokens.ts';
 // rounds half to even once per account, and a tool rounds its display its own way; a half cent
 // would test the tools' rounding, not the prices.
 const { db, url } = await createMigratedDatabase('closing_prices');
-const USDT_ETH: Token = {
-  chainId: 1,
-  address: '0xdac17f958d2ee523a2206206994597c13d831ec7',
-  symbol: 'USDT',
-  decimals: 6,
-};
 const S = 'st_a';
 const TO = '2026-12-01';
 
-async function post(
+const post = (
   key: string,
   day: string,
   token: Token,
-  lines: [Parameters<typeof account>[0], bigint][],
+  lines: [string, bigint][],
   metadata?: Record<string, unknown>,
-) {
-  await postEntry(db, {
-    idempotencyKey: key,
-    kind: 'checkout.confirmed',
-    occurredAt: new Date(`${day}T12:00:00Z`),
-    storeId: S,
-    ref: { type: 'checkout_intent', id: key },
-    lines: lines.map(([kind, amount]) => ({ account: account(kind, S, token), amount })),
-    metadata,
-  });
-}
+) => postOnDay(db, { key, day, storeId: S, token, lines: lines as [AccountKind, bigint][], metadata });
 
 const dir = mkdtempSync(join(tmpdir(), 'closing-'));
 const ratesFile = join(dir, 'rates.csv');

@@ -2,12 +2,13 @@ import Fastify from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import { registerReadApi } from '../../../src/api/registerReadApi.ts';
 import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
-import type { AccountKind, Token } from '../../../src/ledger/accounts.ts';
+import type { AccountKind } from '../../../src/ledger/accounts.ts';
 import { importRates } from '../../../src/rates/importRates.ts';
 import { valueLedger } from '../../../src/valuation/valueLedger.ts';
 import { postOnDay } from '../../helpers/postOnDay.ts';
 import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
+import { USDT_ETH } from '../../helpers/tokens.ts';
 
 // An intent's own rate values every entry of that intent, not only rule 1's: here the payment
 // proven a day later, whose day has another imported rate. The rate comes with each entry from its
@@ -15,12 +16,7 @@ import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 // entry being on another page (valueLedger), before the exported period (export --from), or off
 // the API's page (entries?limit=1). Each figure below differs if the intent rate were dropped.
 const { db, url } = await createMigratedDatabase('intent_rate_later');
-const USDT: Token = {
-  chainId: 1,
-  address: '0xdac17f958d2ee523a2206206994597c13d831ec7',
-  symbol: 'USDT',
-  decimals: 6,
-};
+const USDT = USDT_ETH;
 const S = 'st_i';
 const TOKEN = 'api-token-0123456789-abcdef';
 

@@ -14,18 +14,13 @@ import { reportValuation } from '../../../src/recon/report/reportValuation.ts';
 import { postOnDay } from '../../helpers/postOnDay.ts';
 import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
-import { USDC_BASE } from '../../helpers/tokens.ts';
+import { USDC_BASE, USDT_ETH } from '../../helpers/tokens.ts';
 
 // The report's figures in the functional currency, on real postings and imported rates, against
 // figures computed by hand (below, per line). Period [2 Nov, 5 Nov): one sale before it, one after
 // it (on a day without a rate), and a second store whose coin has no rate at all.
 const { db, url } = await createMigratedDatabase('report_valuation');
-const USDT: Token = {
-  chainId: 1,
-  address: '0xdac17f958d2ee523a2206206994597c13d831ec7',
-  symbol: 'USDT',
-  decimals: 6,
-};
+const USDT = USDT_ETH;
 const PERIOD = { from: new Date('2026-11-02T00:00:00Z'), to: new Date('2026-11-05T00:00:00Z') };
 const STORES = [
   { storeId: 'st_a', functionalCurrency: 'EUR', par: new Map<string, string>() },

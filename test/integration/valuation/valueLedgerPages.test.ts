@@ -4,18 +4,12 @@ import { importRates } from '../../../src/rates/importRates.ts';
 import { type LedgerValuation, valueLedger } from '../../../src/valuation/valueLedger.ts';
 import { postOnDay } from '../../helpers/postOnDay.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
-import { USDC_BASE } from '../../helpers/tokens.ts';
+import { USDC_BASE, USDT_ETH } from '../../helpers/tokens.ts';
 
 // valueLedger reads the postings in pages of whole entries: whatever the page size, no entry is
 // split (a 3-posting entry's third line lost at a page's end), dropped or counted twice, and a
 // page whose entries all come after `at` does not end the reading early. Hand figures below.
 const { db } = await createMigratedDatabase('value_ledger_pages');
-const USDT_ETH: Token = {
-  chainId: 1,
-  address: '0xdac17f958d2ee523a2206206994597c13d831ec7',
-  symbol: 'USDT',
-  decimals: 6,
-};
 const S = 'st_p';
 const AT = new Date('2026-12-01T00:00:00Z');
 

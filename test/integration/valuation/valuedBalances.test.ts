@@ -3,45 +3,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { account, type Token } from '../../../src/ledger/accounts.ts';
-import { postEntry } from '../../../src/ledger/postEntry.ts';
+import type { AccountKind, Token } from '../../../src/ledger/accounts.ts';
 import { fiatBalances, tool } from '../../helpers/journalTools.ts';
+import { postOnDay } from '../../helpers/postOnDay.ts';
 import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
-import { USDC_BASE } from '../../helpers/tokens.ts';
+import { USDC_BASE, USDT_ETH } from '../../helpers/tokens.ts';
 
 // `ledger balances --value EUR` on real postings and rates: the worked example of
 // docs/accounting.md ("Valuation") through the database, an intent's own rate winning over the
 // imported one, and a day without a rate left unvalued with its finding.
 const { db, url } = await createMigratedDatabase('valued_balances');
-const USDT_ETH: Token = {
-  chainId: 1,
-  address: '0xdac17f958d2ee523a2206206994597c13d831ec7',
-  symbol: 'USDT',
-  decimals: 6,
-};
 const S = 'st_a';
 
-async function post(
+const post = (
   key: string,
   day: string,
   token: Token,
   lines: [string, bigint][],
   metadata?: Record<string, unknown>,
-) {
-  await postEntry(db, {
-    idempotencyKey: key,
-    kind: 'checkout.confirmed',
-    occurredAt: new Date(`${day}T12:00:00Z`),
-    storeId: S,
-    ref: { type: 'checkout_intent', id: key },
-    lines: lines.map(([kind, amount]) => ({
-      account: account(kind as Parameters<typeof account>[0], S, token),
-      amount,
-    })),
-    metadata,
-  });
-}
+) => postOnDay(db, { key, day, storeId: S, token, lines: lines as [AccountKind, bigint][], metadata });
 
 const dir = mkdtempSync(join(tmpdir(), 'valued-'));
 const ratesFile = join(dir, 'rates.csv');
