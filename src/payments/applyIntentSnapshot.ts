@@ -261,18 +261,22 @@ function staleObservationResult(
     // A stale observation (a poll answered before the terminal status was recorded): a terminal
     // status never changes back, nor to another terminal status on an older read, so the facts
     // stay as they are.
-    const settled = before?.settled_by != null;
-    return {
-      previousStatus,
-      status: previousStatus,
-      terminal: true,
-      settled,
-      posted: null,
-      reversed: null,
-      findings: [],
-    };
+    return staleResult(previousStatus, before);
   }
   return null;
+}
+
+/** What a stale observation returns: the terminal status as recorded, nothing written. */
+function staleResult(previousStatus: number, before: LockedIntent | undefined): ApplyResult {
+  return {
+    previousStatus,
+    status: previousStatus,
+    terminal: true,
+    settled: before?.settled_by != null,
+    posted: null,
+    reversed: null,
+    findings: [],
+  };
 }
 
 /**
@@ -305,15 +309,7 @@ async function pollOfLeftStatus(
     where intent_id = ${id} order by id desc limit 1`);
   const pushed = last.rows[0];
   if (pushed?.source !== 'webhook' || pushed.from_status !== status) return null;
-  return {
-    previousStatus,
-    status: previousStatus,
-    terminal: true,
-    settled: before?.settled_by != null,
-    posted: null,
-    reversed: null,
-    findings: [],
-  };
+  return staleResult(previousStatus, before);
 }
 
 function statusChange(

@@ -155,7 +155,6 @@ export async function bookConfirmation(
   if (deferred && revision === 0) {
     const entry = outcome.entry;
     deferred.add({
-      intentId: facts.intentId,
       entry,
       event: (posted) => bookedEvent(facts, token, revision, posted, entry),
     });

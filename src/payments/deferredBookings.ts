@@ -5,7 +5,6 @@ import type { EntryDraft } from '../ledger/entryDraft.ts';
 import { type PostedEntry, postEntries } from '../ledger/postEntry.ts';
 
 interface Deferred {
-  intentId: string;
   entry: EntryDraft;
   /** The event of the entry, written only when the entry is written now (not a replay). */
   event: (posted: PostedEntry) => EventDraft;

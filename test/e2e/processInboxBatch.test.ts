@@ -613,4 +613,32 @@ describe('processInboxBatch', () => {
     expect(rows[0]?.status).toBe('received');
     expect(pipeline.logs.join('')).toContain('webhook batch failed; processing its webhooks one by one');
   }, 120_000);
+  it('error: amounts changed since an intent was booked, in a batch: its deferred entry conflicts, the batch is applied one by one, the change is a critical finding and the others are booked once', async () => {
+    const [booked, ...others] = await paidAndStored(3);
+    await processInboxBatch(pipeline.payments, [booked!.webhookId]);
+    expect(await ledgerLinesOf(pipeline.db, booked!.intentId)).toEqual(EXACT_LINES);
+    // The service delivers it again and now reports other amounts (26 paid, 25.75 net).
+    await storeInboxRow(`${booked!.webhookId}-again`, 'st_a', await storedBody(booked!.webhookId));
+    const { deps } = countingReads((id, intent) =>
+      id === booked!.intentId
+        ? { ...intent, actual_paid_amount: '26', service_fee_amount: '0.25', net_income_amount: '25.75' }
+        : intent,
+    );
+    const results = await processInboxBatch(deps, [
+      `${booked!.webhookId}-again`,
+      ...others.map((p) => p.webhookId),
+    ]);
+    expect(results.map((r) => (r.ok ? r.value.kind : 'error'))).toEqual(['applied', 'applied', 'applied']);
+    expect(await ledgerLinesOf(pipeline.db, booked!.intentId)).toEqual(EXACT_LINES);
+    const { rows } = await pipeline.db.execute<{ severity: string }>(sql`
+      select severity from findings where ref_id = ${booked!.intentId} and kind = 'confirmed_amounts_changed'
+        and resolved_at is null`);
+    expect(rows).toEqual([{ severity: 'critical' }]);
+    for (const p of others) expect(await ledgerLinesOf(pipeline.db, p.intentId)).toEqual(EXACT_LINES);
+    const { rows: events } = await pipeline.db.execute<{ n: number }>(sql`
+      select count(*)::int as n from event_outbox where type = 'payment.booked'
+        and payload->>'intent_id' = any(${sql.param([booked!.intentId, ...others.map((p) => p.intentId)])}::text[])`);
+    expect(events).toEqual([{ n: 3 }]);
+    for (const line of await trialBalance(pipeline.db)) expect(line.net, line.asset).toBe(0n);
+  }, 120_000);
 });
