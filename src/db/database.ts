@@ -34,8 +34,12 @@ export function createDatabase(
       : { connectionTimeoutMillis: options.connectionTimeoutMs }),
     ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
   });
-  // An idle client's error (server restart) must not crash the process; the next query reconnects.
+  // A lost connection (server restart, failover, pg_terminate_backend) must not crash the process.
+  // The pool listens on idle connections only (then 'error' here); a checked-out one emits its
+  // 'error' with no listener, so each connection gets its own. Its holder still learns through the
+  // statement that fails, and gives it back as broken; the next query reconnects.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = drizzle(pool) as Db;
   return { db, pool, close: () => pool.end() };
 }

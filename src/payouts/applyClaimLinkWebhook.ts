@@ -133,7 +133,12 @@ export async function applyClaimLinkWebhook(
     return { kind: 'unusable', reason };
   }
 
-  if (payout.refundTxHash && payout.refundTxHash !== refundTxHash) {
+  // A refund paid in pieces has one transaction per piece: the webhook may name any of them.
+  if (
+    payout.refundTxHash &&
+    payout.refundTxHash !== refundTxHash &&
+    (await findPayoutByRefund(tx, deps, webhook.storeId, refundTxHash))?.id !== payout.id
+  ) {
     await recordFinding(
       tx,
       {

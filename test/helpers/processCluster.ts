@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -69,7 +69,11 @@ export async function startProcessCluster(options: { concurrency?: number } = {}
 
   /** Every process a case started; each case stops its own, this catches those a failure left. */
   const running = new Set<DaemonProcess>();
-  afterEach(async () => {
+  /** And every one it started, killed or not: a failed case prints how each ended and its log's tail. */
+  const started: DaemonProcess[] = [];
+  afterEach(async (context) => {
+    if (context.task.result?.state === 'fail') for (const p of started) await printTail(p);
+    started.length = 0;
     await Promise.all([...running].map((p) => p.stop(5000)));
     running.clear();
   });
@@ -120,6 +124,7 @@ export async function startProcessCluster(options: { concurrency?: number } = {}
           logDir: dir,
         });
         running.add(proc);
+        started.push(proc);
         return proc;
       },
     };
@@ -273,4 +278,19 @@ async function suspenseSettled(db: Db): Promise<boolean> {
           - count(*) filter (where kind = 'chain.transfer_in_unmatched.reversal'))::int as pending
     from ledger_entries`);
   return rows[0]?.pending === 0;
+}
+
+/** A process's exit (or "running") and the last lines of its log, for a failed case's output. */
+async function printTail(proc: DaemonProcess, lines = 40): Promise<void> {
+  const exit = await Promise.race([
+    proc.exited.then((e) => `exited ${JSON.stringify(e)}`),
+    new Promise<string>((r) => setTimeout(() => r('running'), 50)),
+  ]);
+  let tail = '(no log)';
+  try {
+    tail = readFileSync(proc.logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {}
+  console.error(
+    `--- ${proc.label} (pid ${proc.pid}): ${exit}; last ${lines} lines of ${proc.logFile}\n${tail}`,
+  );
 }

@@ -270,6 +270,30 @@ describe('the claim-link cancelled webhook with refund_tx_hash only', () => {
     });
   });
 
+  it('behavior: a refund paid in two pieces: a webhook naming either piece agrees; another transaction is a mismatch', async () => {
+    const linkId = 'cl_refund_pieces';
+    const { pool, sweepTxHash } = await fundedLink(linkId, 4_000_000n);
+    await db.transaction((tx) => markCancelled(tx, payments, `po_${linkId}`, 'api'));
+    const first = await kit.chain.transfer('USDT', pool, kit.custody, 1_500_000n);
+    await settle();
+    const last = await kit.chain.transfer('USDT', pool, kit.custody, 2_500_000n);
+    await settle();
+    // The piece that completed the refund is the one recorded.
+    expect(await payout(linkId)).toMatchObject({ refund_tx_hash: last.txHash.toLowerCase() });
+    expect((await payout(linkId))?.refunded_at).not.toBeNull();
+
+    // The service names the first piece. Before: refund_tx_hash_mismatch, open with nothing wrong.
+    expect(
+      await deliver('wh_refund_piece_first', { claim_link_id: linkId, refund_tx_hash: first.txHash }),
+    ).toEqual({ kind: 'claim_link_applied', claimLinkId: linkId, storeId: 'st_a' });
+    expect(await findings(linkId)).toEqual([]);
+
+    // A transaction that is no refund of the link still disagrees.
+    await deliver('wh_refund_piece_sweep', { claim_link_id: linkId, refund_tx_hash: sweepTxHash });
+    expect(await findings(linkId)).toEqual([{ kind: 'refund_tx_hash_mismatch', resolved: false }]);
+    expect(await payout(linkId)).toMatchObject({ refund_tx_hash: last.txHash.toLowerCase() });
+  });
+
   it('behavior: the books stay balanced', async () => {
     for (const line of await trialBalance(db)) expect(line.net, line.asset).toBe(0n);
   });
