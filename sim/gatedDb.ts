@@ -1,10 +1,19 @@
+import { sql } from 'drizzle-orm';
 import type { Db } from '../src/db/database.ts';
 
 /**
  * Runs one statement when the gate lets it: the gate may wait (the interleaver's turn), refuse
  * (a crash), or run it at once.
  */
-export type StatementGate = <R>(run: () => R, kind: StatementKind) => R | Promise<R>;
+export type StatementGate = <R>(
+  run: () => R,
+  kind: StatementKind,
+  /**
+   * Has PostgreSQL terminate the connection this statement would run on (a transaction's own, or
+   * the pool's next): the statement fails with PostgreSQL's error. Only for `execute`.
+   */
+  loseConnection?: () => Promise<unknown>,
+) => R | Promise<R>;
 
 /** How a statement was sent: `execute`, or executePrepared's prepared statement. */
 export type StatementKind = 'execute' | 'prepared';
@@ -32,8 +41,13 @@ function wrap<T extends object>(target: T, gate: StatementGate, options: GateOpt
     get(obj, prop, receiver) {
       const value = Reflect.get(obj, prop, receiver);
       if (prop === 'execute' && typeof value === 'function') {
+        const execute = value as (...a: unknown[]) => unknown;
         return (...args: unknown[]) =>
-          gate(() => (value as (...a: unknown[]) => unknown).apply(obj, args), 'execute');
+          gate(
+            () => execute.apply(obj, args),
+            'execute',
+            async () => execute.apply(obj, [sql`select pg_terminate_backend(pg_backend_pid())`]),
+          );
       }
       if (prop === '_' && options.prepared && typeof value === 'object' && value !== null) {
         return internals(value, gate);

@@ -21,7 +21,7 @@ import { seededRandom } from '../src/seededRandom.ts';
 import { signWebhook } from '../src/svc/signing/webhookSignature.ts';
 import { type ChainDouble, createChainDouble, type SimTransfer } from './chainDouble.ts';
 import { worldReplacements } from './chainShapes.ts';
-import { crashingDb, SimulatedCrash } from './crashingDb.ts';
+import { crashingDb, isConnectionLoss, SimulatedCrash } from './crashingDb.ts';
 import { judgeEvents } from './eventChecks.ts';
 import { type FindingFacts, judgeFindings } from './findingChecks.ts';
 import { createInterleaver } from './interleaver.ts';
@@ -287,7 +287,10 @@ export async function runWorld(
       await run(
         crash === undefined
           ? database.db
-          : crashingDb(database.db, crash, { prepared: faults?.prepared === true }),
+          : crashingDb(database.db, crash, {
+              prepared: faults?.prepared === true,
+              connLoss: faults?.connLoss === true,
+            }),
       );
       return true;
     } catch (err) {
@@ -407,7 +410,7 @@ export async function runWorld(
     await workers.drain();
   };
   /** The indexer pass of each chain, as jobs: what each was shown of finality is noted when it completes. */
-  const indexChains = (faults?: { crash?: number; prepared?: true }) => {
+  const indexChains = (faults?: { crash?: number; prepared?: true; connLoss?: true }) => {
     for (const chainId of doubles.keys()) {
       const seen = shown.get(chainId) as { sure: bigint; maybe: bigint };
       const final = chainOf(chainId).head() - BigInt(FINALITY_DEPTH);
@@ -493,7 +496,12 @@ export async function runWorld(
         else known.add(intent.id);
         const held = queues.find(QUEUE.webhooks, `wh.${encodeURIComponent(event.id)}`);
         if (held?.state === 'held' && (event.crash !== undefined || event.svc))
-          held.faults = { crash: event.crash, svc: event.svc, prepared: event.prepared };
+          held.faults = {
+            crash: event.crash,
+            svc: event.svc,
+            prepared: event.prepared,
+            connLoss: event.connLoss,
+          };
         // The workers take webhooks as they come; a batch's worth waits for them (the micro-batcher's).
         const waiting = queues.unfinished().filter((j) => j.queue === QUEUE.webhooks).length;
         if (waiting >= event.batch) await runJobs();
@@ -527,6 +535,7 @@ export async function runWorld(
           fail: event.fail,
           crash: event.crash,
           prepared: event.prepared,
+          connLoss: event.connLoss,
         });
         await runJobs();
         break;
@@ -927,6 +936,8 @@ function on(token: SimToken): string {
 function isExpected(err: unknown): boolean {
   const e = err as { name?: string; retryable?: boolean; code?: number };
   return (
+    // conn_loss: PostgreSQL dropped the job's connection; the job is retried as any failed one.
+    isConnectionLoss(err) ||
     e.name === 'SvcTransportError' ||
     e.code === 50001 ||
     e.retryable === true ||

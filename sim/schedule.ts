@@ -20,6 +20,8 @@ export interface JobFaults {
   crash?: number;
   /** The crash's count includes the statements sent through executePrepared. */
   prepared?: true;
+  /** conn_loss: at the crash's statement PostgreSQL drops the connection and the process lives on. */
+  connLoss?: true;
   /**
    * When a job these faults cut short runs again (ms after it failed): BullMQ's backoff, a
    * sweeper, or a person running the same command hours later.
@@ -46,7 +48,7 @@ export type SimEvent =
   /** The next eth_getLogs answer leaves a log out (of the world's first chain when `chain` is absent). */
   | { k: 'dropLog'; t: number; chain?: number }
   /** One indexer pass and the settlement of what became final (the chain job). */
-  | { k: 'index'; t: number; crash?: number; prepared?: true }
+  | { k: 'index'; t: number; crash?: number; prepared?: true; connLoss?: true }
   /** The service delivers a webhook it sent at `sentAt`, and a worker processes what is waiting. */
   | {
       k: 'webhook';
@@ -66,6 +68,7 @@ export type SimEvent =
       /** The service's answers to the batch's intent reads. */
       svc?: SvcCallFault[];
       prepared?: true;
+      connLoss?: true;
     }
   /** One poll of an intent; its reads lag `lag` ms behind, or fail. */
   | {
@@ -76,6 +79,7 @@ export type SimEvent =
       fail: false | '5xx' | '429';
       crash?: number;
       prepared?: true;
+      connLoss?: true;
     }
   /**
    * stablebooks creates a payout (`payouts create`), or runs the same create again; `attempts`:
@@ -109,7 +113,8 @@ export type Fault =
   | 'lost_answers'
   | 'crash_jobs'
   | 'crash_prepared'
-  | 'clock_jump';
+  | 'clock_jump'
+  | 'conn_loss';
 
 /** Each fault with one line on what it does (`--faults list`). */
 export const FAULTS: Record<Fault, string> = {
@@ -131,6 +136,8 @@ export const FAULTS: Record<Fault, string> = {
   crash_prepared: "a crash's statement count includes the statements sent through executePrepared",
   clock_jump:
     "the service's clock is 5 to 15 minutes off when it signs a webhook: the intake refuses the stale timestamp, and the service delivers it again with its clock right and a fresh nonce",
+  conn_loss:
+    'half the crashes are PostgreSQL terminating the connection instead (a restart, a failover): the statement fails with its error, the process lives on and the job is retried',
 };
 export const ALL_FAULTS: readonly Fault[] = Object.keys(FAULTS) as Fault[];
 /**
@@ -343,7 +350,7 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     const lostHere = (e as JobFaults).svc?.includes('lost') === true;
     if (!p?.createReachesService && !p?.lostAnswer && !lostHere) return e;
     // Drawn as any other create's, then kept from stopping it before the service acts.
-    const { crash: _crash, prepared: _prepared, ...rest } = e as SimEvent & JobFaults;
+    const { crash: _crash, prepared: _prepared, connLoss: _connLoss, ...rest } = e as SimEvent & JobFaults;
     const svc = p?.createReachesService ? [] : rest.svc?.filter((f) => f === 'lost' || f === false);
     return svc?.some((f) => f === 'lost') ? { ...rest, svc } : { ...rest, svc: undefined };
   });
@@ -368,7 +375,8 @@ function withJobFaults(events: SimEvent[], seed: string, faults: ReadonlySet<Fau
   const lost = stream('lost_answers');
   const crashes = stream('crash_jobs');
   const prepared = faults.has('crash_prepared');
-  if (!errors && !lost && !crashes && !prepared) return events;
+  const connLoss = stream('conn_loss');
+  if (!errors && !lost && !crashes && !prepared && !connLoss) return events;
   // Drawn only for an event these faults reached.
   const later = seededRandom(`schedule:retry:${seed}`);
   return events.map((event) => {
@@ -403,6 +411,7 @@ function withJobFaults(events: SimEvent[], seed: string, faults: ReadonlySet<Fau
     )
       if (crashes.chance(0.15)) out.crash = crashes.int(1, 12);
     if (prepared && out.crash !== undefined) out.prepared = true;
+    if (connLoss && out.crash !== undefined && connLoss.chance(0.5)) out.connLoss = true;
     const hit = out.svc !== undefined || (out.crash !== undefined && event.crash === undefined);
     // A minute of backoff, or up to 4 hours before a person runs the command again.
     if (hit) out.retryAfter = later() < 0.5 ? 60_000 : 60_000 + Math.floor(later() * 4 * 3_600_000);

@@ -11,7 +11,7 @@ import type { DomainContext } from '../src/context/domainContext.ts';
 import type { Db } from '../src/db/database.ts';
 import type { Logger } from '../src/logging/logger.ts';
 import type { Metrics } from '../src/metrics/metrics.ts';
-import { crashGate } from './crashingDb.ts';
+import { crashGate, isConnectionLoss } from './crashingDb.ts';
 import { gatedDb, type StatementGate } from './gatedDb.ts';
 import type { Interleaver } from './interleaver.ts';
 import type { SvcCallFault } from './schedule.ts';
@@ -91,11 +91,12 @@ function createWorker(deps: SimWorkersDeps, index: number) {
   const faults: WorkerFaults = { svc: [], read: { lagMs: 0, fail: false } };
   let crash: StatementGate | undefined;
   let died = false;
-  const gate: StatementGate = (run, kind) =>
+  const gate: StatementGate = (run, kind, loseConnection) =>
     deps.interleaver.turn(index, () => {
       if (!crash) return run();
-      return Promise.resolve(crash(run, kind)).catch((err: unknown) => {
-        died = true;
+      return Promise.resolve(crash(run, kind, loseConnection)).catch((err: unknown) => {
+        // A connection PostgreSQL dropped is a failed statement; the worker lives on.
+        if (!isConnectionLoss(err)) died = true;
         throw err;
       });
     });
@@ -181,7 +182,10 @@ function createWorker(deps: SimWorkersDeps, index: number) {
         faults.read = { lagMs: reads?.faults?.lag ?? 0, fail: reads?.faults?.fail ?? false };
         crash =
           crashes.length > 0
-            ? crashGate(Math.min(...crashes), { prepared: running.some((j) => j.faults?.prepared === true) })
+            ? crashGate(Math.min(...crashes), {
+                prepared: running.some((j) => j.faults?.prepared === true),
+                connLoss: running.some((j) => j.faults?.connLoss === true),
+              })
             : undefined;
       };
       /** A faulted run's faults are its own: a retry runs with none, as the job it was. */
