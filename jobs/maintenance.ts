@@ -4,6 +4,7 @@ import { pruneWebhookNonces, waitingInboxRows } from '../src/intake/inboxMainten
 import { checkpointBalances } from '../src/ledger/balances.ts';
 import { sealLedger } from '../src/ledger/sealLedger.ts';
 import { staleTrackedIntents } from '../src/payments/intentTracking.ts';
+import { resolveSettledPollRefusals } from '../src/payments/pollIntent.ts';
 import { addWebhookJobs } from './addWebhookJobs.ts';
 import type { JobContext } from './jobContext.ts';
 import { maintenanceJobs, pollJob, webhookJob } from './queues.ts';
@@ -39,6 +40,8 @@ export function maintenanceProcessor(ctx: JobContext) {
           await dropFinishedJob(ctx.queues.polls(s.storeId), pollJob.jobId(s.id, s.pollCount));
           await schedulePoll(ctx, s.storeId, s.id, 0, s.pollCount);
         }
+        // A refused intent settled by a webhook or the chain is polled no more: its finding goes.
+        await resolveSettledPollRefusals(ctx.domain.db);
         return stale.length;
       }
       case maintenanceJobs.checkpointBalances.name:

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { DomainContext } from '../context/domainContext.ts';
+import type { DbExecutor } from '../db/database.ts';
 import { storableExcerpt } from '../db/storableJson.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import { isPermanentSvcError } from '../svc/errors.ts';
@@ -97,6 +98,20 @@ export async function pollIntent(
 }
 
 const POLL_REFUSED = 'intent_poll_refused';
+
+/**
+ * Resolves the intent_poll_refused findings of intents settled since (by a webhook or the chain):
+ * no poll runs for a settled intent, so the next successful poll that would resolve one never
+ * comes, and there is nothing left to follow. One statement, for the poll sweeper.
+ */
+export async function resolveSettledPollRefusals(db: DbExecutor): Promise<number> {
+  const { rowCount } = await db.execute(sql`
+    update findings f set resolved_at = now()
+    from checkout_intents c
+    where f.kind = ${POLL_REFUSED} and f.resolved_at is null and f.ref_type = 'checkout_intent'
+      and c.id = f.ref_id and c.settled_by is not null`);
+  return rowCount ?? 0;
+}
 
 /** A refusal no retry fixes, as a finding on the intent (see pollIntent). */
 async function recordRefusal(

@@ -1,9 +1,10 @@
-import { Queue } from 'bullmq';
+import { type Job, Queue } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobContext } from '../../../jobs/jobContext.ts';
+import { maintenanceProcessor } from '../../../jobs/maintenance.ts';
 import { pollNumberOf, pollProcessor } from '../../../jobs/pollIntent.ts';
-import { pollJob, QUEUE } from '../../../jobs/queues.ts';
+import { maintenanceJobs, pollJob, QUEUE } from '../../../jobs/queues.ts';
 import { schedulePoll } from '../../../jobs/schedulePoll.ts';
 import { createChainRegistry } from '../../../src/config/chainRegistry.ts';
 import type { DomainContext } from '../../../src/context/domainContext.ts';
@@ -225,6 +226,37 @@ describe('poll chain', () => {
     expect(rows[0]?.status).toBe(CheckoutStatus.CANCELED);
     const entries = await db.execute(sql`select 1 from ledger_entries where ref_id = ${id}`);
     expect(entries.rows).toEqual([]);
+    expect(await pendingPolls(id)).toEqual([]);
+  });
+
+  it('behavior: a refused intent that a webhook settles is polled no more, and the poll sweeper resolves its intent_poll_refused', async () => {
+    const id = await trackedIntent();
+    await schedulePoll(ctx, 'st_a', id, 0);
+    const job = await pollJobOf(id, 0);
+    await sandbox.control('/_sandbox/faults', { error_next: { code: 30001, count: 1 } });
+    await expect(run(job)).rejects.toThrow(/30001/);
+    await job.remove();
+    const open = async () =>
+      (
+        await db.execute<{ kind: string }>(sql`
+          select kind from findings where ref_type = 'checkout_intent' and ref_id = ${id} and resolved_at is null`)
+      ).rows.map((r) => r.kind);
+    expect(await open()).toEqual(['intent_poll_refused']);
+
+    // The webhook settles it (cancelled). Before: the finding stayed open for good, since only a
+    // successful poll resolved it and a settled intent is never polled again.
+    const read = await real.getCheckoutIntent(id);
+    await db.transaction((tx) =>
+      applyIntentSnapshot(tx, payments, {
+        storeId: 'st_a',
+        intent: { ...read, status: CheckoutStatus.CANCELED },
+        source: 'webhook',
+        observedAt: new Date(),
+      }),
+    );
+    expect(await open()).toEqual(['intent_poll_refused']);
+    await maintenanceProcessor(ctx)({ name: maintenanceJobs.sweepPolls.name } as Job);
+    expect(await open()).toEqual([]);
     expect(await pendingPolls(id)).toEqual([]);
   });
 });
