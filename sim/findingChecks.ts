@@ -394,7 +394,8 @@ function causes(facts: FindingFacts): (f: OpenFinding) => string | undefined {
  * webhook_api_mismatch: the webhook (`wh_<intent>_<n>`, the intent's n-th notified state) said
  * paid or not paid, and the service then held a state that says the other (a webhook delivered
  * late, reordered, or a state the service contradicted); any field but the status (and the paid
- * amount a read without amounts lacks) differing is no such cause.
+ * amount a read without amounts lacks) differing is no such cause, nor is a webhook of a status
+ * on the way (ON_CHAIN and the like), which agrees with whatever followed.
  */
 function staleWebhook(intent: SimIntent, details: Record<string, unknown>): boolean {
   const differences = (details.differences ?? {}) as Record<string, { api?: unknown }>;
@@ -405,7 +406,8 @@ function staleWebhook(intent: SimIntent, details: Record<string, unknown>): bool
   const n = Number(/_(\d+)$/.exec(String(details.webhook_id ?? ''))?.[1] ?? Number.NaN);
   const notified = intent.timeline.filter((s) => s.status !== CheckoutStatus.CREATED);
   const sent = notified[n];
-  if (!sent) return false;
+  // A webhook of a status on the way agrees with any later one (webhookMismatch.ts): no cause.
+  if (!sent || !isTerminalCheckoutStatus(sent.status as CheckoutStatus)) return false;
   const paid = sent.status === CONFIRMED;
   return intent.timeline.some((s) => s.at >= sent.at && (s.status === CONFIRMED) !== paid);
 }

@@ -3,7 +3,11 @@ import type { FindingDraft } from '../findings/finding.ts';
 import { resolveFinding } from '../findings/recordFinding.ts';
 import { sameDecimalAmount } from '../money/decimalAmount.ts';
 import type { CheckoutIntent } from '../svc/models/checkoutIntent.ts';
-import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
+import {
+  CheckoutStatus,
+  checkoutStatusSchema,
+  isTerminalCheckoutStatus,
+} from '../svc/models/checkoutStatus.ts';
 import type { CheckoutWebhookPayload } from '../svc/models/checkoutWebhook.ts';
 
 export const WEBHOOK_MISMATCH = 'webhook_api_mismatch';
@@ -43,7 +47,8 @@ export async function checkWebhookMismatch(
 /**
  * The fields a webhook and an API read of its intent are compared on: the webhook's value, the
  * read's, and whether the read says what the webhook said (amounts as numbers, hex addresses and
- * hashes in any case, and of the status only paid or not: any status but 20 is not paid). A
+ * hashes in any case, and of a terminal status only paid or not: any status but 20 is not paid;
+ * a status on the way agrees with any later one). A
  * webhook value of null says nothing for actual_paid_amount and status (not recorded, or from
  * before the field existed). `agrees` also takes a webhook value back from a finding's JSON.
  */
@@ -77,11 +82,17 @@ const WEBHOOK_FIELDS: Record<
   status: {
     webhook: (w) => w.status,
     api: (i) => i.status,
-    agrees: (v, i) => (v === CheckoutStatus.CONFIRMED) === (i.status === CheckoutStatus.CONFIRMED),
+    // A webhook of a status on the way (ON_CHAIN, MANUAL_OPERATION, ...) was sent before the
+    // intent moved on: the API being further along is progress, not a disagreement.
+    agrees: (v, i) =>
+      !isTerminalWebhookStatus(v) ||
+      (v === CheckoutStatus.CONFIRMED) === (i.status === CheckoutStatus.CONFIRMED),
     optional: true,
   },
 };
 
+const isTerminalWebhookStatus = (v: unknown) =>
+  checkoutStatusSchema.safeParse(v).success && isTerminalCheckoutStatus(v as CheckoutStatus);
 const textOf = (v: unknown) => (v === null || v === undefined ? null : String(v));
 const sameText = (a: unknown, b: unknown) => String(a ?? '').toLowerCase() === String(b ?? '').toLowerCase();
 

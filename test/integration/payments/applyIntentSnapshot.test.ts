@@ -642,6 +642,28 @@ describe('applyIntentSnapshot', () => {
     expect((await entriesOf(id)).map((e) => e.kind)).toEqual(['checkout.confirmed']);
   });
 
+  it('behavior: a webhook of a status on the way (ON_CHAIN, MANUAL_OPERATION) processed after the API says paid is no finding', async () => {
+    // Before: a warning that never resolved (only a read saying "not paid" again would have), on
+    // 233 of the 290 open ones in simulator seeds 1-300: the status had only moved on.
+    for (const [n, status] of [
+      [40, 10],
+      [41, 4],
+    ] as const) {
+      const id = `aa00000000000000000000${n}`;
+      await db.transaction((tx) =>
+        applyIntentSnapshot(tx, deps, {
+          storeId: 'st_a',
+          intent: intent(id),
+          source: 'webhook',
+          observedAt: at(n),
+          webhook: webhookOf(id, n, { status, actual_paid_amount: null }),
+        }),
+      );
+      expect(await findingsOf(id)).toEqual([]);
+      expect((await entriesOf(id)).map((e) => e.kind)).toEqual(['checkout.confirmed']);
+    }
+  });
+
   it('behavior: a field learnt after booking (tx_hash_2) updates the facts; the one entry stays', async () => {
     const id = 'aa0000000000000000000011';
     const first = await poll(id, { tx_hash_2: null }, 13);
