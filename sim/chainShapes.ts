@@ -41,7 +41,7 @@ const REORG_SHAPES = ['reorg_drop', 'reorg_remine', 'reorg_replace', 'reorg_deep
 
 /** Applies the chain's shapes that are on to a generated world (two_chains first: plans name a chain). */
 export function applyChainShapes(world: World, shapes: ReadonlySet<Shape>): void {
-  if (shapes.has('two_chains')) twoChains(world);
+  if (shapes.has('two_chains')) twoChains(world, shapes.has('near_equal_second_chain'));
   for (const shape of REORG_SHAPES) if (shapes.has(shape)) reorgPlans(world, shape);
 }
 
@@ -49,10 +49,10 @@ export function applyChainShapes(world: World, shapes: ReadonlySet<Shape>): void
  * two_chains: the second chain's USDT (6 decimals) and USDC (18), at addresses of their own; the
  * stores' wallets are the same addresses on both chains (as one key is on every EVM chain), so a
  * query that forgets the chain mixes them. About half the intents, payouts and strangers' transfers
- * move to the second chain, each payout with an owner's deposit there to fund it. Half the worlds
- * with the shape on have the second chain.
+ * move to the second chain, each payout with an owner's deposit there to fund it (near-equal
+ * payouts only with near_equal_second_chain). Half the worlds with the shape on have the second chain.
  */
-function twoChains(world: World): void {
+function twoChains(world: World, nearEqualToo: boolean): void {
   const rnd = seededRandom(`world:${world.seed}:two_chains`);
   // Half the worlds: a world of one chain stays the common case (and costs one chain job a pass).
   if (rnd() < 0.5) return;
@@ -70,8 +70,9 @@ function twoChains(world: World): void {
   }
   for (const p of world.payouts) {
     // Near-equal payouts (sim/nearMisses.ts) stay on the first chain, with the withdrawals and
-    // deposits their judging was placed around (the draw is made all the same).
-    if (rnd() >= 0.5 || p.createReachesService) continue;
+    // deposits their judging was placed around (the draw is made all the same), unless
+    // near_equal_second_chain: then a withdrawal of their amount is on the other chain.
+    if (rnd() >= 0.5 || (p.createReachesService && !nearEqualToo)) continue;
     p.token = second(p.token);
     if (!world.deposits.some((d) => d.storeId === p.storeId && d.token === p.token))
       world.deposits.push({

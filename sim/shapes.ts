@@ -44,6 +44,8 @@ export const SHAPES = {
     'the service never decides a paid intent: it stays ON_CHAIN, MANUAL_OPERATION or SEND_BACK for good (stuck_intent)',
   two_chains:
     "a second chain (Base, tokens of 6 and 18 decimals) with the stores' wallets: intents, payouts and strangers on either chain",
+  near_equal_second_chain:
+    'with two_chains, near-equal payouts move to the second chain as any other payout does, away from the withdrawals placed around them on the first',
 } as const;
 
 export type Shape = keyof typeof SHAPES;

@@ -66,6 +66,16 @@ describe('chain shapes', () => {
     expect(worlds.some((w) => w.payouts.some((p) => p.token.chainId === SIM_CHAIN_ID_2))).toBe(true);
   });
 
+  it('behavior: near_equal_second_chain moves near-equal payouts to the second chain; without it they stay on the first', () => {
+    const onSecond = (shapes: string) =>
+      Array.from({ length: 40 }, (_, i) =>
+        generateWorld(String(i + 1), { intents: 8, shapes: parseShapes(shapes) }),
+      ).flatMap((w) => w.payouts.filter((p) => p.createReachesService && p.token.chainId === SIM_CHAIN_ID_2));
+    expect(onSecond('two_chains,near_equal_payouts')).toEqual([]);
+    const moved = onSecond('two_chains,near_equal_payouts,near_equal_second_chain');
+    expect(moved.length).toBeGreaterThan(5);
+  });
+
   it('behavior: reorg plans become reorg events on their chain naming their change, after the target is mined', () => {
     const shapes = parseShapes('reorg_drop,reorg_remine,reorg_replace,reorg_deep');
     let planned = 0;
