@@ -72,6 +72,17 @@ function failNextRead(): void {
   };
 }
 
+/** A tracked intent whose first poll the service refused (30001, as for another store's intent). */
+async function refusedIntent(): Promise<string> {
+  const id = await trackedIntent();
+  await schedulePoll(ctx, 'st_a', id, 0);
+  const job = await pollJobOf(id, 0);
+  await sandbox.control('/_sandbox/faults', { error_next: { code: 30001, count: 1 } });
+  await expect(run(job)).rejects.toThrow(/30001/);
+  await job.remove();
+  return id;
+}
+
 /** A new intent at the sandbox, tracked as `intents create` leaves it: never read, never polled. */
 async function trackedIntent(): Promise<string> {
   const { allsvc_checkout_intent_id: id } = await real.createCheckoutIntent({
@@ -168,12 +179,7 @@ describe('poll chain', () => {
   });
 
   it('error: a read the service refuses opens intent_poll_refused; the next read resolves it', async () => {
-    const id = await trackedIntent();
-    await schedulePoll(ctx, 'st_a', id, 0);
-    const job = await pollJobOf(id, 0);
-    await sandbox.control('/_sandbox/faults', { error_next: { code: 30001, count: 1 } });
-    await expect(run(job)).rejects.toThrow(/30001/);
-    await job.remove();
+    const id = await refusedIntent();
     const state = async () =>
       (
         await db.execute<{ open: string | null; code: number | null }>(sql`
@@ -230,12 +236,7 @@ describe('poll chain', () => {
   });
 
   it('behavior: a refused intent that a webhook settles is polled no more, and the poll sweeper resolves its intent_poll_refused', async () => {
-    const id = await trackedIntent();
-    await schedulePoll(ctx, 'st_a', id, 0);
-    const job = await pollJobOf(id, 0);
-    await sandbox.control('/_sandbox/faults', { error_next: { code: 30001, count: 1 } });
-    await expect(run(job)).rejects.toThrow(/30001/);
-    await job.remove();
+    const id = await refusedIntent();
     const open = async () =>
       (
         await db.execute<{ kind: string }>(sql`
