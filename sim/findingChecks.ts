@@ -347,8 +347,10 @@ function causes(facts: FindingFacts): (f: OpenFinding) => string | undefined {
             : undefined;
         return intent && !inRegistry(world, intent) ? 'an intent in a look-alike contract' : undefined;
       case 'intent_poll_refused':
-        // A poll reading a replica from before the intent existed: "not found" (50001).
+        // A poll reading a replica from before the intent existed: "not found" (50001). Once the
+        // intent is decided, the poll sweeper resolves it: open then, it has no cause.
         return intent &&
+          !isTerminalCheckoutStatus(finalStatus(intent) as CheckoutStatus) &&
           events.some((e) => e.k === 'poll' && e.intent === intent.id && e.t - e.lag < intent.createdAt)
           ? 'a lagging read from before the intent existed'
           : undefined;
