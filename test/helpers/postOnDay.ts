@@ -33,3 +33,18 @@ export async function postOnDay(
     metadata: entry.metadata,
   });
 }
+
+/**
+ * postOnDay for one store, with positional arguments and account kinds as text: the shape the
+ * valuation tests' ledgers are written in.
+ */
+export function storePoster(db: DbExecutor, storeId: string) {
+  return (
+    key: string,
+    day: string,
+    token: Token,
+    lines: [string, bigint][],
+    metadata?: Record<string, unknown>,
+  ): Promise<void> =>
+    postOnDay(db, { key, day, storeId, token, lines: lines as [AccountKind, bigint][], metadata });
+}

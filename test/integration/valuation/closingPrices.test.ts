@@ -2,10 +2,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { AccountKind, Token } from '../../../src/ledger/accounts.ts';
 import { parseDecimalAmount } from '../../../src/money/decimalAmount.ts';
 import { tool } from '../../helpers/journalTools.ts';
-import { postOnDay } from '../../helpers/postOnDay.ts';
+import { storePoster } from '../../helpers/postOnDay.ts';
 import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { USDC_BASE, USDT_ETH } from '../../helpers/tokens.ts';
@@ -21,13 +20,7 @@ const { db, url } = await createMigratedDatabase('closing_prices');
 const S = 'st_a';
 const TO = '2026-12-01';
 
-const post = (
-  key: string,
-  day: string,
-  token: Token,
-  lines: [string, bigint][],
-  metadata?: Record<string, unknown>,
-) => postOnDay(db, { key, day, storeId: S, token, lines: lines as [AccountKind, bigint][], metadata });
+const post = storePoster(db, S);
 
 const dir = mkdtempSync(join(tmpdir(), 'closing-'));
 const ratesFile = join(dir, 'rates.csv');

@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import type { AccountKind, Token } from '../../../src/ledger/accounts.ts';
 import { fiatBalances, tool } from '../../helpers/journalTools.ts';
-import { postOnDay } from '../../helpers/postOnDay.ts';
+import { storePoster } from '../../helpers/postOnDay.ts';
 import { runCli } from '../../helpers/runCli.ts';
 import { createMigratedDatabase } from '../../helpers/testDatabase.ts';
 import { USDC_BASE, USDT_ETH } from '../../helpers/tokens.ts';
@@ -16,13 +15,7 @@ import { USDC_BASE, USDT_ETH } from '../../helpers/tokens.ts';
 const { db, url } = await createMigratedDatabase('valued_balances');
 const S = 'st_a';
 
-const post = (
-  key: string,
-  day: string,
-  token: Token,
-  lines: [string, bigint][],
-  metadata?: Record<string, unknown>,
-) => postOnDay(db, { key, day, storeId: S, token, lines: lines as [AccountKind, bigint][], metadata });
+const post = storePoster(db, S);
 
 const dir = mkdtempSync(join(tmpdir(), 'valued-'));
 const ratesFile = join(dir, 'rates.csv');
