@@ -147,3 +147,62 @@ export const balanceProofs = pgTable(
   },
   (t) => [index('balance_proofs_wallet_idx').on(t.chainId, t.wallet, t.token, t.provedAt)],
 );
+
+/**
+ * Allocations (docs/accounting.md, "Pieces and bundles"): how much of one side of a final
+ * transfer (the sender's outflow or the receiver's inflow) settles which obligation, by which
+ * rule, and the entry it caused. A transfer may be split over several obligations (one transfer
+ * paying two intents) and an obligation settled by several transfers (a payment topped up, a
+ * funding in two parts). Append-only: a reorg or a re-match releases an allocation with a row of
+ * the negated amount, never an update; the triggers of migration 0022 keep each (transfer, side)
+ * between zero and the transfer's value, and each (transfer, side, obligation, purpose) at zero
+ * or above.
+ * - side: `in` (the receiving wallet's side) or `out` (the sending wallet's side);
+ * - obligation_type / obligation_id: `checkout_intent` (intent id), `claim_link` (link id),
+ *   `suspense` (the transfer's own id: money nothing explains yet), `owner` (the store id: an
+ *   owner's transfer);
+ * - purpose: `payment`, `payment_excess`, `funding`, `fee_sweep`, `claim`, `refund`, `return`,
+ *   `unmatched`;
+ * - entry_id: the entry the allocation caused (null when it books nothing: a fee sweep, a
+ *   funding piece whose entry another piece carries).
+ */
+export const allocations = pgTable(
+  'allocations',
+  {
+    id: bigserial('id', { mode: 'bigint' }).primaryKey(),
+    transferId: bigint('transfer_id', { mode: 'bigint' })
+      .notNull()
+      .references(() => chainTransfers.id),
+    side: text('side', { enum: ['in', 'out'] }).notNull(),
+    obligationType: text('obligation_type', {
+      enum: ['checkout_intent', 'claim_link', 'suspense', 'owner'],
+    }).notNull(),
+    obligationId: text('obligation_id').notNull(),
+    purpose: text('purpose', {
+      enum: ['payment', 'payment_excess', 'funding', 'fee_sweep', 'claim', 'refund', 'return', 'unmatched'],
+    }).notNull(),
+    amount: numeric78('amount').notNull(),
+    rule: text('rule').notNull(),
+    entryId: bigint('entry_id', { mode: 'bigint' }),
+    storeId: text('store_id').notNull(),
+    /** The allocation this row releases (a negative amount); null for an allocation. */
+    releases: bigint('releases', { mode: 'bigint' }),
+    reason: text('reason'),
+    allocatedAt: timestamp('allocated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('allocations_transfer_idx').on(t.transferId, t.side),
+    index('allocations_obligation_idx').on(t.obligationType, t.obligationId, t.purpose),
+    unique('allocations_releases_key').on(t.releases),
+    check('allocations_amount_sign', sql`(${t.releases} is null) = (${t.amount} > 0) and ${t.amount} <> 0`),
+    check('allocations_side', sql`${t.side} in ('in', 'out')`),
+    check(
+      'allocations_obligation_type',
+      sql`${t.obligationType} in ('checkout_intent', 'claim_link', 'suspense', 'owner')`,
+    ),
+    check(
+      'allocations_purpose',
+      sql`${t.purpose} in ('payment', 'payment_excess', 'funding', 'fee_sweep', 'claim', 'refund', 'return', 'unmatched')`,
+    ),
+  ],
+);

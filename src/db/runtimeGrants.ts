@@ -77,6 +77,10 @@ export const RUNTIME_TABLE_GRANTS: Readonly<Record<string, TableGrant>> = {
     verbs: ['SELECT', 'INSERT', 'UPDATE'],
     why: 'a classification is marked reversed (its entries stay in the ledger)',
   },
+  allocations: {
+    verbs: APPEND_ONLY,
+    why: 'settlement allocates transfers to obligations and releases them with negated rows; immutable (migration 0022)',
+  },
   rates: {
     verbs: APPEND_ONLY,
     why: 'rates import and intents add rates (insert ... on conflict do nothing); a rate is never changed',

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { releaseAllocations } from '../chain/allocations.ts';
 import { type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { bookingRevision, entryMoved, movedData, recordReversal } from '../events/announcements.ts';
@@ -88,6 +89,8 @@ export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: s
         );
     }
   }
+  // What the inclusion settled is no longer settled by it (an obligation counts it again as open).
+  await releaseAllocations(tx, row.id, `block ${row.block_hash} orphaned by a reorg`);
   await tx.execute(sql`update chain_transfers set unwound_at = now() where id = ${id}::bigint`);
   return true;
 }
