@@ -107,7 +107,14 @@ function reorgPlans(world: World, shape: (typeof REORG_SHAPES)[number]): void {
     if (custody.has(t.from) || custody.has(t.to) || chainOf(t.token) === undefined) return false;
     if (key.startsWith('stray:') || key.startsWith('sweep:')) return true;
     const intent = key.startsWith('pay:') ? intents.get(key.slice(4)) : undefined;
-    return intent?.route === 'direct' && intent.returnTx === null;
+    // Not a payment in pieces or bundles (sim/piecesShapes.ts): a reorg of one piece is a story
+    // of its own, not generated yet.
+    return (
+      intent?.route === 'direct' &&
+      intent.returnTx === null &&
+      !intent.pieces &&
+      !world.intents.some((b) => b.bundledInto === intent.id)
+    );
   });
   // A transfer another plan changes already is no target: the first change would leave the
   // second nothing to change.

@@ -82,10 +82,15 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     const s = intent.storeId;
     const N = intent.P - intent.F;
     const payingTx = intent.route === 'temp' ? intent.tx2 : intent.tx1;
-    const paid = payingTx !== null && mined.has(payingTx);
+    const paid = paymentMined(intent, mined);
     // A payer that is a wallet of ours: its outflow is its own fact (an owner transfer), whatever
-    // the intent is; so is a payment sent back into it (suspense).
-    if (mined.has(intent.tx1)) unmatchedOut(intent.payer, sym, intent.P, intent.tx1);
+    // the intent is; so is a payment sent back into it (suspense). A payment in pieces is a fact
+    // per piece, each from its own payer.
+    const pieces = intent.pieces ?? [];
+    const firstPiece = intent.P - pieces.reduce((sum, piece) => sum + piece.value, 0n);
+    if (mined.has(intent.tx1)) unmatchedOut(intent.payer, sym, firstPiece, intent.tx1);
+    for (const piece of pieces)
+      if (mined.has(piece.txHash)) unmatchedOut(piece.from, sym, piece.value, piece.txHash);
     if (intent.returnTx !== null && mined.has(intent.returnTx))
       unmatchedIn(intent.payer, sym, intent.P, intent.returnTx);
     if (final === CONFIRMED && known.has(intent.id) && (intent.reportedNet === undefined || paid)) {
@@ -111,6 +116,7 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     if (arrived && !returned) {
       add('assets:wallet', s, sym, intoMerchant);
       add('assets:suspense', s, sym, -intoMerchant, payingTx);
+      if (intent.route === 'direct') for (const piece of pieces) causes.add(piece.txHash);
     }
     if (arrived && payingTx !== null && intent.route === 'direct') {
       const key = `${merchantOf(s)}|${intent.payer}|${sym.address}|${intoMerchant}`;
@@ -131,9 +137,11 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
     const status = truth.linkStatus(p.referenceId);
     if (!status || !truth.knownLinks.has(p.referenceId) || !mined.has(p.fundingTx)) continue;
     const sym = p.token; // its symbol and chain name the accounts
+    // Rule 5: every part of the funding is the link's; what they exceed A by is its fee.
+    const funded = fundedTotal(p, mined);
     add('assets:claim_pool', p.storeId, sym, p.A);
-    add('assets:custody', p.storeId, sym, -(p.A + p.F));
-    add('expense:payout_fees', p.storeId, sym, p.F);
+    add('assets:custody', p.storeId, sym, -funded);
+    add('expense:payout_fees', p.storeId, sym, funded - p.A);
     const refunded = refundPieces(p).filter((r) => mined.has(r.txHash));
     const S = refunded.reduce((sum, r) => sum + r.value, 0n);
     if (status === 'claimed' && mined.has(p.claimTx)) {
@@ -175,6 +183,23 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
   return out;
 }
 
+/** What custody sent the link's pool, of the funding's transfers mined (funding_pieces: several). */
+export function fundedTotal(p: SimPayout, mined: ReadonlySet<string>): bigint {
+  const pieces = p.fundingPieces ?? [];
+  const rest = p.fundingKind === 'split' ? pieces.reduce((sum, f) => sum + f.value, 0n) : 0n;
+  const first = mined.has(p.fundingTx) ? p.A + p.F - rest : 0n;
+  return pieces.reduce((sum, f) => sum + (mined.has(f.txHash) ? f.value : 0n), first);
+}
+
+/**
+ * Whether the intent's payment is on chain: the transfer into the merchant wallet (the sweep when
+ * routed), and when paid directly in pieces (payment_pieces), every piece.
+ */
+export function paymentMined(intent: SimIntent, mined: ReadonlySet<string>): boolean {
+  if (intent.route === 'temp') return intent.tx2 !== null && mined.has(intent.tx2);
+  return mined.has(intent.tx1) && (intent.pieces ?? []).every((piece) => mined.has(piece.txHash));
+}
+
 /** The link's refund as the service pays it: the world's pieces, or one transfer of A. */
 export function refundPieces(p: SimPayout): Array<{ value: bigint; txHash: string }> {
   return p.refundPieces ?? [{ value: p.A, txHash: p.refundTx }];
@@ -195,12 +220,11 @@ export function booksSale(
   known: ReadonlySet<string>,
   mined: ReadonlySet<string>,
 ): boolean {
-  const paying = intent.route === 'temp' ? intent.tx2 : intent.tx1;
   return (
     finalStatus(intent) === CONFIRMED &&
     known.has(intent.id) &&
     inRegistry(world, intent) &&
-    (intent.reportedNet === undefined || (paying !== null && mined.has(paying)))
+    (intent.reportedNet === undefined || paymentMined(intent, mined))
   );
 }
 

@@ -172,14 +172,29 @@ export function worldTransfers(world: World): Map<string, SimTransfer & { at: nu
     if (!paid) continue;
     const merchant = merchantOf.get(i.storeId) as `0x${string}`;
     const token = i.token.address;
-    out.set(`pay:${i.id}`, {
-      at: paid.at,
-      token,
-      from: i.payer,
-      to: i.route === 'temp' ? i.temp : merchant,
-      value: i.P,
-      txHash: i.tx1,
-    });
+    const payee = i.route === 'temp' ? i.temp : merchant;
+    // bundle_payment: the intent's P is part of the transfer of the intent it is bundled into.
+    const bundled = world.intents.filter((b) => b.bundledInto === i.id).reduce((sum, b) => sum + b.P, 0n);
+    const pieces = i.pieces ?? [];
+    if (!i.bundledInto)
+      out.set(`pay:${i.id}`, {
+        at: paid.at,
+        token,
+        from: i.payer,
+        to: payee,
+        value: i.P - pieces.reduce((sum, piece) => sum + piece.value, 0n) + bundled,
+        txHash: i.tx1,
+      });
+    pieces.forEach((piece, k) =>
+      out.set(`piece:${i.id}:${k}`, {
+        at: paid.at + piece.delayMs,
+        token,
+        from: piece.from,
+        to: payee,
+        value: piece.value,
+        txHash: piece.txHash,
+      }),
+    );
     const confirmed = i.timeline.find((s) => s.status === 20);
     if (i.tx2 && confirmed)
       out.set(`sweep:${i.id}`, {
@@ -190,7 +205,12 @@ export function worldTransfers(world: World): Map<string, SimTransfer & { at: nu
         value: i.P - i.F,
         txHash: i.tx2,
       });
-    const sendBack = i.timeline.find((s) => s.status === 5);
+    const cancelled = i.timeline.find((s) => s.status === -4);
+    const sendBack =
+      i.timeline.find((s) => s.status === 5) ??
+      (i.returnAfterCancelMs !== undefined && cancelled
+        ? { at: cancelled.at + i.returnAfterCancelMs }
+        : undefined);
     if (i.returnTx && sendBack)
       out.set(`return:${i.id}`, {
         at: sendBack.at,

@@ -170,7 +170,7 @@ export function createServiceDouble(
       user_id: null,
       user_name: null,
       error_message: null,
-      tx_hash: paid ? intent.tx1 : null,
+      tx_hash: paid ? (intent.namedTx ?? intent.tx1) : null,
       tx_hash_2: confirmed ? intent.tx2 : null,
       tx_from: paid ? intent.payer : null,
       tx_to: merchantOf.get(intent.storeId),
@@ -195,22 +195,55 @@ export function createServiceDouble(
     value: bigint,
     txHash: `0x${string}`,
   ) => send({ token: p.token.address, from, to, value, txHash });
-  /** Refund pieces waiting for their time (shape refund_pieces: some come late). */
-  let queued: Array<{ at: number; p: SimPayout; value: bigint; txHash: `0x${string}` }> = [];
+  /**
+   * The service's transfers waiting for their time: refund pieces (shape refund_pieces: some come
+   * late), the rest of a funding and its fee sweep (shape funding_pieces).
+   */
+  type Queued = {
+    at: number;
+    p: SimPayout;
+    from: `0x${string}`;
+    to: `0x${string}`;
+    value: bigint;
+    txHash: `0x${string}`;
+  };
+  let queued: Queued[] = [];
   let clock = 0;
   const release = (now: number) => {
     clock = Math.max(clock, now);
     const due = queued.filter((q) => q.at <= clock);
     queued = queued.filter((q) => q.at > clock);
-    for (const q of due)
-      transfer(q.p, q.p.pool, custodyOf.get(q.p.storeId) as `0x${string}`, q.value, q.txHash);
+    for (const q of due) transfer(q.p, q.from, q.to, q.value, q.txHash);
   };
   /** The link's refund to custody: one transfer of A, or the world's pieces, each at its delay. */
   const payRefund = (p: SimPayout) => {
     const pieces = p.refundPieces ?? [{ value: p.A, txHash: p.refundTx, delayMs: 0 }];
+    const custody = custodyOf.get(p.storeId) as `0x${string}`;
     for (const piece of pieces)
-      queued.push({ at: clock + piece.delayMs, p, value: piece.value, txHash: piece.txHash });
+      queued.push({
+        at: clock + piece.delayMs,
+        p,
+        from: p.pool,
+        to: custody,
+        value: piece.value,
+        txHash: piece.txHash,
+      });
     release(clock);
+  };
+  /**
+   * The link's funding: A + F to the pool and F swept out, or (funding_pieces) a first part now
+   * and the rest later with the sweep after it, or the whole funding a second time later.
+   */
+  const fund = (p: SimPayout, custody: `0x${string}`, now: number) => {
+    const pieces = p.fundingPieces ?? [];
+    const rest = p.fundingKind === 'split' ? pieces.reduce((sum, f) => sum + f.value, 0n) : 0n;
+    transfer(p, custody, p.pool, p.A + p.F - rest, p.fundingTx);
+    for (const f of pieces)
+      queued.push({ at: now + f.delayMs, p, from: custody, to: p.pool, value: f.value, txHash: f.txHash });
+    const sweepAt = p.fundingKind === 'split' ? now + Math.max(...pieces.map((f) => f.delayMs)) : now;
+    if (p.F > 0n && sweepAt === now) transfer(p, p.pool, world.feeWallet, p.F, p.sweepTx);
+    else if (p.F > 0n)
+      queued.push({ at: sweepAt, p, from: p.pool, to: world.feeWallet, value: p.F, txHash: p.sweepTx });
   };
   let linkWebhooks: Array<ClaimLinkWebhook & { at: number }> = [];
   const refund = (p: SimPayout, link: LinkState, status: 'cancelled' | 'expired') => {
@@ -352,8 +385,7 @@ export function createServiceDouble(
           if (!link) {
             link = { status: 'link_sent', fundedAt: now() };
             links.set(p.linkId, link);
-            transfer(p, custodyOf.get(storeId) as `0x${string}`, p.pool, p.A + p.F, p.fundingTx);
-            if (p.F > 0n) transfer(p, p.pool, world.feeWallet, p.F, p.sweepTx);
+            fund(p, custodyOf.get(storeId) as `0x${string}`, now());
             // The create call blocks while the funding settles: it is in a block before any answer.
             settle(p.token.chainId);
             if (p.lostAnswer)
@@ -397,6 +429,15 @@ export function createServiceDouble(
           if (!p || !link) throw answer(notCancellable('unknown'));
           if (link.status === 'cancelled')
             return answer({ claim_link_id: id, status: 'cancelled', already_cancelled: true });
+          // cancel_races_claim: the cancel is answered as done, the link stays claimed, nothing refunded.
+          if (link.status === 'claimed' && p.cancelRacesClaim)
+            return answer({
+              claim_link_id: id,
+              reference_id: p.referenceId,
+              status: 'cancelled',
+              refund_status: 'refund_pending',
+              already_cancelled: false,
+            } as const);
           if (link.status !== 'link_sent') throw answer(notCancellable(link.status));
           refund(p, link, 'cancelled');
           return answer({

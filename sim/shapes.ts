@@ -46,6 +46,15 @@ export const SHAPES = {
     "a second chain (Base, tokens of 6 and 18 decimals) with the stores' wallets: intents, payouts and strangers on either chain",
   near_equal_second_chain:
     'with two_chains, near-equal payouts move to the second chain as any other payout does, away from the withdrawals placed around them on the first',
+  payment_pieces:
+    'a confirmed payment in 2 or 3 transfers (direct or into the temporary wallet), some after the confirmation, some from another payer; the service names any one of them',
+  bundle_payment:
+    'one transfer pays two direct intents of one store and token; the service names it for both',
+  cancelled_return:
+    'a direct payment confirmed and proven, then CANCELED by the service and sent back to its payer from the merchant wallet',
+  funding_pieces:
+    'a claim link funded in two parts (the create answer names the first) or funded twice in full (then cancelled or expired and refunded whole)',
+  cancel_races_claim: 'the service answers a cancel with success although the claim is already on chain',
 } as const;
 
 export type Shape = keyof typeof SHAPES;

@@ -5,6 +5,7 @@ import { seededRandom } from '../src/seededRandom.ts';
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
 import { applyChainShapes, type SimReorgPlan } from './chainShapes.ts';
 import { nearMissShapes } from './nearMisses.ts';
+import { piecesShapes } from './piecesShapes.ts';
 import type { Shape } from './shapes.ts';
 
 /**
@@ -85,6 +86,25 @@ export interface SimIntent {
   webhooksLost?: true;
   /** fee_mismatch: the net_income_amount the service reports, other than P - F (the chain moves P - F). */
   reportedNet?: bigint;
+  /**
+   * payment_pieces: the payment's further transfers after tx1 (to the merchant wallet when direct,
+   * to the temporary wallet when routed), each `delayMs` after tx1; tx1 carries P less their sum.
+   */
+  pieces?: PaymentPiece[];
+  /** payment_pieces: the transaction the service names as tx_hash (tx1 when absent). */
+  namedTx?: Hex;
+  /** bundle_payment: the intent whose tx1 pays this one's P too (one transfer of both sums). */
+  bundledInto?: string;
+  /** cancelled_return: this long after CANCELED the service sends the direct payment back (returnTx). */
+  returnAfterCancelMs?: number;
+}
+
+/** One more transfer of a payment in pieces (sim/piecesShapes.ts). */
+export interface PaymentPiece {
+  value: bigint;
+  txHash: Hex;
+  from: Hex;
+  delayMs: number;
 }
 
 /** A fiat price as the service reports it: Currency enum value, symbol, cents, fiat to coin rate. */
@@ -150,6 +170,21 @@ export interface SimPayout {
    * the later answer names the real funding (docs/decisions.md, a gap left open).
    */
   createReachesService?: true;
+  /**
+   * funding_pieces: the funding's further transfers from custody to the pool after fundingTx, each
+   * `delayMs` after it: the rest of a funding in two parts (`split`), or the whole funding sent a
+   * second time (`double`, refunded with the link's principal when cancelled or expired).
+   */
+  fundingPieces?: FundingPiece[];
+  fundingKind?: 'split' | 'double';
+  /** cancel_races_claim: the service answers the cancel with success although the claim is on chain. */
+  cancelRacesClaim?: true;
+}
+
+export interface FundingPiece {
+  value: bigint;
+  txHash: Hex;
+  delayMs: number;
 }
 
 export interface RefundPiece {
@@ -418,6 +453,8 @@ export function generateWorld(seed: string, options: WorldOptions): World {
     span,
     reorgs: [],
   };
+  // Money in pieces and bundles: before the chain's shapes, whose reorgs keep away from them.
+  piecesShapes(world, options.shapes ?? new Set());
   applyChainShapes(world, options.shapes ?? new Set());
   feeMismatch(world, options.shapes ?? new Set());
   return world;
