@@ -185,7 +185,7 @@ export function worldTransfers(world: World): Map<string, SimTransfer & { at: nu
         value: i.P - pieces.reduce((sum, piece) => sum + piece.value, 0n) + bundled,
         txHash: i.tx1,
       });
-    pieces.forEach((piece, k) =>
+    for (const [k, piece] of pieces.entries())
       out.set(`piece:${i.id}:${k}`, {
         at: paid.at + piece.delayMs,
         token,
@@ -193,8 +193,7 @@ export function worldTransfers(world: World): Map<string, SimTransfer & { at: nu
         to: payee,
         value: piece.value,
         txHash: piece.txHash,
-      }),
-    );
+      });
     const confirmed = i.timeline.find((s) => s.status === 20);
     if (i.tx2 && confirmed)
       out.set(`sweep:${i.id}`, {
