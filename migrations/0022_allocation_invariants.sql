@@ -51,3 +51,25 @@ $$;
 --> statement-breakpoint
 CREATE CONSTRAINT TRIGGER allocations_check AFTER INSERT ON allocations
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION allocations_check();
+--> statement-breakpoint
+-- An allocation lives as long as the entry it caused: reversing that entry (a reorg, a rule that
+-- explains a transfer later and moves it out of suspense, a return re-matched) releases it in the
+-- same transaction, whichever code reversed it. Only reversals fire it (the WHEN clause is checked
+-- without calling the function), so the usual insert pays nothing.
+CREATE FUNCTION allocations_release_with_entry() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO allocations
+    (transfer_id, side, obligation_type, obligation_id, purpose, amount, rule, entry_id, store_id, releases, reason)
+  SELECT a.transfer_id, a.side, a.obligation_type, a.obligation_id, a.purpose, -a.amount, a.rule, a.entry_id,
+         a.store_id, a.id, 'entry ' || NEW.reverses_entry_id || ' reversed by entry ' || NEW.id
+    FROM allocations a
+   WHERE a.entry_id = NEW.reverses_entry_id AND a.releases IS NULL
+     AND NOT EXISTS (SELECT 1 FROM allocations r WHERE r.releases = a.id);
+  RETURN NULL;
+END
+$$;
+--> statement-breakpoint
+CREATE TRIGGER allocations_release_with_entry AFTER INSERT ON ledger_entries
+  FOR EACH ROW WHEN (NEW.reverses_entry_id IS NOT NULL) EXECUTE FUNCTION allocations_release_with_entry();
+--> statement-breakpoint
+CREATE INDEX allocations_entry_idx ON allocations (entry_id) WHERE entry_id IS NOT NULL;

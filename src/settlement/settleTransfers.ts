@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { allocate } from '../chain/allocations.ts';
 import {
   decidedSides,
   finishRow,
@@ -296,12 +297,22 @@ async function bookUnmatched(
   });
   const booked: string[] = [];
   if (result.entry) {
-    await postEntry(tx, result.entry, { accounts: deps.accounts });
-    booked.push(
-      result.entry.kind === 'chain.transfer_in_unmatched'
-        ? 'transfer_in_unmatched'
-        : 'transfer_out_unmatched',
-    );
+    const posted = await postEntry(tx, result.entry, { accounts: deps.accounts });
+    const inflow = result.entry.kind === 'chain.transfer_in_unmatched';
+    booked.push(inflow ? 'transfer_in_unmatched' : 'transfer_out_unmatched');
+    // What nothing explains is allocated too: money in waits in suspense, money out is the owner's
+    // (once, with the entry: a replayed key found the allocation made with it).
+    if (posted.created)
+      await allocate(tx, {
+        transferId: row.id,
+        side: inflow ? 'in' : 'out',
+        obligation: inflow ? { type: 'suspense', id: row.id } : { type: 'owner', id: store },
+        purpose: 'unmatched',
+        amount: BigInt(row.value),
+        rule: 'rule 9',
+        entryId: posted.id,
+        storeId: store,
+      });
   }
   for (const f of result.findings) await recordFinding(tx, f, store);
   await markApplied(tx, row.id, booked, null, store);

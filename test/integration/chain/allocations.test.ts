@@ -7,7 +7,10 @@ import {
   transferAllocations,
   unallocated,
 } from '../../../src/chain/allocations.ts';
+import { account } from '../../../src/ledger/accounts.ts';
+import { postEntry, reverseEntry } from '../../../src/ledger/postEntry.ts';
 import { createMigratedDatabase, type MigratedDatabase } from '../../helpers/testDatabase.ts';
+import { USDC_BASE } from '../../helpers/tokens.ts';
 
 // The allocations' invariants live in PostgreSQL (migration 0022): these run as the daemon's role.
 let database: MigratedDatabase;
@@ -82,5 +85,32 @@ describe('allocations', () => {
       /does not mirror/,
     );
     expect(await allocatedTo(database.db, intent('i35'))).toBe(35_000_000n);
+  });
+
+  it('releases an allocation when the entry it caused is reversed, whoever reverses it', async () => {
+    const entry = await postEntry(database.db, {
+      idempotencyKey: 'alloc:suspense',
+      kind: 'chain.transfer_in_unmatched',
+      occurredAt: new Date('2026-11-10T12:00:00Z'),
+      storeId: 'st_a',
+      ref: { type: 'chain_transfer', id: transferId },
+      lines: [
+        { account: account('assets:wallet', 'st_a', USDC_BASE), amount: 5n },
+        { account: account('assets:suspense', 'st_a', USDC_BASE), amount: -5n },
+      ],
+    });
+    await database.db.transaction(async (tx) => {
+      await releaseAllocations(tx, transferId, 'make room');
+      await allocate(tx, {
+        ...draft('x', 5n),
+        obligation: { type: 'suspense', id: transferId },
+        purpose: 'unmatched',
+        entryId: entry.id,
+      });
+    });
+    expect(await allocatedTo(database.db, { type: 'suspense', id: transferId })).toBe(5n);
+    await reverseEntry(database.db, entry.id, 'a rule explained it');
+    expect(await allocatedTo(database.db, { type: 'suspense', id: transferId })).toBe(0n);
+    expect(await unallocated(database.db, transferId, 'in')).toBe(35_000_000n);
   });
 });

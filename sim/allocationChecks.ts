@@ -1,0 +1,70 @@
+import { sql } from 'drizzle-orm';
+import type { Db } from '../src/db/database.ts';
+import { booksSale, fundedTotal, paymentMined } from './oracle.ts';
+import type { World } from './world.ts';
+
+/**
+ * The allocations once the world is quiet (docs/accounting.md, "Pieces and bundles"): every side
+ * of a final transfer into or out of a store's merchant or custody wallet is allocated in whole
+ * (to what explains it, or to suspense or the owner: nothing is left unsaid), every sale whose
+ * payment is on chain holds exactly its N in payment allocations, and every funded link holds
+ * exactly what custody sent its pool. From the world's ground truth alone, beside the balances.
+ */
+export async function judgeAllocations(
+  db: Db,
+  world: World,
+  facts: { mined: ReadonlySet<string>; known: ReadonlySet<string>; knownLinks: ReadonlySet<string> },
+): Promise<string[]> {
+  const problems: string[] = [];
+  const wallets = [...new Set(world.stores.flatMap((s) => [s.merchant, s.custody]))].map(
+    (a) => sql`${a.toLowerCase()}`,
+  );
+  const sides = await db.execute<{
+    id: string;
+    tx_hash: string;
+    side: string;
+    value: string;
+    allocated: string;
+  }>(sql`
+    select t.id::text, t.tx_hash, s.side, t.value::text,
+      coalesce((select sum(a.amount) from allocations a where a.transfer_id = t.id and a.side = s.side), 0)::text as allocated
+    from chain_transfers t
+    cross join lateral (values ('in', t.to_address), ('out', t.from_address)) as s(side, wallet)
+    where t.state = 'final' and t.value > 0 and t.from_address <> t.to_address
+      and s.wallet in (${sql.join(wallets, sql`, `)})`);
+  for (const s of sides.rows)
+    if (s.allocated !== s.value)
+      problems.push(
+        `allocations: the ${s.side} side of transfer ${s.tx_hash.slice(0, 10)} (${s.id}) holds ${s.allocated} of ${s.value}`,
+      );
+
+  const held = await db.execute<{
+    obligation_type: string;
+    obligation_id: string;
+    purpose: string;
+    total: string;
+  }>(sql`
+    select obligation_type, obligation_id, purpose, sum(amount)::text as total from allocations
+    where purpose in ('payment', 'funding') group by 1, 2, 3`);
+  const holds = (type: string, id: string, purpose: string) =>
+    BigInt(
+      held.rows.find((r) => r.obligation_type === type && r.obligation_id === id && r.purpose === purpose)
+        ?.total ?? '0',
+    );
+  for (const intent of world.intents) {
+    if (!booksSale(world, intent, facts.known, facts.mined) || !paymentMined(intent, facts.mined)) continue;
+    const got = holds('checkout_intent', intent.id, 'payment');
+    if (got !== intent.P - intent.F)
+      problems.push(
+        `allocations: intent ${intent.id} holds ${got} of its payment, N is ${intent.P - intent.F}`,
+      );
+  }
+  for (const p of world.payouts) {
+    if (!facts.knownLinks.has(p.referenceId) || !facts.mined.has(p.fundingTx)) continue;
+    const want = fundedTotal(p, facts.mined);
+    const got = holds('claim_link', p.linkId, 'funding');
+    if (got !== want)
+      problems.push(`allocations: link ${p.linkId} holds ${got} of its funding, custody sent ${want}`);
+  }
+  return problems;
+}
