@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../src/db/database.ts';
-import { booksSale, fundedTotal, paymentMined } from './oracle.ts';
+import { booksSale, fundedTotal, fundingMined, paymentMined } from './oracle.ts';
 import type { World } from './world.ts';
 
 /**
@@ -60,7 +60,7 @@ export async function judgeAllocations(
       );
   }
   for (const p of world.payouts) {
-    if (!facts.knownLinks.has(p.referenceId) || !facts.mined.has(p.fundingTx)) continue;
+    if (!facts.knownLinks.has(p.referenceId) || !fundingMined(p, facts.mined)) continue;
     const want = fundedTotal(p, facts.mined);
     const got = holds('claim_link', p.linkId, 'funding');
     if (got !== want)

@@ -24,7 +24,7 @@ import type { SimToken, World } from './world.ts';
 export const SIM_CHAIN_ID_2 = 8453;
 
 export interface SimReorgPlan {
-  shape: 'reorg_drop' | 'reorg_remine' | 'reorg_replace' | 'reorg_deep';
+  shape: 'reorg_drop' | 'reorg_remine' | 'reorg_replace' | 'reorg_deep' | 'funding_resent';
   chainId: number;
   target: Hex;
   change: ReorgChange['kind'];

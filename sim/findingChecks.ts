@@ -5,6 +5,7 @@ import type { SimReorgPlan } from './chainShapes.ts';
 import {
   beyondFinality,
   finalStatus,
+  fundingMined,
   inRegistry,
   type ReorgFact,
   refundPieces,
@@ -227,7 +228,7 @@ function webhookedIntents(facts: FindingFacts): Set<string> {
 function refundShort(facts: FindingFacts, p: SimPayout): boolean {
   const status = facts.linkStatus(p.referenceId);
   if (status !== 'cancelled' && status !== 'expired') return false;
-  if (!facts.knownLinks.has(p.referenceId) || !facts.mined.has(p.fundingTx) || facts.mined.has(p.claimTx))
+  if (!facts.knownLinks.has(p.referenceId) || !fundingMined(p, facts.mined) || facts.mined.has(p.claimTx))
     return false;
   const S = refundPieces(p)
     .filter((r) => facts.mined.has(r.txHash))

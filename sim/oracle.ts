@@ -135,7 +135,7 @@ export function expectedBalances(truth: GroundTruth, causes: SuspenseCauses = ne
   // principal came back.
   for (const p of world.payouts) {
     const status = truth.linkStatus(p.referenceId);
-    if (!status || !truth.knownLinks.has(p.referenceId) || !mined.has(p.fundingTx)) continue;
+    if (!status || !truth.knownLinks.has(p.referenceId) || !fundingMined(p, mined)) continue;
     const sym = p.token; // its symbol and chain name the accounts
     // Rule 5: every part of the funding is the link's; what they exceed A by is its fee.
     const funded = fundedTotal(p, mined);
@@ -188,7 +188,13 @@ export function fundedTotal(p: SimPayout, mined: ReadonlySet<string>): bigint {
   const pieces = p.fundingPieces ?? [];
   const rest = p.fundingKind === 'split' ? pieces.reduce((sum, f) => sum + f.value, 0n) : 0n;
   const first = mined.has(p.fundingTx) ? p.A + p.F - rest : 0n;
-  return pieces.reduce((sum, f) => sum + (mined.has(f.txHash) ? f.value : 0n), first);
+  const resent = p.fundingResend && mined.has(p.fundingResend.txHash) ? p.A + p.F : 0n;
+  return pieces.reduce((sum, f) => sum + (mined.has(f.txHash) ? f.value : 0n), first + resent);
+}
+
+/** Whether any transfer of the link's funding is on chain (the first, or its resend). */
+export function fundingMined(p: SimPayout, mined: ReadonlySet<string>): boolean {
+  return mined.has(p.fundingTx) || (p.fundingResend !== undefined && mined.has(p.fundingResend.txHash));
 }
 
 /**

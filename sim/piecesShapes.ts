@@ -145,6 +145,36 @@ function fundingPieces(world: World, r: Stream, label: (what: string) => string)
   });
 }
 
+/**
+ * funding_resent: a reorg drops a link's funding once the link is sent (the funding read but not
+ * final, or final and booked: then beyond finality), and the service, its funding gone, sends the
+ * whole funding again under a new hash a few minutes later. Only links whose claim, cancel or
+ * expiry comes at least 90 minutes after their creation, so the funding is back by then; not
+ * links matched by amount. Drawn after the chain's shapes (the reorg names the payout's chain).
+ */
+export function fundingResent(world: World, shapes: ReadonlySet<Shape>): void {
+  if (!shapes.has('funding_resent')) return;
+  const rnd = seededRandom(`world:${world.seed}:funding_resent`);
+  const taken = new Set(world.reorgs.map((r) => r.target));
+  world.payouts.forEach((p, n) => {
+    const roomy = p.end === 'expired' || p.end === 'open' || p.endAt - p.createdAt >= 90 * 60_000;
+    const draw = rnd();
+    const late = rnd() < 0.5;
+    const delayMs = 60_000 + Math.floor(rnd() * 4 * 60_000);
+    if (draw >= 0.3 || !roomy || p.fundingPieces || p.lostAnswer || p.createReachesService) return;
+    if (taken.has(p.fundingTx)) return;
+    p.fundingResend = { txHash: `0x${hashOf(`${world.seed}:tx:funding_resent:${n}`)}` as Hex, delayMs };
+    world.reorgs.push({
+      shape: 'funding_resent',
+      chainId: p.token.chainId,
+      target: p.fundingTx,
+      change: 'drop',
+      when: late ? 'after_final' : 'after_index',
+      depth: 1,
+    });
+  });
+}
+
 function hashOf(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }

@@ -463,6 +463,10 @@ export async function runWorld(
         const record = doubles.get(chainId)?.reorg(event.depth, event.change);
         if (record && seen)
           reorgFacts.push({ chainId, record, finalSure: seen.sure, finalMaybe: seen.maybe });
+        // The service watches its own transfers: a funding the reorg dropped is sent again.
+        const dropped = event.change?.kind === 'drop' ? event.change.target : undefined;
+        if (record && dropped && record.replaced.some((b) => b.transfers.some((t) => t.txHash === dropped)))
+          service.transferDropped(dropped);
         break;
       }
       case 'dropLog':
@@ -713,7 +717,8 @@ async function judge(
           p.storeId === store.storeId &&
           p.token === token &&
           facts.knownLinks.has(p.referenceId) &&
-          blockOf(p.fundingTx) !== undefined,
+          (blockOf(p.fundingTx) !== undefined ||
+            (p.fundingResend !== undefined && blockOf(p.fundingResend.txHash) !== undefined)),
       );
       const chain = chainOf(token.chainId);
       let onChain = 0n;

@@ -256,6 +256,9 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     events.push(mine);
     minedAt.set(tx.txHash, mine.t);
   }
+  // A funding is mined while its create call waits (sim/serviceDouble.ts): at the create's time,
+  // unless a fault delays the call (its reorg then replaces blocks without it).
+  for (const p of world.payouts) if (p.fundingResend) minedAt.set(p.fundingTx, p.createdAt);
   for (const intent of world.intents) {
     if (intent.trackedAtCreation) events.push({ k: 'track', t: intent.createdAt + 1, intent: intent.id });
     // The service notifies each state after the payment; deliveries fault independently.

@@ -31,6 +31,8 @@ export interface ServiceDouble {
   advance(now: number): void;
   /** A link's status at the service, or undefined when it was never created. */
   linkStatus(referenceId: string): LinkState['status'] | undefined;
+  /** A reorg dropped one of the service's transfers: a link's funding is sent again (funding_resent). */
+  transferDropped(txHash: string): void;
   /**
    * `call` says what the service does with each call the client makes (sim/schedule.ts,
    * SvcCallFault), asked once per call, after the read faults of a poll.
@@ -271,6 +273,8 @@ export function createServiceDouble(
     }
     payRefund(p);
   };
+  /** Links whose dropped funding the service sent again (funding_resent), by reference id. */
+  const resent = new Set<string>();
   /** Claimed links the service will also refund (shape claimed_then_refunded), by when. */
   const refundsAfterClaim = new Map<string, number>();
   const notCancellable = (status: string) =>
@@ -288,6 +292,14 @@ export function createServiceDouble(
     linkStatus: (referenceId) => {
       const p = payoutsByRef.get(referenceId);
       return p ? links.get(p.linkId)?.status : undefined;
+    },
+    transferDropped(txHash) {
+      const p = world.payouts.find((q) => q.fundingTx === txHash && q.fundingResend);
+      if (!p?.fundingResend || resent.has(p.referenceId) || !links.has(p.linkId)) return;
+      resent.add(p.referenceId);
+      const custody = custodyOf.get(p.storeId) as `0x${string}`;
+      const { txHash: again, delayMs } = p.fundingResend;
+      queued.push({ at: clock + delayMs, p, from: custody, to: p.pool, value: p.A + p.F, txHash: again });
     },
     claim(referenceId) {
       const p = payoutsByRef.get(referenceId);

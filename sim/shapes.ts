@@ -55,6 +55,8 @@ export const SHAPES = {
   funding_pieces:
     'a claim link funded in two parts (the create answer names the first) or funded twice in full (then cancelled or expired and refunded whole)',
   cancel_races_claim: 'the service answers a cancel with success although the claim is already on chain',
+  funding_resent:
+    "a reorg drops a link's funding after the link was sent (before or after it is final) and the service sends the funding again under a new hash",
 } as const;
 
 export type Shape = keyof typeof SHAPES;

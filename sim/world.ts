@@ -5,7 +5,7 @@ import { seededRandom } from '../src/seededRandom.ts';
 import { CheckoutStatus, isTerminalCheckoutStatus } from '../src/svc/models/checkoutStatus.ts';
 import { applyChainShapes, type SimReorgPlan } from './chainShapes.ts';
 import { nearMissShapes } from './nearMisses.ts';
-import { piecesShapes } from './piecesShapes.ts';
+import { fundingResent, piecesShapes } from './piecesShapes.ts';
 import type { Shape } from './shapes.ts';
 
 /**
@@ -179,6 +179,11 @@ export interface SimPayout {
   fundingKind?: 'split' | 'double';
   /** cancel_races_claim: the service answers the cancel with success although the claim is on chain. */
   cancelRacesClaim?: true;
+  /**
+   * funding_resent: a reorg drops the funding after the link was sent (sim/piecesShapes.ts plans
+   * it) and the service sends the whole funding again under this hash, `delayMs` after the drop.
+   */
+  fundingResend?: { txHash: Hex; delayMs: number };
 }
 
 export interface FundingPiece {
@@ -456,6 +461,8 @@ export function generateWorld(seed: string, options: WorldOptions): World {
   // Money in pieces and bundles: before the chain's shapes, whose reorgs keep away from them.
   piecesShapes(world, options.shapes ?? new Set());
   applyChainShapes(world, options.shapes ?? new Set());
+  // After two_chains, which may move a payout to the second chain: its reorg names the chain.
+  fundingResent(world, options.shapes ?? new Set());
   feeMismatch(world, options.shapes ?? new Set());
   return world;
 }

@@ -110,6 +110,7 @@ const LATER_SHAPES: readonly Shape[] = [
   'cancelled_return',
   'funding_pieces',
   'cancel_races_claim',
+  'funding_resent',
 ];
 
 /** A regression's shapes: `all` is every shape before near_equal_second_chain. */
