@@ -34,13 +34,23 @@ export function walletLogs(
   return { intoWallet, free };
 }
 
-/** Locks the free logs and picks those that pay the intent (payingLogs); null when it waits. */
+/** What lockPayingLogs found: the logs that pay the intent, and the free logs it could lock. */
+export interface PayingLogs {
+  /** The logs that pay it (exact, the lone log, or a split); null when none does (or it waits). */
+  paying: TransferRow[] | null;
+  /** The free logs locked, in walletLogs' order. */
+  lockedFree: TransferRow[];
+  /** Whether every free log was locked (none is held by another matcher right now). */
+  noneHeld: boolean;
+}
+
+/** Locks the free logs and picks those that pay the intent (payingLogs). */
 export async function lockPayingLogs(
   tx: DbExecutor,
   intentId: string,
   logs: WalletLogs,
   expected: bigint[],
-): Promise<TransferRow[] | null> {
+): Promise<PayingLogs> {
   const { free } = logs;
   // Locked in that order, skipping rows another matcher holds; the lock re-reads each row, so one
   // a proof took since the logs were read (proveIntentPayment's finalLogs) is left out.
@@ -56,16 +66,21 @@ export async function lockPayingLogs(
     )
   ).rows;
   const lockedFree = free.flatMap((l) => locked.filter((r) => r.id === l.id));
-  return payingLogs(lockedFree, locked.length === free.length, logs.intoWallet.length, expected);
+  const noneHeld = locked.length === free.length;
+  return {
+    paying: payingLogs(lockedFree, noneHeld, logs.intoWallet.length, expected),
+    lockedFree,
+    noneHeld,
+  };
 }
 
 /**
  * The free logs that pay the intent, or null (it waits): a log of an expected amount; else the
  * transaction's one log into the wallet, whatever its amount (booked at the chain's value, a
- * mismatch); else several logs whose sum is an expected amount (one payment split over transfers,
- * as recon's matching sums them). A split is sought only when no free log is held by another
- * matcher: the held one may be the exact log, and its matcher proves the intent once this
- * transaction commits.
+ * mismatch, unless a top-up completes it); else several logs whose sum is an expected amount (one
+ * payment split over transfers, as recon's matching sums them). A split is sought only when no
+ * free log is held by another matcher: the held one may be the exact log, and its matcher proves
+ * the intent once this transaction commits.
  */
 function payingLogs(
   lockedFree: TransferRow[],
@@ -77,24 +92,27 @@ function payingLogs(
   if (exact) return [exact];
   if (intoWallet === 1) return lockedFree[0] ? [lockedFree[0]] : null;
   if (!noneHeld) return null;
-  return splitPayment(lockedFree, expected);
+  return fewestSummingTo(lockedFree, expected, 2);
 }
 
 /** Most subsets a split search tries before giving up (the logs then wait the grace, then rule 9). */
 const SPLIT_SEARCH_BUDGET = 20_000;
 
 /**
- * The fewest logs (two or more) whose values sum to an expected amount, the earliest in log order
- * first among those of one size, so the choice is the same on every call. Values are never
- * negative, so a partial sum above every target ends its branch. Null when none, or when the
- * search would cost more than SPLIT_SEARCH_BUDGET subsets.
+ * The fewest logs (at least `minSize`) whose values sum to an expected amount, the earliest in
+ * block and log order first among those of one size, so the choice is the same on every call.
+ * Values are never negative, so a partial sum above every target ends its branch. Null when none,
+ * or when the search would cost more than SPLIT_SEARCH_BUDGET subsets.
  */
-function splitPayment<T extends { log_index: number; value: string }>(
+export function fewestSummingTo<T extends { block_number: string; log_index: number; value: string }>(
   logs: T[],
   expected: bigint[],
+  minSize: number,
 ): T[] | null {
-  const candidates = logs.filter((l) => BigInt(l.value) > 0n).sort((a, b) => a.log_index - b.log_index);
-  if (expected.length === 0 || candidates.length < 2) return null;
+  const candidates = logs
+    .filter((l) => BigInt(l.value) > 0n)
+    .sort((a, b) => Number(BigInt(a.block_number) - BigInt(b.block_number)) || a.log_index - b.log_index);
+  if (expected.length === 0 || candidates.length < minSize) return null;
   const values = candidates.map((l) => BigInt(l.value));
   let max = 0n; // (bigint: no Math.max)
   for (const v of expected) if (v > max) max = v;
@@ -112,7 +130,7 @@ function splitPayment<T extends { log_index: number; value: string }>(
     }
     return false;
   };
-  for (let size = 2; size <= values.length && budget > 0; size++) {
+  for (let size = minSize; size <= values.length && budget > 0; size++) {
     if (search(0, size, 0n)) return pick.map((i) => candidates[i] as T);
   }
   return null;

@@ -1,4 +1,11 @@
 import { sql } from 'drizzle-orm';
+import {
+  allocate,
+  allocatedTo,
+  type LiveAllocation,
+  releaseAllocations,
+  transferAllocations,
+} from '../chain/allocations.ts';
 import { markApplied, type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
 import { merchantWalletOf } from '../chain/watchedWallets.ts';
 import type { ChainRegistry } from '../config/chainRegistry.ts';
@@ -18,12 +25,17 @@ import {
   chainTransferDetails,
   chainTransferId,
 } from '../ledger/rules/chainTransferFact.ts';
-import { paymentProven, unmatchedTransferKey } from '../ledger/rules/chainTransferRules.ts';
+import {
+  paymentProven,
+  paymentShareFromExcess,
+  unmatchedTransferKey,
+} from '../ledger/rules/chainTransferRules.ts';
 import { checkoutConfirmedKey } from '../ledger/rules/checkoutRules.ts';
 import { formatDecimalAmount, parseDecimalAmount, sameDecimalAmount } from '../money/decimalAmount.ts';
 import { supersedeClassification } from '../suspense/classifySuspense.ts';
 import { bookConfirmation } from './bookConfirmation.ts';
-import { lockPayingLogs, type WalletLogs, walletLogs } from './payingLogs.ts';
+import { lockPayingLogs, type PayingLogs, type WalletLogs, walletLogs } from './payingLogs.ts';
+import { DEFAULT_TOP_UP_GRACE_MS, lockTopUps, type TopUpQuery } from './topUpLogs.ts';
 
 export interface ProofResult {
   /** The (first) rule-2 entry this call posted. */
@@ -43,6 +55,8 @@ export interface PaymentProofDeps {
   chains: ChainRegistry;
   stores: readonly StoreWallets[];
   accounts?: AccountCache;
+  /** The settlement's grace: how long after its confirmation a top-up may be mined (rule 2). */
+  graceMs?: number;
 }
 
 /** The intent's columns rule 2 reads; applyIntentSnapshot passes the row its update returned. */
@@ -117,10 +131,14 @@ export async function proveIntentPayment(
   if (logs.length === 0) return noProof();
   const expected = await expectedPayment(tx, deps.chains, claim);
   const wallet = walletLogs(logs, intentId, claim.txTo, expected.token, expected.amounts);
+  // Its transaction's logs were allocated before (a short proof of its own, or another intent's
+  // lone log with an excess this intent may be owed): the rare path reads the allocations.
+  if (revisitsAllocations(wallet, intentId)) return proveRemainder(tx, deps, claim, wallet, expected);
   if (wallet.free.length === 0) {
     return noProof(misdirectedPaymentFindings(deps.chains, claim, logs, wallet, expected));
   }
-  const paying = await lockPayingLogs(tx, intentId, wallet, expected.amounts);
+  const locked = await lockPayingLogs(tx, intentId, wallet, expected.amounts);
+  const paying = (await withTopUp(tx, deps, claim, expected, locked)) ?? locked.paying;
   if (!paying) return noProof();
   const paid = paying.reduce((sum, l) => sum + BigInt(l.value), 0n);
   const rule1 = await settleWaitingRule1(tx, deps, claim, expected.inTransit, paid);
@@ -228,11 +246,214 @@ async function finalLogs(tx: DbExecutor, claim: ClaimedPayment): Promise<Transfe
 }
 
 /**
- * One decision per intent: once logs of its transaction proved it (at N, or at another amount
- * with a mismatch finding), later calls from either side change nothing.
+ * One decision per intent: once logs of its transaction proved it at N, later calls from either
+ * side change nothing (read from the rows alone: the common path pays no allocation read). A
+ * proof at another amount (a mismatch) is decided by its allocations (proveRemainder).
  */
 function alreadyDecided(logs: TransferRow[], intentId: string): boolean {
-  return logs.some((l) => l.matched_ref === intentId && /payment_(proof|mismatch)/.test(l.matched_as ?? ''));
+  return logs.some(
+    (l) =>
+      l.matched_ref === intentId &&
+      l.matched_as?.includes('payment_proof') === true &&
+      !l.matched_as.includes('payment_mismatch'),
+  );
+}
+
+/**
+ * Whether the intent's transaction was allocated already in a way that may leave it owed: a proof
+ * of its own at another amount (short: a top-up may complete it), or no free log left while one
+ * into the wallet is a proof (another intent's lone log, whose excess this intent may be owed).
+ */
+function revisitsAllocations(wallet: WalletLogs, intentId: string): boolean {
+  const proof = (l: TransferRow) => l.matched_as?.includes('payment') === true;
+  return wallet.intoWallet.some(
+    (l) =>
+      proof(l) &&
+      (l.matched_ref === intentId ? l.matched_as?.includes('payment_mismatch') : wallet.free.length === 0),
+  );
+}
+
+/**
+ * The top-up of a named payment short of N (docs/accounting.md, rule 2): when the free logs of
+ * the named transaction (the lone log of another amount, or logs no split sums to N) add up to
+ * less than N, other free transfers into tx_to in the token, within the intent's window, that
+ * complete N exactly are taken with them. Null when it does not apply (N unknown: rule 1 waits;
+ * a log held by another matcher; the named logs already pay N or more; nothing completes it).
+ */
+async function withTopUp(
+  tx: DbExecutor,
+  deps: PaymentProofDeps,
+  claim: ClaimedPayment,
+  expected: ExpectedPayment,
+  locked: PayingLogs,
+): Promise<TransferRow[] | null> {
+  const n = expected.inTransit;
+  if (n === null || !expected.token || !locked.noneHeld) return null;
+  const sum = (rows: TransferRow[]) => rows.reduce((s, l) => s + BigInt(l.value), 0n);
+  if (locked.paying && expected.amounts.includes(sum(locked.paying))) return null;
+  const named = locked.paying ?? locked.lockedFree;
+  const short = n - sum(named);
+  if (named.length === 0 || short <= 0n) return null;
+  const topUps = await lockTopUps(tx, topUpQuery(deps, claim, expected.token, short));
+  return topUps ? [...named, ...topUps] : null;
+}
+
+function topUpQuery(deps: PaymentProofDeps, claim: ClaimedPayment, token: Token, owed: bigint): TopUpQuery {
+  return {
+    intentId: claim.intentId,
+    chainId: claim.chainId,
+    txHash: claim.txHash,
+    txTo: claim.txTo,
+    token: token.address.toLowerCase(),
+    owed,
+    graceMs: deps.graceMs ?? DEFAULT_TOP_UP_GRACE_MS,
+  };
+}
+
+/**
+ * Rule 2 for an intent whose transaction was allocated before (revisitsAllocations): what it is
+ * still owed is N less its live `payment` allocations. It takes first what another intent's lone
+ * log holds in excess (one transfer paying several intents: claimSharedExcess), else, when its own
+ * proof was short, a top-up that completes N exactly. A proof made before allocations existed
+ * (nothing allocated to a proof of its own) is decided as it was.
+ */
+async function proveRemainder(
+  tx: DbExecutor,
+  deps: PaymentProofDeps,
+  claim: ClaimedPayment,
+  wallet: WalletLogs,
+  expected: ExpectedPayment,
+): Promise<ProofResult> {
+  const n = expected.inTransit;
+  if (n === null || !expected.token) return noProof();
+  const intent = { type: 'checkout_intent' as const, id: claim.intentId };
+  const already = await allocatedTo(tx, intent, ['payment']);
+  const mine = wallet.intoWallet.some((l) => l.matched_ref === claim.intentId);
+  if (already >= n || (mine && already === 0n)) return noProof();
+  const terms = { token: expected.token, inTransit: n };
+  const shared = await claimSharedExcess(tx, deps, claim, wallet.intoWallet, n - already, terms);
+  if (shared.matchedRowIds.length > 0 || !mine) return shared;
+  const topUps = await lockTopUps(tx, topUpQuery(deps, claim, expected.token, n - already));
+  if (!topUps) return noProof();
+  const proof = await bookProof(tx, deps, claim, topUps, { ...terms, mismatch: false, paid: n - already });
+  // The chain now shows N in all: the short proof's finding has no cause any more.
+  await resolveFinding(tx, 'payment_amount_mismatch', intent);
+  const matchedRowIds = topUps.map((l) => l.id);
+  return {
+    proven: proof.proven,
+    findings: proof.findings,
+    matchedRowId: matchedRowIds[0] ?? null,
+    matchedRowIds,
+  };
+}
+
+/**
+ * One transfer paying several intents that name its transaction (docs/accounting.md, "Pieces and
+ * bundles"): the first intent proven took the log whole, its N to in_transit and the excess to
+ * suspense (`payment_excess`). Another intent takes what it is owed of that excess, oldest
+ * allocation first: debit suspense, credit in_transit, under a key of its own per (inclusion,
+ * intent). The excess allocation is released and what is left of it allocated again; once no
+ * excess is left, the first intent's `payment_amount_mismatch` has no cause and resolves. Still
+ * short afterwards: a mismatch of its own, the rest left in in_transit.
+ */
+async function claimSharedExcess(
+  tx: DbExecutor,
+  deps: PaymentProofDeps,
+  claim: ClaimedPayment,
+  intoWallet: TransferRow[],
+  owed: bigint,
+  terms: { token: Token; inTransit: bigint },
+): Promise<ProofResult> {
+  const others = intoWallet.filter((l) => l.matched_ref !== null && l.matched_ref !== claim.intentId);
+  if (others.length === 0) return noProof();
+  const excesses = await liveExcesses(
+    tx,
+    others.map((l) => l.id),
+  );
+  const findings: FindingDraft[] = [];
+  const taken: TransferRow[] = [];
+  let proven: PostedEntry | null = null;
+  let left = owed;
+  for (const excess of excesses) {
+    const row = others.find((l) => l.id === excess.transfer_id);
+    if (!row || left === 0n) continue;
+    const take = BigInt(excess.amount) < left ? BigInt(excess.amount) : left;
+    const entry = await postShare(tx, deps, claim, row, excess, take, terms.token);
+    proven ??= entry;
+    taken.push(row);
+    left -= take;
+  }
+  if (!proven) return noProof();
+  if (left > 0n)
+    findings.push(amountMismatch(claim.intent, terms.token, taken, terms.inTransit, terms.inTransit - left));
+  const first = taken[0] as TransferRow;
+  const ref = { type: 'checkout_intent', id: claim.intentId };
+  if (proven.created) {
+    const revision = await bookingRevision(tx, ref, 'chain.payment_proven', proven.id);
+    const proofTerms = { ...terms, mismatch: left > 0n, paid: owed - left };
+    await recordEvent(tx, provenEvent(claim, taken, proofTerms, proven, revision));
+  }
+  await resolveVerificationFindings(tx, ref);
+  return { proven, findings, matchedRowId: first.id, matchedRowIds: taken.map((l) => l.id) };
+}
+
+/** The live `payment_excess` allocations of these transfers, oldest first. */
+async function liveExcesses(tx: DbExecutor, transferIds: string[]): Promise<LiveAllocation[]> {
+  const all: LiveAllocation[] = [];
+  for (const id of transferIds) all.push(...(await transferAllocations(tx, id, 'in')));
+  return all
+    .filter((a) => a.purpose === 'payment_excess')
+    .sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
+}
+
+/** One intent's share of another's excess: its entry, and the allocations moved. */
+async function postShare(
+  tx: DbExecutor,
+  deps: PaymentProofDeps,
+  claim: ClaimedPayment,
+  row: TransferRow,
+  excess: LiveAllocation,
+  take: bigint,
+  token: Token,
+): Promise<PostedEntry> {
+  const storeId = claim.intent.store_id;
+  const draft = paymentShareFromExcess({
+    storeId,
+    intentId: claim.intentId,
+    transfer: transferFact(row),
+    token,
+    amount: take,
+    excessOf: excess.obligation_id,
+  });
+  const posted = await postEntry(tx, draft, { accounts: deps.accounts });
+  const reason = `intent ${claim.intentId} is owed ${take} of it`;
+  await releaseAllocations(tx, row.id, reason, { side: 'in', purposes: ['payment_excess'] });
+  const rest = BigInt(excess.amount) - take;
+  const base = { transferId: row.id, side: 'in' as const, rule: 'rule 2' };
+  if (rest > 0n) {
+    await allocate(tx, {
+      ...base,
+      obligation: { type: 'checkout_intent', id: excess.obligation_id },
+      purpose: 'payment_excess',
+      amount: rest,
+      entryId: excess.entry_id === null ? null : BigInt(excess.entry_id),
+      storeId: excess.store_id,
+    });
+  } else {
+    await resolveFinding(tx, 'payment_amount_mismatch', {
+      type: 'checkout_intent',
+      id: excess.obligation_id,
+    });
+  }
+  await allocate(tx, {
+    ...base,
+    obligation: { type: 'checkout_intent', id: claim.intentId },
+    purpose: 'payment',
+    amount: take,
+    entryId: posted.id,
+    storeId,
+  });
+  return posted;
 }
 
 /** What would prove the payment. */
@@ -462,8 +683,9 @@ async function proveWithLog(
     await markApplied(tx, row.id, ['payment_mismatch'], intentId, storeId, { store: 'replace' });
     return { posted: null, findings: outcome.findings };
   }
-  if (kinds.includes('transfer_in_unmatched')) await moveOutOfSuspense(tx, fact, intentId);
+  if (kinds.includes('transfer_in_unmatched')) await moveOutOfSuspense(tx, row.id, fact, intentId);
   const posted = await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+  if (posted.created) await allocateProof(tx, claim, row, posted, terms);
   const marks = terms.mismatch ? ['payment_proof', 'payment_mismatch'] : ['payment_proof'];
   // The inflow's decision only: the sender's side, when it is a wallet of ours, stays its own.
   await markApplied(tx, row.id, marks, intentId, storeId, {
@@ -474,10 +696,41 @@ async function proveWithLog(
 }
 
 /**
+ * What a rule-2 entry of one log explains: its value to the intent's payment, but for a lone log
+ * above N the part above it, which went to suspense (`payment_excess`: another intent naming the
+ * transaction may be owed it). One insert on the common path.
+ */
+async function allocateProof(
+  tx: DbExecutor,
+  claim: ClaimedPayment,
+  row: TransferRow,
+  posted: PostedEntry,
+  terms: ProofTerms,
+): Promise<void> {
+  const value = BigInt(row.value);
+  const excess = terms.mismatch && value > terms.inTransit ? value - terms.inTransit : 0n;
+  const base = {
+    transferId: row.id,
+    side: 'in' as const,
+    obligation: { type: 'checkout_intent' as const, id: claim.intentId },
+    rule: 'rule 2',
+    entryId: posted.id,
+    storeId: claim.intent.store_id,
+  };
+  await allocate(tx, { ...base, purpose: 'payment', amount: value - excess });
+  await allocate(tx, { ...base, purpose: 'payment_excess', amount: excess });
+}
+
+/**
  * Reverses rule 9's suspense entry of a log that proves the intent, and resolves its finding. A
  * person's classification of that suspense (rule 10) is reversed first: the money is the sale's.
  */
-async function moveOutOfSuspense(tx: DbExecutor, fact: ChainTransferFact, intentId: string): Promise<void> {
+async function moveOutOfSuspense(
+  tx: DbExecutor,
+  rowId: string,
+  fact: ChainTransferFact,
+  intentId: string,
+): Promise<void> {
   const key = unmatchedTransferKey(fact, 'in');
   const booked = await tx.execute<{ id: string }>(
     sql`select id::text from ledger_entries where idempotency_key = ${key}`,
@@ -486,6 +739,8 @@ async function moveOutOfSuspense(tx: DbExecutor, fact: ChainTransferFact, intent
     const reason = `transfer matched intent ${intentId}`;
     await supersedeClassification(tx, BigInt(booked.rows[0].id), `rule 2: ${reason}`);
     await reverseEntry(tx, BigInt(booked.rows[0].id), reason);
+    // Whatever rule 9 allocated of it to suspense is the sale's now.
+    await releaseAllocations(tx, rowId, reason, { side: 'in', purposes: ['unmatched'] });
   }
   await resolveFinding(tx, 'unmatched_transfer_in', {
     type: 'chain_transfer',

@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
+import { allocate, allocatedTo } from '../chain/allocations.ts';
 import {
   type MatchDecision,
   markApplied,
@@ -9,6 +10,7 @@ import {
 import type { Config } from '../config/loadConfig.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
+import type { Token } from '../ledger/accounts.ts';
 import type { AccountCache } from '../ledger/ensureAccounts.ts';
 import { postEntry, reverseEntry } from '../ledger/postEntry.ts';
 import { chainTransferId } from '../ledger/rules/chainTransferFact.ts';
@@ -17,6 +19,7 @@ import {
   unmatchedTransfer,
   unmatchedTransferKey,
 } from '../ledger/rules/chainTransferRules.ts';
+import { provenInSuspense } from '../payments/provenPaymentSuspense.ts';
 import { supersedeClassificationOfKey } from '../suspense/classifySuspense.ts';
 import { CheckoutStatus } from '../svc/models/checkoutStatus.ts';
 import type { SettlementDeps } from './settlementDeps.ts';
@@ -61,9 +64,10 @@ export async function applyPaymentReturn(
     intent_id: string | null;
     intent_status: number | null;
     matched_as: string | null;
+    matched_ref: string | null;
     seen_send_back: boolean;
   }>(sql`
-    select p.id::text, i.id as intent_id, i.status as intent_status, p.matched_as,
+    select p.id::text, i.id as intent_id, i.status as intent_status, p.matched_as, p.matched_ref,
            coalesce(i.status = ${CheckoutStatus.SEND_BACK} or exists (
              select 1 from checkout_intent_status_history h
              where h.intent_id = i.id and h.to_status = ${CheckoutStatus.SEND_BACK}), false) as seen_send_back
@@ -84,8 +88,12 @@ export async function applyPaymentReturn(
     matchedAs?.split(',').includes('transfer_in_unmatched') ?? false;
   // Nothing on the chain tells apart two payments of one payer and amount: an intent seen at
   // SEND_BACK (the service said it returns that one) goes before one that only failed.
+  // A payment proven, then failed: rule 4 moved its proven money to suspense; the return clears it.
+  const provenThenFailed = (r: (typeof rows)[number]) =>
+    r.matched_ref === r.intent_id && (r.matched_as?.split(',').includes('payment_proof') ?? false);
   const returnable = rows.filter(
-    (r) => r.intent_id !== null && sentBack(r.intent_status) && inSuspense(r.matched_as),
+    (r) =>
+      r.intent_id !== null && sentBack(r.intent_status) && (inSuspense(r.matched_as) || provenThenFailed(r)),
   );
   const candidate = returnable.find((r) => r.seen_send_back) ?? returnable[0];
   if (!candidate?.intent_id) {
@@ -112,28 +120,13 @@ export async function applyPaymentReturn(
   ).rows[0];
   if (!paid) return { kind: 'deferred' };
 
-  const paidFact = transferFact(paid);
+  // A proven arrival is returned only out of what rule 4 holds of it in suspense.
+  if (provenThenFailed(candidate) && !(await provenSuspenseCovers(tx, intentId, BigInt(row.value))))
+    return null;
   // The return clears the suspense the arrival was booked to, in that store (a merchant wallet
   // may be shared by stores; the arrival went to the store of its intent).
   const arrivalStore = paid.store_id ?? storeId;
-  const outcome = paymentReturned({
-    storeId: arrivalStore,
-    intentId,
-    returned: transferFact(row),
-    paid: paidFact,
-    token,
-  });
-  // The return clears the arrival's suspense: a person's classification of it (rule 10) goes first.
-  await supersedeClassificationOfKey(
-    tx,
-    unmatchedTransferKey(paidFact, 'in'),
-    `payment return: intent ${intentId} sent the payment back`,
-  );
-  if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
-  await resolveFinding(tx, 'unmatched_transfer_in', {
-    type: 'chain_transfer',
-    id: chainTransferId(paidFact),
-  });
+  await bookReturn(tx, deps, intentId, paid, row, arrivalStore, token);
   await markApplied(tx, row.id, ['payment_returned'], intentId, arrivalStore);
   // The arrival now belongs to that intent: no other intent's proof may take it (proveIntentPayment).
   await tx.execute(sql`update chain_transfers set matched_ref = ${intentId} where id = ${paid.id}::bigint`);
@@ -191,7 +184,7 @@ export async function rematchPaymentReturns(
           select * from chain_transfers t
           where t.chain_id = s.chain_id and t.tx_hash = any(s.hashes)
           offset 0) p
-        where ${inSuspenseUnclaimed(sql`p`)} and p.to_address in (${wallets})
+        where ${returnableArrival(sql`p`, sql`s.id`)} and p.to_address in (${wallets})
           and exists (${laterOwnerTransferOut(sql`p`)}))
       order by s.id
       limit ${options.limit ?? 100}`);
@@ -208,6 +201,82 @@ export async function rematchPaymentReturns(
 function inSuspenseUnclaimed(p: SQL) {
   return sql`${p}.state = 'final' and ${p}.matched_ref is null
     and ${p}.matched_as like '%transfer_in_unmatched%' and ${p}.matched_as not like '%payment%'`;
+}
+
+/**
+ * `p` may be the payment intent `intentId` sent back: in rule-9 suspense, unclaimed; or proven for
+ * that intent (rule 2) whose proven money rule 4 moved to suspense when it failed, not returned yet.
+ */
+function returnableArrival(p: SQL, intentId: SQL) {
+  return sql`((${inSuspenseUnclaimed(p)})
+    or (${p}.state = 'final' and ${p}.matched_ref = ${intentId} and ${p}.matched_as like '%payment_proof%'
+        and exists (select 1 from ledger_entries e
+                    where e.ref_type = 'checkout_intent' and e.ref_id = ${intentId}
+                      and e.kind = 'checkout.proven_reversed'
+                      and not exists (select 1 from ledger_entries r where r.reverses_entry_id = e.id))))`;
+}
+
+/**
+ * Whether rule 4's suspense of the intent (its live `checkout.proven_reversed` entries, less what
+ * returns cleared of it already) holds at least `amount`.
+ */
+async function provenSuspenseCovers(tx: DbExecutor, intentId: string, amount: bigint): Promise<boolean> {
+  const held = (await provenInSuspense(tx, intentId)) ?? 0n;
+  const returned = await allocatedTo(tx, { type: 'checkout_intent', id: intentId }, ['return']);
+  return held - returned >= amount;
+}
+
+/**
+ * The return's entry (debit suspense, credit the wallet: chain.payment_returned) in the arrival's
+ * store, and what it clears: the arrival's rule-9 suspense (a person's classification of it goes
+ * first, its `unmatched_transfer_in` resolves), or, for an arrival proven and then failed, rule 4's
+ * suspense (`proven_then_failed` resolves: the money went back). Allocated to the intent
+ * (`return`, the sending side).
+ */
+async function bookReturn(
+  tx: DbExecutor,
+  deps: Pick<Deps, 'accounts'>,
+  intentId: string,
+  paid: TransferRow,
+  returned: TransferRow,
+  arrivalStore: string,
+  token: Token,
+): Promise<void> {
+  const paidFact = transferFact(paid);
+  const outcome = paymentReturned({
+    storeId: arrivalStore,
+    intentId,
+    returned: transferFact(returned),
+    paid: paidFact,
+    token,
+  });
+  const proven = isProven(paid);
+  if (!proven) {
+    await supersedeClassificationOfKey(
+      tx,
+      unmatchedTransferKey(paidFact, 'in'),
+      `payment return: intent ${intentId} sent the payment back`,
+    );
+  }
+  const posted = outcome.entry ? await postEntry(tx, outcome.entry, { accounts: deps.accounts }) : null;
+  if (posted?.created) {
+    await allocate(tx, {
+      transferId: returned.id,
+      side: 'out',
+      obligation: { type: 'checkout_intent', id: intentId },
+      purpose: 'return',
+      amount: BigInt(returned.value),
+      rule: 'rule 9',
+      entryId: posted.id,
+      storeId: arrivalStore,
+    });
+  }
+  if (proven) await resolveFinding(tx, 'proven_then_failed', { type: 'checkout_intent', id: intentId });
+  else
+    await resolveFinding(tx, 'unmatched_transfer_in', {
+      type: 'chain_transfer',
+      id: chainTransferId(paidFact),
+    });
 }
 
 /**
@@ -245,7 +314,7 @@ async function rematchIntent(
     await tx.execute<TransferRow>(sql`
       select ${transferColumns} from chain_transfers p
       where p.chain_id = ${intent.chain_id}::bigint and p.tx_hash = any(${sql.param(intent.hashes)}::text[])
-        and ${inSuspenseUnclaimed(sql`p`)} and p.to_address in (${wallets})
+        and ${returnableArrival(sql`p`, sql`${intentId}`)} and p.to_address in (${wallets})
       order by p.block_number, p.log_index
       for update skip locked`)
   ).rows;
@@ -287,12 +356,12 @@ async function rebookReturn(
   // be shared by stores; the arrival went to the store of its intent, or the wallet's first).
   const arrivalStore = paid.store_id ?? returned.store_id;
   if (!token || !arrivalStore) return false;
-  const paidFact = transferFact(paid);
   const returnedFact = transferFact(returned);
   const ownerTransfer = (
     await tx.execute<{ id: string }>(sql`
       select id::text from ledger_entries where idempotency_key = ${unmatchedTransferKey(returnedFact, 'out')}`)
   ).rows[0];
+  if (isProven(paid) && !(await provenSuspenseCovers(tx, intentId, BigInt(returned.value)))) return false;
   if (ownerTransfer) {
     await reverseEntry(
       tx,
@@ -300,23 +369,7 @@ async function rebookReturn(
       `the payment of intent ${intentId}, sent back: not an owner transfer`,
     );
   }
-  const outcome = paymentReturned({
-    storeId: arrivalStore,
-    intentId,
-    returned: returnedFact,
-    paid: paidFact,
-    token,
-  });
-  await supersedeClassificationOfKey(
-    tx,
-    unmatchedTransferKey(paidFact, 'in'),
-    `payment return: intent ${intentId} sent the payment back`,
-  );
-  if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
-  await resolveFinding(tx, 'unmatched_transfer_in', {
-    type: 'chain_transfer',
-    id: chainTransferId(paidFact),
-  });
+  await bookReturn(tx, deps, intentId, paid, returned, arrivalStore, token);
   await resolveFinding(tx, 'unmatched_transfer_out', {
     type: 'chain_transfer',
     id: chainTransferId(returnedFact),
@@ -326,6 +379,11 @@ async function rebookReturn(
   });
   await tx.execute(sql`update chain_transfers set matched_ref = ${intentId} where id = ${paid.id}::bigint`);
   return true;
+}
+
+/** An arrival rule 2 proved (its intent failed later). */
+function isProven(paid: TransferRow): boolean {
+  return paid.matched_as?.split(',').includes('payment_proof') ?? false;
 }
 
 /** A status that says the service sends the payment back, or kept it for a failed intent. */

@@ -14,7 +14,8 @@ import type { DbExecutor } from '../db/database.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
 import { postEntry } from '../ledger/postEntry.ts';
 import { unmatchedTransfer, type WatchedWalletRole } from '../ledger/rules/chainTransferRules.ts';
-import { proveIntentPayment } from '../payments/proveIntentPayment.ts';
+import { type PaymentProofDeps, proveIntentPayment } from '../payments/proveIntentPayment.ts';
+import { TOP_UP_CLOCK_SLACK_MS } from '../payments/topUpLogs.ts';
 import { applyCustodyOutflow } from './claimLinkFunding.ts';
 import { applyClaimLinkTransfer } from './claimLinkPoolOutflow.ts';
 import { applyPaymentReturn, rematchPaymentReturns } from './paymentReturns.ts';
@@ -228,11 +229,7 @@ async function matchInflow(
     const confirmed = intents.filter((i) => i.status === 20);
     let matched = false;
     for (const intent of confirmed) {
-      const proof = await proveIntentPayment(
-        tx,
-        { chains: deps.config.chains, stores: deps.config.stores, accounts: deps.accounts },
-        intent.id,
-      );
+      const proof = await proveIntentPayment(tx, proofDeps(deps), intent.id);
       // Rule 2's findings are about the intent: its own store's (not necessarily the wallet's).
       for (const f of proof.findings) await recordFinding(tx, f, intent.store_id);
       // A payment split over several logs matches them all at once, this row among them.
@@ -247,9 +244,63 @@ async function matchInflow(
     } else {
       const terminalFailure = intents.some((i) => i.status !== null && i.status < 0);
       if (!terminalFailure && !graceOver) return { kind: 'deferred' };
+      // No intent names its transaction: before rule 9, it may be the top-up of a short payment.
+      if (intents.length === 0 && (await proveTopUp(tx, deps, row, to))) return { kind: 'applied' };
     }
   }
   return { kind: 'unmatched', store: intentStore ?? to.storeIds[0] };
+}
+
+function proofDeps(deps: SettlementDeps): PaymentProofDeps {
+  return {
+    chains: deps.config.chains,
+    stores: deps.config.stores,
+    accounts: deps.accounts,
+    graceMs: deps.unmatchedGraceMs,
+  };
+}
+
+/**
+ * A transfer no intent names, into a merchant wallet, may complete a confirmed intent of that
+ * wallet and token whose named payment was short (docs/accounting.md, rule 2: a top-up): each
+ * such intent whose window holds the transfer's block time is locked (the matcher's order:
+ * transfer row, then intent) and offered the proof; whether one took this row. Runs only on the
+ * way to rule 9, so a payment its intent names pays nothing for it.
+ */
+async function proveTopUp(
+  tx: DbExecutor,
+  deps: SettlementDeps,
+  row: TransferRow,
+  to: WatchedWallet,
+): Promise<boolean> {
+  if (BigInt(row.value) === 0n) return false;
+  const stores = sql.join(
+    to.storeIds.map((s) => sql`${s}`),
+    sql`, `,
+  );
+  const slack = `${TOP_UP_CLOCK_SLACK_MS} milliseconds`;
+  const grace = `${deps.unmatchedGraceMs} milliseconds`;
+  const { rows } = await tx.execute<{ id: string; store_id: string }>(sql`
+    select id, store_id from checkout_intents
+    where chain_id = ${Number(row.chain_id)} and status = 20 and lower(tx_to) = ${row.to_address}
+      and lower(coin_contract) = ${row.token} and store_id in (${stores})
+      and ${new Date(row.block_time).toISOString()}::timestamptz between tracked_at - ${slack}::interval
+          and coalesce(confirmed_at, now()) + ${grace}::interval
+      -- Not one its named transaction proved at N already (one lookup by hash each).
+      and not exists (select 1 from chain_transfers p
+                      where p.chain_id = checkout_intents.chain_id
+                        and p.tx_hash = lower(coalesce(checkout_intents.tx_hash_2, checkout_intents.tx_hash))
+                        and p.matched_ref = checkout_intents.id and p.matched_as like '%payment_proof%'
+                        and p.matched_as not like '%payment_mismatch%')
+    order by tracked_at, id collate "C"
+    limit 10
+    for update`);
+  for (const intent of rows) {
+    const proof = await proveIntentPayment(tx, proofDeps(deps), intent.id);
+    for (const f of proof.findings) await recordFinding(tx, f, intent.store_id);
+    if (proof.matchedRowIds.includes(row.id)) return true;
+  }
+  return false;
 }
 
 /**

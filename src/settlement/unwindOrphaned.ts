@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { releaseAllocations } from '../chain/allocations.ts';
+import { type LiveAllocation, releaseAllocations, transferAllocations } from '../chain/allocations.ts';
 import { type TransferRow, transferColumns, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { bookingRevision, entryMoved, movedData, recordReversal } from '../events/announcements.ts';
@@ -45,6 +45,9 @@ export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: s
         return [];
     }
   });
+  // Read before the roles' reversals: the entries the row's allocations caused (rule 3 reverses
+  // each once, below, when no role named it: a share of a log split between intents).
+  const allocated = await transferAllocations(tx, row.id);
   for (const role of roles) {
     const decision = reorgReversal({ transfer: fact, posted: role });
     for (const f of decision.findings) await recordFinding(tx, f, row.store_id);
@@ -89,10 +92,39 @@ export async function unwindOrphaned(tx: DbExecutor, deps: SettlementDeps, id: s
         );
     }
   }
+  await reverseAllocatedEntries(tx, deps, row, fact, allocated);
   // What the inclusion settled is no longer settled by it (an obligation counts it again as open).
   await releaseAllocations(tx, row.id, `block ${row.block_hash} orphaned by a reorg`);
   await tx.execute(sql`update chain_transfers set unwound_at = now() where id = ${id}::bigint`);
   return true;
+}
+
+/**
+ * Every live entry an allocation of the orphaned row caused, that the roles of matched_as did not
+ * name (one intent's share of a log that paid several, under its own key): reversed once each,
+ * with what a proof's reversal does besides (its announcement, rule 4's suspense move undone).
+ */
+async function reverseAllocatedEntries(
+  tx: DbExecutor,
+  deps: SettlementDeps,
+  row: TransferRow,
+  fact: ChainTransferFact,
+  allocated: LiveAllocation[],
+): Promise<void> {
+  const ids = [...new Set(allocated.flatMap((a) => (a.entry_id === null ? [] : [a.entry_id])))];
+  if (ids.length === 0) return;
+  const { rows } = await tx.execute<{ id: string; ref_id: string; kind: string }>(sql`
+    select e.id::text, e.ref_id, e.kind from ledger_entries e
+    where e.id = any(${sql.param(ids)}::bigint[])
+      and not exists (select 1 from ledger_entries r where r.reverses_entry_id = e.id)
+    order by e.id`);
+  const reason = `block ${row.block_hash} orphaned by a reorg`;
+  for (const entry of rows) {
+    const reversal = await reverseEntry(tx, BigInt(entry.id), reason);
+    if (entry.kind !== 'chain.payment_proven') continue;
+    await announceProofReversal(tx, deps, row.store_id, entry, reversal, fact, reason);
+    await unwindProvenSuspense(tx, entry.ref_id, reason);
+  }
 }
 
 /** `payment.proven.reversed`: the proof of this log is taken back (the wallet's amount with it). */

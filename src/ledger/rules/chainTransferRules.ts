@@ -106,6 +106,14 @@ export function paymentProofKey(transfer: ChainTransferFact): string {
   return `chain:proof:${chainInclusionKeyPart(transfer)}`;
 }
 
+/**
+ * The key of one intent's share of a log that pays several intents (rule 2, "Pieces and bundles"):
+ * one entry per (inclusion, intent).
+ */
+export function paymentShareKey(transfer: ChainTransferFact, intentId: string): string {
+  return `${paymentProofKey(transfer)}:${intentId}`;
+}
+
 export function paymentReturnedKey(returned: ChainTransferFact): string {
   return `chain:returned:${chainInclusionKeyPart(returned)}`;
 }
@@ -215,6 +223,49 @@ export function paymentProven(input: PaymentProofInput): RuleOutcome {
     ],
   );
   return { entry, findings: [] };
+}
+
+/** Rule 2 input: an intent's share of the excess another intent's proof of the same log put in suspense. */
+export interface PaymentShareInput {
+  storeId: string;
+  intentId: string;
+  transfer: ChainTransferFact;
+  token: Token;
+  /** What the intent takes of the excess, above zero and at most the excess. */
+  amount: bigint;
+  /** The intent whose proof holds the excess. */
+  excessOf: string;
+}
+
+/**
+ * Rule 2 for a log that pays several intents, after the first took it whole (its N to in_transit,
+ * the excess to suspense): another intent's share moves from suspense to its in_transit. Debit
+ * assets:suspense, credit assets:in_transit, kind chain.payment_proven, key per (inclusion,
+ * intent); the wallet was debited once, with the log's whole value, by the first proof.
+ */
+export function paymentShareFromExcess(input: PaymentShareInput) {
+  const { transfer, token } = input;
+  assertTransferShape(transfer);
+  assertTokenOfTransfer(token, transfer);
+  if (input.amount <= 0n || input.amount > transfer.amount) {
+    throw new RangeError(`share ${input.amount} of transfer ${chainTransferId(transfer)} out of range`);
+  }
+  const entry = draftEntry(
+    {
+      idempotencyKey: paymentShareKey(transfer, input.intentId),
+      kind: 'chain.payment_proven',
+      occurredAt: transfer.occurredAt,
+      storeId: input.storeId,
+      ref: { type: 'checkout_intent', id: input.intentId },
+      metadata: { ...chainTransferDetails(transfer), share_of_excess_of: input.excessOf },
+    },
+    [
+      debit(account('assets:suspense', input.storeId, token), input.amount),
+      credit(account('assets:in_transit', input.storeId, token), input.amount),
+    ],
+  );
+  if (!entry) throw new Error(`share of transfer ${chainTransferId(transfer)} drafted no entry`);
+  return entry;
 }
 
 /**
