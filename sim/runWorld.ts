@@ -22,6 +22,7 @@ import { signWebhook } from '../src/svc/signing/webhookSignature.ts';
 import { type ChainDouble, createChainDouble, type SimTransfer } from './chainDouble.ts';
 import { worldReplacements } from './chainShapes.ts';
 import { crashingDb, isConnectionLoss, SimulatedCrash } from './crashingDb.ts';
+import { judgeAllocations } from './allocationChecks.ts';
 import { judgeEvents } from './eventChecks.ts';
 import { type FindingFacts, judgeFindings } from './findingChecks.ts';
 import { createInterleaver } from './interleaver.ts';
@@ -834,6 +835,7 @@ async function judge(
   problems.push(...(await judgeNearMisses(db, world, { mined, known, knownLinks: facts.knownLinks })));
   problems.push(...(await judgeEvents(db, world)));
   problems.push(...(await judgeFinalStates(db, world, facts)));
+  problems.push(...(await judgeAllocations(db, world, { mined, known, knownLinks: facts.knownLinks })));
 
   // A reorg that orphaned a block the indexer had been shown final is said loudly, on its chain;
   // no reorg_beyond_finality finding without one (oracle.ts, beyondFinality).
