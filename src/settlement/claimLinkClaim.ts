@@ -98,7 +98,10 @@ export async function applyPayoutFromPool(
   const revision = await reversalCount(tx, ref, SETTLED_KIND.claimed);
   await recordEvent(
     tx,
-    payoutSettledEvent(link, 'claimed', fact, revision, { after_expiry: held?.pool !== link.amount }),
+    payoutSettledEvent(link, 'claimed', fact, revision, {
+      after_expiry: held?.pool !== link.amount && !payout.cancelled_at,
+      ...(held?.pool !== link.amount && payout.cancelled_at ? { after_cancel: true } : {}),
+    }),
   );
   // Nothing is owed back any more: whichever close came first, the claim undid it.
   for (const kind of ['expiry_refund_overdue', 'refund_overdue', CANCEL_RACES])
