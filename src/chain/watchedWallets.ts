@@ -20,13 +20,29 @@ export interface WatchedWallet {
 
 /**
  * Whether the pool `w` (a chain_watched_wallets row) is closed: its claim or refund is final and
- * booked. The condition is migration 0008's index predicate (chain_transfers_pool_closing_idx).
+ * booked (migration 0008's index predicate, chain_transfers_pool_closing_idx), and the pool holds
+ * nothing of ours by our own booked transfers. From the link's live allocations: what its funding
+ * pieces put in less its sweeps, claim and refund is zero or less, or the claim and refund paid out
+ * the whole link amount A (the `claim_link.funded` debit), so what is left is the fee rule 5 booked
+ * as the service's, which it may sweep later. A pool funded twice, or whose fee sweep was taken for
+ * its claim, thus stays watched until the rest is out, so its claim is never missed.
  */
-const poolClosed = sql`exists (
+const poolClosed = sql`(exists (
   select 1 from chain_transfers t
   where t.chain_id = w.chain_id and t.from_address = lower(w.address)
     and t.state = 'final' and t.applied_at is not null
-    and (t.matched_as like '%claim_link_claimed%' or t.matched_as like '%claim_link_refunded%'))`;
+    and (t.matched_as like '%claim_link_claimed%' or t.matched_as like '%claim_link_refunded%'))
+  and exists (
+    select 1 from (
+      select coalesce(sum(a.amount) filter (where a.purpose = 'funding'), 0) as funded,
+             coalesce(sum(a.amount) filter (where a.purpose = 'fee_sweep'), 0) as swept,
+             coalesce(sum(a.amount) filter (where a.purpose in ('claim', 'refund')), 0) as paid
+      from allocations a where a.obligation_type = 'claim_link' and a.obligation_id = w.claim_link_id
+    ) s
+    where s.funded - s.swept - s.paid <= 0 or s.paid >= (
+      select coalesce(sum(p.amount), 0) from ledger_entries e join ledger_postings p on p.entry_id = e.id
+      where e.ref_type = 'claim_link' and e.ref_id = w.claim_link_id and e.kind = 'claim_link.funded'
+        and p.amount > 0)))`;
 
 /**
  * Every watched wallet of the chain: one entry per (address, role), with all the stores it serves.
@@ -35,8 +51,8 @@ const poolClosed = sql`exists (
  * is left out, so callers that key the list by address cannot read a merchant wallet as a pool.
  *
  * `closedPools: 'exclude'` (the indexer's log filter) leaves out the pools whose link is closed on
- * chain: its claim or its refund to custody is final and booked, so nothing that pool sends later
- * is ours to book (the service settling its fee), and a filter of every pool ever funded would
+ * chain: its claim or its refund to custody is final and booked and the pool holds nothing of ours
+ * (poolClosed), so nothing that pool sends later is ours to book (the service settling its fee), and a filter of every pool ever funded would
  * grow without end (eth_getLogs takes the wallets as one topic list). The matcher keeps them
  * ('include', the default) to classify rows stored before. A closing transfer orphaned by a reorg
  * is no longer final, so its pool is watched again and the transfer's new inclusion is read.

@@ -52,6 +52,8 @@ export const FINDING_KINDS = [
   'funding_awaits_create_outcome',
   'claim_link_pool_refused',
   'claimed_after_expiry',
+  'claimed_after_cancel',
+  'cancel_races_pool_outflow',
   'claim_link_unexplained_outflow',
   'claim_link_refund_unexpected',
   'refund_overdue',

@@ -44,13 +44,16 @@ export async function markClaimed(tx: DbExecutor, payoutId: string, claimedAt: D
 }
 
 /**
- * The claim's transfer was orphaned by a reorg: the link is open again. Returns the payout whose
+ * The claim's transfer was orphaned by a reorg: the link is open again (cancelled, when the service
+ * had accepted our cancel before the claim: its receivable is owed again). Returns the payout whose
  * claim this took back (null when it was not claimed: nothing was announced).
  */
 export async function unmarkClaimed(tx: DbExecutor, claimLinkId: string): Promise<string | null> {
   const { rows } = await tx.execute<{ id: string; was: boolean }>(sql`
     with before as (select id, claimed_at is not null as was from payouts where claim_link_id = ${claimLinkId} for update)
-    update payouts p set claimed_at = null, link_status = 'link_sent', updated_at = greatest(p.updated_at, now())
+    update payouts p set claimed_at = null,
+      link_status = case when p.cancelled_at is not null then 'cancelled' else 'link_sent' end,
+      updated_at = greatest(p.updated_at, now())
     from before where p.id = before.id
     returning p.id, before.was`);
   return rows.find((r) => r.was)?.id ?? null;

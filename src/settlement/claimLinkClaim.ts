@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { allocatedTo } from '../chain/allocations.ts';
 import { type MatchDecision, markApplied, type TransferRow, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordEvent } from '../events/recordEvent.ts';
@@ -8,16 +8,18 @@ import { reversalCount } from '../ledger/reversalCount.ts';
 import { chainTransferDetails } from '../ledger/rules/chainTransferFact.ts';
 import {
   claimLinkClaimed,
+  claimLinkClaimedAfterCancel,
   claimLinkClaimedAfterExpiry,
   claimLinkExpiresAt,
 } from '../ledger/rules/claimLinkRules.ts';
 import { formatDecimalAmount } from '../money/decimalAmount.ts';
 import { markClaimed } from '../payouts/chainSettlement.ts';
+import { CANCEL_RACES } from '../payouts/closeLink.ts';
 import {
+  allocatePoolOutflow,
   type ClaimLinkSettlementDeps,
   type Link,
   linkBalances,
-  type PayoutRow,
   payoutSettledEvent,
   post,
   SETTLED_KIND,
@@ -30,8 +32,9 @@ import {
  * comes first: it is part of funding); a smaller one is part of it (the fee booked at funding may
  * hold an overpayment the sweep leaves for the refund), unless it is the link amount. Any other
  * outflow is the claim: rule 6 while the pool holds the link in our books, rule 6 out of the
- * receivable when our books expired it first; a claim of another value is booked at the link
- * amount with a finding.
+ * receivable when our books closed it first (an expiry, or a cancel the service accepted while the
+ * claim was on chain); a claim of another value is booked at the link amount with a finding. Each
+ * is allocated to the link (sweep, claim), so what is left unswept is read from allocations.
  */
 export async function applyPayoutFromPool(
   tx: DbExecutor,
@@ -42,17 +45,23 @@ export async function applyPayoutFromPool(
   const { payout, base } = link;
   const { storeId, claimLinkId: linkId } = base;
   const value = BigInt(row.value);
-  const unswept = await unsweptFee(tx, row, payout, link.amount);
+  const unswept = await unsweptFee(tx, linkId, link.amount);
   if (unswept > 0n && (value === unswept || (value < unswept && value !== link.amount))) {
+    await allocatePoolOutflow(tx, row, link, 'fee_sweep', null);
     await markApplied(tx, row.id, [FEE_SWEEP], linkId, storeId);
     return { kind: 'applied' };
   }
   const fact = transferFact(row);
-  const held =
-    payout.claimed_at || payout.cancelled_at || payout.refunded_at ? null : await linkBalances(tx, base);
+  const held = payout.claimed_at || payout.refunded_at ? null : await linkBalances(tx, base);
   let outcome: RuleOutcome | null = null;
   if (held?.pool === link.amount) {
     outcome = claimLinkClaimed({ ...base, transfer: fact });
+  } else if (held?.receivable === link.amount && payout.cancelled_at) {
+    outcome = claimLinkClaimedAfterCancel({
+      ...base,
+      transfer: fact,
+      cancelledAt: new Date(payout.cancelled_at),
+    });
   } else if (held?.receivable === link.amount) {
     const expiredAt = payout.expired_at
       ? new Date(payout.expired_at)
@@ -67,7 +76,7 @@ export async function applyPayoutFromPool(
         severity: 'warning',
         ref: { type: 'claim_link', id: linkId },
         details: {
-          what: 'money left the pool of a link whose books hold its amount neither in claim_pool nor in refund_receivable (claimed, cancelled or refunded already); nothing booked',
+          what: 'money left the pool of a link whose books hold its amount neither in claim_pool nor in refund_receivable (claimed, refunded, or refunded in part already); nothing booked',
           amount: payout.amount,
           claim_pool: held ? formatDecimalAmount(held.pool, base.token.decimals) : null,
           refund_receivable: held ? formatDecimalAmount(held.receivable, base.token.decimals) : null,
@@ -82,15 +91,21 @@ export async function applyPayoutFromPool(
     await markApplied(tx, row.id, [], linkId, storeId);
     return { kind: 'applied' };
   }
-  await post(tx, deps, outcome, storeId);
+  const entryId = await post(tx, deps, outcome, storeId);
+  await allocatePoolOutflow(tx, row, link, 'claim', entryId);
   await markClaimed(tx, payout.id, fact.occurredAt);
   const ref = { type: 'claim_link', id: linkId };
   const revision = await reversalCount(tx, ref, SETTLED_KIND.claimed);
   await recordEvent(
     tx,
-    payoutSettledEvent(link, 'claimed', fact, revision, { after_expiry: held?.pool !== link.amount }),
+    payoutSettledEvent(link, 'claimed', fact, revision, {
+      after_expiry: held?.pool !== link.amount && !payout.cancelled_at,
+      ...(held?.pool !== link.amount && payout.cancelled_at ? { after_cancel: true } : {}),
+    }),
   );
-  await resolveFinding(tx, 'expiry_refund_overdue', ref);
+  // Nothing is owed back any more: whichever close came first, the claim undid it.
+  for (const kind of ['expiry_refund_overdue', 'refund_overdue', CANCEL_RACES])
+    await resolveFinding(tx, kind, ref);
   await markApplied(tx, row.id, ['claim_link_claimed'], linkId, storeId);
   return { kind: 'applied' };
 }
@@ -99,32 +114,14 @@ export async function applyPayoutFromPool(
 const FEE_SWEEP = 'claim_link_fee_sweep';
 
 /**
- * The funding fee still in the pool: what rule 5 booked as fee (the funding transfer X less the
- * link amount) less the sweeps already matched. Only blocks from the funding on are read, through
- * the (chain, state, block) index.
+ * The funding fee still in the pool, from the link's allocations: what its funding pieces exceed
+ * the link amount by, less the sweeps already allocated. A piece or sweep orphaned by a reorg was
+ * released (rule 3) and counts no more.
  */
-async function unsweptFee(
-  tx: DbExecutor,
-  row: TransferRow,
-  payout: PayoutRow,
-  amount: bigint,
-): Promise<bigint> {
-  if (!payout.funding_tx_hash || !payout.claim_link_id) return 0n;
-  const { rows } = await tx.execute<{ funded: string | null; swept: string | null }>(sql`
-    with funding as (
-      select sum(value) as funded, min(block_number) as from_block from chain_transfers
-      where chain_id = ${row.chain_id}::bigint and tx_hash = ${payout.funding_tx_hash.toLowerCase()}
-        and to_address = ${row.from_address} and state = 'final' and matched_ref = ${payout.claim_link_id}
-        and matched_as like 'claim_link_funding%')
-    select f.funded::text as funded, (
-      select sum(t.value) from chain_transfers t
-      where t.chain_id = ${row.chain_id}::bigint and t.state = 'final'
-        and t.block_number between f.from_block and ${row.block_number}::bigint
-        and t.from_address = ${row.from_address} and t.matched_as = ${FEE_SWEEP}
-        and t.matched_ref = ${payout.claim_link_id})::text as swept
-    from funding f`);
-  const funded = BigInt(rows[0]?.funded ?? '0');
+async function unsweptFee(tx: DbExecutor, linkId: string, amount: bigint): Promise<bigint> {
+  const obligation = { type: 'claim_link', id: linkId } as const;
+  const funded = await allocatedTo(tx, obligation, ['funding']);
   if (funded <= amount) return 0n;
-  const unswept = funded - amount - BigInt(rows[0]?.swept ?? '0');
+  const unswept = funded - amount - (await allocatedTo(tx, obligation, ['fee_sweep']));
   return unswept > 0n ? unswept : 0n;
 }

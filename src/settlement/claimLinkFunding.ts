@@ -10,11 +10,13 @@ import { type WatchedWallet, walletRoles } from '../chain/watchedWallets.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
 import type { Token } from '../ledger/accounts.ts';
+import { postEntry } from '../ledger/postEntry.ts';
 import type { ClaimLinkFactBase } from '../ledger/rules/claimLinkRules.ts';
-import { claimLinkFundingProven } from '../ledger/rules/claimLinkRules.ts';
+import { claimLinkFundingFeeKey, claimLinkFundingProven } from '../ledger/rules/claimLinkRules.ts';
 import { formatDecimalAmount, parseDecimalAmount } from '../money/decimalAmount.ts';
 import { recordFunding } from '../payouts/chainSettlement.ts';
-import { type ClaimLinkSettlementDeps, type PayoutRow, payoutColumns, post } from './claimLinkPool.ts';
+import { allocateFundingPiece, earlierPieces, postedEntryId } from './claimLinkFundingPieces.ts';
+import { type ClaimLinkSettlementDeps, type PayoutRow, payoutColumns } from './claimLinkPool.ts';
 
 /**
  * A final transfer out of a custody wallet: a log of the funding of a claim link, or 'unmatched'
@@ -58,17 +60,20 @@ export async function applyCustodyOutflow(
 
   if (role) {
     if (role.role === 'pool' && role.claimLinkId) {
-      // Another log of that pool's funding, or the funding re-included after a reorg.
-      const known = (
+      // A piece of that link's funding, whatever its hash: another log of it, a top-up of a
+      // partial deposit, a second funding, or one sent again after a reorg; while the link is
+      // open (not claimed, not refunded) and in its token.
+      const open = (
         await tx.execute<PayoutRow>(sql`
           select ${payoutColumns} from payouts
-          where claim_link_id = ${role.claimLinkId} and lower(funding_tx_hash) = ${row.tx_hash}
-            and token_address = ${token.address} for update`)
+          where claim_link_id = ${role.claimLinkId} and token_address = ${token.address}
+            and claimed_at is null and refunded_at is null for update`)
       ).rows[0];
-      if (known) return bookFunding(tx, deps, row, known, token, funding, null);
+      if (open) return bookFunding(tx, deps, row, open, token, funding, null);
     }
     // An address with a role is never learnt as a pool, and never matched by amount: a custody
-    // outflow into a merchant wallet, custody, or a pool funded before is not a funding (rule 9).
+    // outflow into a merchant wallet, custody, or the pool of a link claimed or refunded is not a
+    // funding (rule 9).
     // When a link's funding transaction pays nothing else, say why the link has no pool.
     if (open.length === 0) for (const payout of byHash) await refusePool(tx, row, payout, role.role);
     return 'unmatched';
@@ -322,11 +327,25 @@ async function bookFunding(
   };
   const [first, ...others] = funding.logs.map(transferFact);
   if (!first) return 'unmatched';
-  const booked = await post(
+  const key = claimLinkFundingFeeKey(linkId, first);
+  // Another log of this piece booked its entry already: the same entry, not computed again.
+  let entryId = await postedEntryId(tx, key);
+  if (entryId === null) {
+    const before = await earlierPieces(tx, row, linkId, payout.store_id, token, key);
+    const outcome = claimLinkFundingProven({ ...base, transfer: first, otherLogs: others, ...before });
+    if (outcome.entry) entryId = (await postEntry(tx, outcome.entry, { accounts: deps.accounts })).id;
+    for (const f of outcome.findings) await recordFinding(tx, f, payout.store_id);
+    // The pieces together cover A: the remainder a short piece named is funded now.
+    if (outcome.findings.every((f) => f.kind !== 'funding_mismatch'))
+      await resolveFinding(tx, 'funding_mismatch', { type: 'claim_link', id: linkId });
+  }
+  const booked = entryId !== null;
+  await allocateFundingPiece(
     tx,
-    deps,
-    claimLinkFundingProven({ ...base, transfer: first, otherLogs: others }),
+    row,
+    linkId,
     payout.store_id,
+    first.logIndex === row.log_index ? entryId : null,
   );
   if (byAmount) await recordMatchedByAmount(tx, row, payout, linkId, token, funding, byAmount);
   await recordFunding(tx, payout.id, {

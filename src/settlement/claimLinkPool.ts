@@ -1,4 +1,6 @@
 import { sql } from 'drizzle-orm';
+import { allocate } from '../chain/allocations.ts';
+import type { TransferRow } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { type EventDraft, payoutSettledId, tokenData } from '../events/recordEvent.ts';
 import { recordFinding } from '../findings/recordFinding.ts';
@@ -50,16 +52,39 @@ export const payoutColumns = sql.raw(
   'id, store_id, claim_link_id, amount, token_address, funding_tx_hash, pool_address, funded_at, reference_id, create_outcome, claimed_at, cancelled_at, expired_at, refund_tx_hash, refunded_at',
 );
 
-/** Posts a rule's entry (if any) and writes its findings; true when there was an entry. */
+/** Posts a rule's entry (if any) and writes its findings; the entry's id, null when there was none. */
 export async function post(
   tx: DbExecutor,
   deps: ClaimLinkSettlementDeps,
   outcome: RuleOutcome,
   storeId: string,
-): Promise<boolean> {
-  if (outcome.entry) await postEntry(tx, outcome.entry, { accounts: deps.accounts });
+): Promise<bigint | null> {
+  const posted = outcome.entry ? await postEntry(tx, outcome.entry, { accounts: deps.accounts }) : null;
   for (const f of outcome.findings) await recordFinding(tx, f, storeId);
-  return outcome.entry !== null;
+  return posted ? posted.id : null;
+}
+
+/** The rule that allocates each purpose of money out of a pool (docs/accounting.md). */
+const POOL_RULE = { fee_sweep: 'rule 6', claim: 'rule 6', refund: 'rule 8' } as const;
+
+/** Allocates the pool's side of `row`, its whole value, to the link: its sweep, claim or refund. */
+export async function allocatePoolOutflow(
+  tx: DbExecutor,
+  row: TransferRow,
+  link: Link,
+  purpose: keyof typeof POOL_RULE,
+  entryId: bigint | null,
+): Promise<void> {
+  await allocate(tx, {
+    transferId: row.id,
+    side: 'out',
+    obligation: { type: 'claim_link', id: link.base.claimLinkId },
+    purpose,
+    amount: BigInt(row.value),
+    rule: POOL_RULE[purpose],
+    entryId,
+    storeId: link.base.storeId,
+  });
 }
 
 /**

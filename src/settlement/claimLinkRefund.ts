@@ -8,9 +8,10 @@ import { unmatchedTransfer } from '../ledger/rules/chainTransferRules.ts';
 import { type ClaimLinkFactBase, claimLinkRefunded, isExpired } from '../ledger/rules/claimLinkRules.ts';
 import { formatDecimalAmount } from '../money/decimalAmount.ts';
 import { markRefunded } from '../payouts/chainSettlement.ts';
-import { markCancelled } from '../payouts/closeLink.ts';
+import { CANCEL_RACES, markCancelled } from '../payouts/closeLink.ts';
 import { markExpired } from '../payouts/expireClaimLinks.ts';
 import {
+  allocatePoolOutflow,
   type ClaimLinkSettlementDeps,
   type Link,
   linkBalances,
@@ -68,10 +69,16 @@ export async function applyRefund(
       },
       storeId,
     );
-    await markApplied(tx, row.id, booked ? ['transfer_in_unmatched'] : [], linkId, storeId);
+    await markApplied(tx, row.id, booked !== null ? ['transfer_in_unmatched'] : [], linkId, storeId);
     return { kind: 'applied', inflowToo: true };
   }
-  await post(tx, deps, claimLinkRefunded({ ...base, transfer: fact, receivable: held.receivable }), storeId);
+  const entryId = await post(
+    tx,
+    deps,
+    claimLinkRefunded({ ...base, transfer: fact, receivable: held.receivable }),
+    storeId,
+  );
+  await allocatePoolOutflow(tx, row, link, 'refund', entryId);
   if (fact.amount < held.receivable) {
     // A piece: the rest is still owed (refund_overdue watches it, as it does a refund not begun),
     // and the pool stays open (watchedWallets closes it on `claim_link_refunded` only).
@@ -84,6 +91,7 @@ export async function applyRefund(
   await recordEvent(tx, payoutSettledEvent(link, 'refunded', fact, revision));
   await resolveFinding(tx, 'refund_overdue', ref);
   await resolveFinding(tx, 'expiry_refund_overdue', ref);
+  await resolveFinding(tx, CANCEL_RACES, ref);
   await markApplied(tx, row.id, ['claim_link_refunded'], linkId, storeId);
   return { kind: 'applied', inflowToo: true };
 }

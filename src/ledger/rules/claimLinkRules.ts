@@ -77,6 +77,13 @@ export interface ClaimLinkTransferFact extends ClaimLinkFactBase {
  */
 export interface ClaimLinkFundingFact extends ClaimLinkTransferFact {
   otherLogs?: readonly ChainTransferFact[];
+  /**
+   * The link's funding before this piece (its live funding allocations of other transactions: a
+   * partial deposit, a first funding, a top-up); 0 for the usual one-transfer funding.
+   */
+  fundedBefore?: bigint;
+  /** The funding fee the link's earlier pieces booked (live `claim_link.funding_fee` entries). */
+  feeBefore?: bigint;
 }
 
 /** Rule 7, cancel: the cancel call succeeded, or answered 50108 with details.status cancelled. */
@@ -147,27 +154,31 @@ export function claimLinkFunded(fact: ClaimLinkFundedFact): RuleOutcome {
 }
 
 /**
- * Rule 5, funding proven on chain: X = the value that left custody for the pool in the funding
- * transaction (the sum of its logs). X > amount: debit payout_fees X - amount, credit custody
- * X - amount. X = amount: nothing. X < amount: nothing booked and a `funding_mismatch` finding
- * (custody was credited more than left it).
+ * Rule 5, funding proven on chain, one piece at a time: X = the link's funding with this piece
+ * (what earlier pieces funded plus this transaction's logs into the pool). X > amount: debit
+ * payout_fees, credit custody, the new excess only (X - amount - the fee earlier pieces booked),
+ * under this piece's inclusion. X = amount: nothing. X < amount: nothing booked and a
+ * `funding_mismatch` finding naming the remainder (custody was credited more than left it, so far).
  */
 export function claimLinkFundingProven(fact: ClaimLinkFundingFact): RuleOutcome {
   checkTransfer(fact);
   const others = fact.otherLogs ?? [];
   for (const log of others) checkFundingLog(fact, log);
   const amount = linkAmount(fact);
-  const X = others.reduce((sum, log) => sum + log.amount, fact.transfer.amount);
-  // One log: the metadata it always had; several: what they add up to, and which they are.
-  const logs =
-    others.length === 0
+  const piece = others.reduce((sum, log) => sum + log.amount, fact.transfer.amount);
+  const before = fact.fundedBefore ?? 0n;
+  const feeBefore = fact.feeBefore ?? 0n;
+  const X = before + piece;
+  const fmt = (u: bigint) => formatDecimalAmount(u, fact.token.decimals);
+  // One log: the metadata it always had; several: what they add up to, and which they are; a
+  // later piece: what the link was funded with before it.
+  const logs = {
+    ...(others.length === 0
       ? {}
-      : {
-          funded: formatDecimalAmount(X, fact.token.decimals),
-          log_indexes: [fact.transfer.logIndex, ...others.map((l) => l.logIndex)],
-        };
+      : { funded: fmt(piece), log_indexes: [fact.transfer.logIndex, ...others.map((l) => l.logIndex)] }),
+    ...(before === 0n && feeBefore === 0n ? {} : { funded_before: fmt(before), fee_before: fmt(feeBefore) }),
+  };
   if (X < amount) {
-    const fmt = (u: bigint) => formatDecimalAmount(u, fact.token.decimals);
     return {
       entry: null,
       findings: [
@@ -188,7 +199,10 @@ export function claimLinkFundingProven(fact: ClaimLinkFundingFact): RuleOutcome 
     };
   }
   const acct = accounts(fact);
-  const fee = X - amount;
+  // Never below zero: a piece orphaned since an earlier piece booked its fee leaves that fee
+  // booked (the re-included piece then books nothing new).
+  const excess = X - amount - feeBefore;
+  const fee = excess > 0n ? excess : 0n;
   const entry = draftEntry(
     {
       idempotencyKey: claimLinkFundingFeeKey(fact.claimLinkId, fact.transfer),
@@ -256,6 +270,37 @@ export function claimLinkClaimedAfterExpiry(fact: ClaimLinkClaimedAfterExpiryFac
         what: 'the link was claimed on chain, but our books had expired it: the expiry is undone by the claim entry',
         amount: fact.amount,
         expired_at: fact.expiredAt.toISOString(),
+        claimed_at: fact.transfer.occurredAt.toISOString(),
+        token: fact.token.symbol,
+        ...chainTransferDetails(fact.transfer),
+      },
+    },
+  ]);
+}
+
+/** A claim that became final after our books cancelled its link (rule 7 posted, no refund yet). */
+export interface ClaimLinkClaimedAfterCancelFact extends ClaimLinkTransferFact {
+  /** When our books cancelled the link (payouts.cancelled_at). */
+  cancelledAt: Date;
+}
+
+/**
+ * Rule 6 for a link the service let us cancel while its claim was already on chain (the cancel
+ * answered success, the claim then final): the recipient has the money, so the receivable the
+ * cancel created will never be refunded. The same entry as a claim after expiry (debit payouts,
+ * credit refund_receivable, rule 6's key), with a `claimed_after_cancel` finding: the service's
+ * answer and the chain disagree, and the chain is what the books follow.
+ */
+export function claimLinkClaimedAfterCancel(fact: ClaimLinkClaimedAfterCancelFact): RuleOutcome {
+  return claimOutOf(fact, 'assets:refund_receivable', { after_cancel: fact.cancelledAt.toISOString() }, [
+    {
+      kind: 'claimed_after_cancel',
+      severity: 'warning',
+      ref: linkRef(fact.claimLinkId),
+      details: {
+        what: 'the link was claimed on chain, but the service had accepted our cancel: the cancel is undone by the claim entry',
+        amount: fact.amount,
+        cancelled_at: fact.cancelledAt.toISOString(),
         claimed_at: fact.transfer.occurredAt.toISOString(),
         token: fact.token.symbol,
         ...chainTransferDetails(fact.transfer),

@@ -550,6 +550,24 @@ export const FINDING_SENTENCES: Record<FindingKind, SentenceOf> = {
       ...txNote(f),
       '.',
     ),
+  claimed_after_cancel: (f) =>
+    s(
+      `Claim link ${f.finding.refId} was claimed on chain`,
+      f.amount('amount') && ` for ${f.amount('amount')}`,
+      f.time('claimed_at') && ` on ${f.time('claimed_at')}`,
+      ', after the service had accepted its cancel',
+      f.time('cancelled_at') && ` (${f.time('cancelled_at')})`,
+      '; the claim undoes the cancel',
+      ...txNote(f),
+      '.',
+    ),
+  cancel_races_pool_outflow: (f) =>
+    s(
+      `Claim link ${f.finding.refId} was cancelled while money its pool sent is not booked yet`,
+      f.text('tx_hash') && ` (transaction ${f.text('tx_hash')})`,
+      '; it may be the claim, which the chain then books out of the receivable',
+      '.',
+    ),
   claim_link_unexplained_outflow: (f) =>
     s(
       `Money left the pool of claim link ${f.finding.refId}`,

@@ -109,6 +109,54 @@ describe('claimLinkFundingProven (rule 5, chain)', () => {
     });
   });
 
+  it('behavior: a later piece books only the new excess over A and the fee earlier pieces booked', () => {
+    // 25 funded 20 before (short), this piece 5.5: the link is funded 25.5, fee 0.5.
+    const topUp = claimLinkFundingProven({
+      ...link(),
+      transfer: fundingTransfer(USDC_BASE, 5_500_000n),
+      fundedBefore: 20_000_000n,
+    });
+    expect(topUp.findings).toEqual([]);
+    expect(linesByKind(topUp.entry)).toEqual({
+      'expense:payout_fees': 500_000n,
+      'assets:custody': -500_000n,
+    });
+    expect(topUp.entry?.metadata).toMatchObject({ funded_before: '20', fee_before: '0' });
+    // A second full funding (25.5 after 25.5, 0.5 booked): 25.5 more of fee.
+    const twice = claimLinkFundingProven({
+      ...link(),
+      transfer: fundingTransfer(USDC_BASE, 25_500_000n),
+      fundedBefore: 25_500_000n,
+      feeBefore: 500_000n,
+    });
+    expect(linesByKind(twice.entry)).toEqual({
+      'expense:payout_fees': 25_500_000n,
+      'assets:custody': -25_500_000n,
+    });
+    // Fee already booked beyond what the funding now shows (a piece orphaned since): nothing.
+    const none = claimLinkFundingProven({
+      ...link(),
+      transfer: fundingTransfer(USDC_BASE, 5_000_000n),
+      fundedBefore: 20_000_000n,
+      feeBefore: 500_000n,
+    });
+    expect(none).toEqual({ entry: null, findings: [] });
+  });
+
+  it('error: pieces still short of A name the remainder in funding_mismatch', () => {
+    const { entry, findings } = claimLinkFundingProven({
+      ...link(),
+      transfer: fundingTransfer(USDC_BASE, 3_000_000n),
+      fundedBefore: 20_000_000n,
+    });
+    expect(entry).toBeNull();
+    expect(findings[0]?.details).toMatchObject({
+      funded_on_chain: '23',
+      shortfall: '2',
+      funded_before: '20',
+    });
+  });
+
   it('behavior: 18-decimal funding fee', () => {
     const { entry } = claimLinkFundingProven({
       ...link(USDT_BNB, '25'),
