@@ -29,6 +29,7 @@ const LAYERS = [
   'src/config', // environment, stores, the chain registry
   'src/context', // the DomainContext every domain function is handed
   'src/suspense', // a person's classification of suspense; the rules that explain a transfer later undo it
+  'src/corrections', // a person's corrections of the leftovers the rules leave for a person
   'src/chain', // the transfer indexer
   'src/payments',
   'src/payouts',
@@ -66,6 +67,7 @@ const DOMAIN = [
   'src/export', // journal exports for hledger, beancount, ledger and CSV; reads the ledger
   'src/settlement',
   'src/suspense',
+  'src/corrections',
 ];
 
 const layerRules = LAYERS.slice(0, -1).map((part, i) => ({

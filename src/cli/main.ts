@@ -4,6 +4,7 @@ import { ConfigError } from '../config/errors.ts';
 import { coerceError } from '../errors/coerceError.ts';
 import { terminalSafe } from '../text/terminalSafe.ts';
 import { CliError, EXIT_USAGE } from './CliError.ts';
+import { registerAdjust } from './commands/adjust.ts';
 import { registerDemo } from './commands/demo.ts';
 import { registerDoctor } from './commands/doctor.ts';
 import { registerExport } from './commands/export.ts';
@@ -54,6 +55,7 @@ export function buildProgram(): Command {
   registerReport(program);
   registerFindings(program);
   registerSuspense(program);
+  registerAdjust(program);
   registerWebhooks(program);
   registerSandbox(program);
   registerDemo(program);

@@ -85,6 +85,14 @@ export const RUNTIME_TABLE_GRANTS: Readonly<Record<string, TableGrant>> = {
     verbs: APPEND_ONLY,
     why: 'rates import and intents add rates (insert ... on conflict do nothing); a rate is never changed',
   },
+  rate_supersessions: {
+    verbs: APPEND_ONLY,
+    why: 'rates supersede adds a row; the imported rate and every earlier supersession stay as history',
+  },
+  corrections: {
+    verbs: ['SELECT', 'INSERT', 'UPDATE'],
+    why: 'adjust move records a correction; adjust undo marks it undone (its entries stay in the ledger)',
+  },
   recon_runs: { verbs: ['SELECT', 'INSERT', 'UPDATE'], why: 'a run records its phase and outcome' },
   alert_states: {
     verbs: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],

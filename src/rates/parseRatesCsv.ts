@@ -16,7 +16,7 @@ export type ParsedRates = { ok: true; rates: ImportedRate[] } | { ok: false; lin
 export const RATES_CSV_HEADER = 'date,asset,currency,rate';
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-function isCalendarDate(text: string): boolean {
+export function isCalendarDate(text: string): boolean {
   const m = DATE_RE.exec(text);
   if (!m) return false;
   const d = new Date(`${text}T00:00:00Z`);

@@ -1,5 +1,17 @@
 import { sql } from 'drizzle-orm';
-import { bigserial, check, date, numeric, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  check,
+  date,
+  foreignKey,
+  index,
+  numeric,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 
 /**
  * Exchange rates the valuation reads (docs/accounting.md, "Valuation"): units of `currency` per
@@ -25,5 +37,34 @@ export const rates = pgTable(
     check('rates_rate_positive', sql`${t.rate} > 0`),
     check('rates_source_check', sql`${t.source} in ('intent', 'import', 'par')`),
     check('rates_currency_check', sql`${t.currency} ~ '^[A-Z]{3}$'`),
+  ],
+);
+
+/**
+ * A person's correction of an imported rate (`stablebooks rates supersede`): the rate of
+ * `rate_date`, `asset` and `currency` is `rate` from now on, for the reason `note`. The imported
+ * row (`rate_id`) stays as it was, and so does every earlier supersession: rates stay append-only
+ * and the history says what each valuation used. The latest supersession of a day counts.
+ */
+export const rateSupersessions = pgTable(
+  'rate_supersessions',
+  {
+    id: bigserial('id', { mode: 'bigint' }).primaryKey(),
+    /** The imported rate superseded (source `import`). */
+    rateId: bigint('rate_id', { mode: 'bigint' }).notNull(),
+    rateDate: date('rate_date', { mode: 'string' }).notNull(),
+    asset: text('asset').notNull(),
+    currency: text('currency').notNull(),
+    rate: numeric('rate').notNull(),
+    /** The rate in force before this one: the imported rate or the previous supersession's. */
+    previousRate: numeric('previous_rate').notNull(),
+    note: text('note').notNull(),
+    madeBy: text('made_by').notNull(),
+    madeAt: timestamp('made_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    foreignKey({ name: 'rate_supersessions_rate_fk', columns: [t.rateId], foreignColumns: [rates.id] }),
+    index('rate_supersessions_day_idx').on(t.rateDate, t.asset, t.currency),
+    check('rate_supersessions_rate_positive', sql`${t.rate} > 0`),
   ],
 );

@@ -5,6 +5,22 @@ export type RateSource = 'intent' | 'import' | 'par';
 export interface ChosenRate {
   rate: ExactRate;
   source: RateSource;
+  /** An imported rate a person superseded (`rates supersede`): what it replaced, who and why. */
+  supersession?: RateSupersession;
+}
+
+/** The latest supersession of one day's imported rate, as the valuation reports it. */
+export interface RateSupersession {
+  date: string;
+  asset: string;
+  currency: string;
+  /** The rate in force now (canonical decimal text). */
+  rate: string;
+  /** The imported rate, kept as history. */
+  imported: string;
+  note: string;
+  by: string;
+  at: string;
 }
 
 /**

@@ -2,7 +2,7 @@ import { type SQL, sql } from 'drizzle-orm';
 import type { Db, DbExecutor } from '../db/database.ts';
 import { currencyMinorUnit } from '../money/currencyMinorUnits.ts';
 import { Currency } from '../svc/models/currency.ts';
-import { type ChosenRate, chooseRate } from './chooseRate.ts';
+import { type ChosenRate, chooseRate, type RateSupersession } from './chooseRate.ts';
 import { recordMissingRates } from './recordMissingRates.ts';
 import { isHoldingAccount, revalueHolding } from './revalueHolding.ts';
 import { valueEntry } from './valueEntry.ts';
@@ -40,6 +40,8 @@ export interface LedgerValuation {
   rounding: Map<string, bigint>;
   /** (store, date, symbol) with postings and no rate. */
   missing: { storeId: string; date: string; symbol: string }[];
+  /** The superseded imported rates this valuation used (rates supersede), by day and coin. */
+  superseded: RateSupersession[];
 }
 
 type PostingRow = {
@@ -99,6 +101,12 @@ export async function valueLedger(
   const accounts = new Map<string, ValuedAccount>();
   const rounding = new Map<string, bigint>();
   const missing = new Map<string, { storeId: string; date: string; symbol: string }>();
+  const superseded = new Map<string, RateSupersession>();
+  const usedRate = (rate: ChosenRate | undefined): ChosenRate | undefined => {
+    const s = rate?.supersession;
+    if (s) superseded.set(`${s.date}:${s.asset}`, s);
+    return rate;
+  };
   const rateOn = await db.transaction(
     async (tx) => {
       const rateOn = await loadRateBook(tx, currency, options.stores ?? []);
@@ -148,7 +156,7 @@ export async function valueLedger(
             decimals: r.decimals,
             amount: BigInt(r.amount),
           })),
-          (symbol) => rateOn(first.store_id, first.day, symbol, intent),
+          (symbol) => usedRate(rateOn(first.store_id, first.day, symbol, intent)),
           minorUnit,
         );
         for (const symbol of valued.missing)
@@ -184,7 +192,7 @@ export async function valueLedger(
     if (!isHoldingAccount(a.code) || a.unvalued > 0) continue;
     const revalued = revalueHolding(
       { balance: a.balance, decimals: a.decimals, valuedCost: a.value },
-      rateOn(a.storeId, closingDate, a.symbol, null),
+      usedRate(rateOn(a.storeId, closingDate, a.symbol, null)),
       minorUnit,
     );
     if (revalued) {
@@ -202,6 +210,9 @@ export async function valueLedger(
     accounts: [...accounts.values()].sort((x, y) => (x.code < y.code ? -1 : x.code > y.code ? 1 : 0)),
     rounding,
     missing: [...missing.values()],
+    superseded: [...superseded.values()].sort((x, y) =>
+      x.date === y.date ? (x.asset < y.asset ? -1 : 1) : x.date < y.date ? -1 : 1,
+    ),
   };
 }
 
@@ -292,6 +303,13 @@ export async function loadRateBook(
     select rate_date::text as day, asset, rate::text as rate
       from rates where currency = ${currency} and source = 'import'`);
   const importedRate = new Map(imported.rows.map((r) => [`${r.day}:${r.asset}`, r.rate]));
+  // A person's supersession replaces the imported rate of its day (the latest one counts).
+  const supersessions = await latestSupersessions(db, currency);
+  for (const [key, s] of supersessions) importedRate.set(key, s.rate);
+  const marked = (rate: ChosenRate | undefined, day: string, symbol: string): ChosenRate | undefined => {
+    const s = rate?.source === 'import' ? supersessions.get(`${day}:${symbol}`) : undefined;
+    return rate && s ? { ...rate, supersession: s } : rate;
+  };
   const parOf = new Map(stores.map((s) => [s.storeId, s.par]));
   // Every posting asks for its rate, and parsing the rate's text each time was a large part of
   // the valuation's cost (docs/benchmarks.md): a posting without its intent's own rate depends on
@@ -303,21 +321,62 @@ export async function loadRateBook(
       intent.currency !== null &&
       intentCurrencyCode.get(Number(intent.currency)) === currency
     )
-      return chooseRate({
-        intent: intent.rate,
-        imported: importedRate.get(`${day}:${symbol}`),
-        par: parOf.get(storeId)?.get(symbol),
-      });
+      return marked(
+        chooseRate({
+          intent: intent.rate,
+          imported: importedRate.get(`${day}:${symbol}`),
+          par: parOf.get(storeId)?.get(symbol),
+        }),
+        day,
+        symbol,
+      );
     const key = `${storeId}\u0000${day}:${symbol}`;
     let rate = chosen.get(key);
     if (rate === undefined) {
       rate =
-        chooseRate({
-          imported: importedRate.get(`${day}:${symbol}`),
-          par: parOf.get(storeId)?.get(symbol),
-        }) ?? null;
+        marked(
+          chooseRate({
+            imported: importedRate.get(`${day}:${symbol}`),
+            par: parOf.get(storeId)?.get(symbol),
+          }),
+          day,
+          symbol,
+        ) ?? null;
       chosen.set(key, rate);
     }
     return rate ?? undefined;
   };
+}
+
+/** The latest supersession of each day's imported rate in `currency`, by `<day>:<asset>`. */
+async function latestSupersessions(db: DbExecutor, currency: string): Promise<Map<string, RateSupersession>> {
+  const { rows } = await db.execute<{
+    day: string;
+    asset: string;
+    rate: string;
+    imported: string;
+    note: string;
+    made_by: string;
+    made_at: Date | string;
+  }>(sql`
+    select distinct on (s.rate_date, s.asset) s.rate_date::text as day, s.asset, s.rate::text as rate,
+           r.rate::text as imported, s.note, s.made_by, s.made_at
+      from rate_supersessions s join rates r on r.id = s.rate_id
+     where s.currency = ${currency}
+     order by s.rate_date, s.asset, s.id desc`);
+  return new Map(
+    rows.map((r) => [
+      `${r.day}:${r.asset}`,
+      {
+        date: r.day,
+        asset: r.asset,
+        currency,
+        rate: r.rate,
+        imported: r.imported,
+        note: r.note,
+        by: r.made_by,
+        at: new Date(r.made_at).toISOString(),
+      },
+    ]),
+  );
 }

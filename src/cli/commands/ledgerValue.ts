@@ -51,6 +51,7 @@ export async function printValuedBalances(opts: {
         })),
         rounding: Object.fromEntries([...v.rounding].map(([store, minor]) => [store, fiat(minor)])),
         missing_rates: v.missing,
+        superseded_rates: v.superseded,
       },
       () =>
         [
@@ -74,6 +75,10 @@ export async function printValuedBalances(opts: {
           ...[...v.rounding].map(([store, minor]) => `fx:rounding (${store}): ${shown(minor)}`),
           ...v.missing.map(
             (m) => `no ${m.symbol} rate in ${v.currency} on ${m.date} (store ${m.storeId}): unvalued`,
+          ),
+          ...v.superseded.map(
+            (r) =>
+              `${r.asset} rate in ${r.currency} on ${r.date}: ${r.rate} (import (superseded), was ${r.imported}; by ${r.by} at ${r.at}: ${r.note})`,
           ),
         ].join('\n'),
     );

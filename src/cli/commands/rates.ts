@@ -2,8 +2,12 @@ import type { Command } from 'commander';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
 import { withDatabase } from '../withDatabase.ts';
+import { defaultUser } from './defaultUser.ts';
 
-/** `stablebooks rates import FILE.csv`: the merchant's daily rates for the valuation. */
+/**
+ * `stablebooks rates import FILE.csv`: the merchant's daily rates for the valuation; `rates
+ * supersede`: a person's correction of an imported rate, with a reason (the old one kept).
+ */
 export function registerRates(program: Command): void {
   const rates = program
     .command('rates')
@@ -45,4 +49,56 @@ export function registerRates(program: Command): void {
         }
       });
     });
+
+  rates
+    .command('supersede')
+    .description(
+      'replace an imported rate for the valuation, with a reason; the imported one stays as history',
+    )
+    .requiredOption('--date <day>', 'YYYY-MM-DD (UTC)')
+    .requiredOption('--asset <coin>', 'USDT or USDC')
+    .requiredOption('--currency <code>', 'ISO 4217 code in capitals, e.g. EUR')
+    .requiredOption('--rate <decimal>', 'units of the currency per one coin')
+    .requiredOption('--note <text>', 'why, for the next person')
+    .option('--by <name>', 'who decides (default: the user running the command)')
+    .option('--json', 'machine-readable output')
+    .action(
+      async (opts: {
+        date: string;
+        asset: string;
+        currency: string;
+        rate: string;
+        note: string;
+        by?: string;
+        json?: boolean;
+      }) => {
+        const { supersedeRate, RateSupersedeError } = await import('../../rates/supersedeRate.ts');
+        await withDatabase({ max: 1 }, async (db) => {
+          try {
+            const outcome = await db.transaction((tx) =>
+              supersedeRate(tx, { ...opts, by: opts.by ?? defaultUser() }),
+            );
+            const what = `${opts.asset} in ${opts.currency} on ${opts.date}`;
+            printResult(
+              opts.json,
+              outcome.kind === 'superseded'
+                ? {
+                    outcome: outcome.kind,
+                    id: outcome.id.toString(),
+                    rate: outcome.rate,
+                    previous: outcome.previous,
+                  }
+                : { outcome: outcome.kind, rate: outcome.rate },
+              () =>
+                outcome.kind === 'unchanged'
+                  ? `the rate of ${what} is ${outcome.rate} already; nothing written`
+                  : `the rate of ${what} is ${outcome.rate} from now on (was ${outcome.previous}); supersession ${outcome.id}`,
+            );
+          } catch (err) {
+            if (err instanceof RateSupersedeError) throw new CliError(err.message);
+            throw err;
+          }
+        });
+      },
+    );
 }

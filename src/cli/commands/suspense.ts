@@ -1,4 +1,3 @@
-import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock.ts';
 import { isSuspenseClassification, SUSPENSE_CLASSIFICATIONS } from '../../ledger/rules/suspenseRules.ts';
@@ -8,6 +7,7 @@ import { renderTable } from '../../text/table.ts';
 import { CliError } from '../CliError.ts';
 import { printResult } from '../output.ts';
 import { withDatabase } from '../withDatabase.ts';
+import { defaultUser } from './defaultUser.ts';
 
 /**
  * `stablebooks suspense list|classify|unclassify`: money rule 9 booked to suspense, and a person's
@@ -173,12 +173,4 @@ function itemJson(i: SuspenseItem) {
       entry_id: i.classification.entryId.toString(),
     },
   };
-}
-
-function defaultUser(): string {
-  try {
-    return userInfo().username || 'unknown';
-  } catch {
-    return process.env.USER ?? 'unknown';
-  }
 }

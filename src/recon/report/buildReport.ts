@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { ChainRegistry } from '../../config/chainRegistry.ts';
+import { correctionsInPeriod } from '../../corrections/correction.ts';
 import type { DbExecutor } from '../../db/database.ts';
 import { trialBalance } from '../../ledger/balances.ts';
 import { type ChainHead, chainHead, chainHeadAt } from '../../ledger/chainHead.ts';
@@ -14,6 +15,7 @@ import {
   type AccountStatement,
   type ChainHeadRow,
   type CheckResult,
+  type CorrectionRow,
   FINDINGS_SAMPLE_PER_KIND,
   type PaymentDifference,
   type PaymentTotals,
@@ -73,6 +75,7 @@ export async function buildReport(tx: DbExecutor, input: ReportInput): Promise<R
     payments,
     payouts,
     suspense,
+    corrections: await correctionRows(tx, input),
     findings,
     balanceProofs: input.proofs.map((p) => proofRow(p, input.generatedAt)),
     trialBalance: trial,
@@ -338,6 +341,34 @@ async function suspenseSection(tx: DbExecutor, input: ReportInput): Promise<Susp
       r.classification === null ? [] : [{ classification: r.classification, ...total(r) }],
     ),
   };
+}
+
+/** The corrections block: those made or undone in the period. */
+async function correctionRows(tx: DbExecutor, input: ReportInput): Promise<CorrectionRow[]> {
+  const list = await correctionsInPeriod(tx, {
+    storeId: input.storeId,
+    from: input.period.from,
+    to: input.period.to,
+  });
+  return list.map((c) => ({
+    id: c.id.toString(),
+    findingId: c.findingId.toString(),
+    findingKind: c.findingKind,
+    intentId: c.refId,
+    entryId: c.entryId.toString(),
+    storeId: c.storeId,
+    chainId: c.chainId,
+    symbol: c.symbol,
+    fromAccount: c.fromAccount,
+    toAccount: c.toAccount,
+    amount: formatDecimalAmount(c.amount, c.decimals),
+    note: c.note,
+    madeBy: c.madeBy,
+    madeAt: c.madeAt.toISOString(),
+    undoneAt: iso(c.undoneAt),
+    undoneBy: c.undoneBy,
+    undoNote: c.undoNote,
+  }));
 }
 
 async function trialBalanceRows(tx: DbExecutor): Promise<TrialBalanceRow[]> {

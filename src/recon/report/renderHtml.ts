@@ -713,6 +713,41 @@ const suspenseSection: Section = (ctx) => {
   ].join('\n');
 };
 
+/** A person's corrections of what the rules left for a person (stablebooks adjust). */
+const correctionsSection: Section = (ctx) =>
+  table({
+    id: 'corrections',
+    title: 'Corrections',
+    note: 'Leftovers the rules leave for a person, moved by a person with a reason (stablebooks adjust move; undone with stablebooks adjust undo).',
+    header: [
+      'correction',
+      'finding',
+      'intent',
+      'store',
+      'token',
+      'amount',
+      'from',
+      'to',
+      'by',
+      'note',
+      'undone',
+    ],
+    rows: ctx.report.corrections.map((c) => [
+      c.id,
+      `${c.findingId} (${c.findingKind.replaceAll('_', ' ')})`,
+      c.intentId,
+      c.storeId,
+      tokenName(ctx, c),
+      formatAmount(c.amount),
+      c.fromAccount,
+      c.toAccount,
+      c.madeBy,
+      c.note,
+      c.undoneAt === null ? '—' : `${formatDateTime(c.undoneAt)} by ${c.undoneBy}: ${c.undoNote}`,
+    ]),
+    numeric: [5],
+  });
+
 const SECTIONS: Section[] = [
   headlineSection,
   glanceSection,
@@ -725,6 +760,7 @@ const SECTIONS: Section[] = [
   payoutsSection,
   valuationSection,
   suspenseSection,
+  correctionsSection,
   findingsSection,
   proofsSection,
   trialBalanceSection,

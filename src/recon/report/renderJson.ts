@@ -17,6 +17,7 @@ const TOP_LEVEL_ORDER: readonly (keyof ReconReport)[] = [
   'payments',
   'payouts',
   'suspense',
+  'corrections',
   'findings',
   'balanceProofs',
   'trialBalance',

@@ -104,6 +104,25 @@ export function renderMarkdown(report: ReconReport): string {
         [4, 5],
       ),
     ),
+    section('Corrections', report.corrections, () =>
+      table(
+        ['id', 'finding', 'intent', 'store', 'token', 'amount', 'from', 'to', 'by', 'note', 'undone'],
+        report.corrections.map((c) => [
+          c.id,
+          `${c.findingId} (${c.findingKind})`,
+          c.intentId,
+          c.storeId,
+          c.symbol,
+          c.amount,
+          c.fromAccount,
+          c.toAccount,
+          c.madeBy,
+          c.note,
+          c.undoneAt === null ? '—' : `${c.undoneAt} by ${c.undoneBy}: ${c.undoNote}`,
+        ]),
+        [5],
+      ),
+    ),
     section('Findings by kind', byKind, () =>
       [
         table(

@@ -35,6 +35,8 @@ export interface ReconReport {
   payments: PaymentTotals;
   payouts: PayoutTotal[];
   suspense: SuspenseSection;
+  /** A person's corrections made or undone in the period (`stablebooks adjust`), oldest first. */
+  corrections: CorrectionRow[];
   findings: FindingsSection;
   balanceProofs: ProofRow[];
   trialBalance: TrialBalanceRow[];
@@ -236,6 +238,33 @@ export interface SuspenseTotal {
 export interface SuspenseClassifiedTotal extends SuspenseTotal {
   /** owner_contribution, owner_withdrawal, refund_due or income_other (open-ended). */
   classification: string;
+}
+
+/**
+ * A person's correction of a leftover the rules left for a person (docs/accounting.md,
+ * "Corrections"): how much moved from which account kind to which, for which finding, who and why;
+ * undone ones say when, by whom and why.
+ */
+export interface CorrectionRow {
+  id: string;
+  findingId: string;
+  findingKind: string;
+  /** The intent the finding names. */
+  intentId: string;
+  entryId: string;
+  storeId: string;
+  chainId: number;
+  symbol: string;
+  fromAccount: string;
+  toAccount: string;
+  /** Token units moved, positive. */
+  amount: string;
+  note: string;
+  madeBy: string;
+  madeAt: string;
+  undoneAt: string | null;
+  undoneBy: string | null;
+  undoNote: string | null;
 }
 
 /**

@@ -72,6 +72,7 @@ function emptyReport(passed: boolean): ReconReport {
     payments: { byStatus: [], fiat: [], perDay: [], underpaid: [], overpaid: [] },
     payouts: [],
     suspense: { unclassified: [], classified: [] },
+    corrections: [],
     findings: {
       counts: { new: 0, open: 0, resolved: 0 },
       byKind: [],
@@ -270,6 +271,15 @@ describe('renderMarkdown', () => {
     expect(md).toContain('### Confirmed payments per token\n\n_none_');
     expect(md).toContain('### Suspense, unclassified\n\n_none_');
     expect(md).toContain('### Suspense, classified\n\n_none_');
+    expect(md).toContain('### Corrections\n\n_none_');
+  });
+
+  it('behavior: a correction is a row with its finding, accounts, who and why (a pipe in the note escaped)', () => {
+    const md = renderMarkdown(sampleReport());
+    const block = md.slice(md.indexOf('### Corrections'), md.indexOf('### Findings by kind'));
+    expect(block).toContain(
+      '| 1 | 7 (payment_amount_mismatch) | ci_short | st_a | USDC | 1 | assets:in_transit | expense:sales_shortfall | alice | the payer sent 1 USDC less; written off \\| agreed | — |',
+    );
   });
 });
 
@@ -337,6 +347,16 @@ describe('renderHtml', () => {
       /<td>owner contribution<\/td><td>st_a<\/td><td>USDT \(1\)<\/td><td class="num">1<\/td><td class="num">1,000\.00<\/td>/,
     );
     expect(section('suspense-unclassified')).not.toContain('owner contribution');
+  });
+
+  it('behavior: the corrections table names each correction, its accounts and its reason', () => {
+    const html = renderHtml(sampleReport());
+    const start = html.indexOf('<section id="corrections">');
+    expect(start).toBeGreaterThan(0);
+    const section = html.slice(start, html.indexOf('</section>', start));
+    expect(section).toContain('<td>assets:in_transit</td><td>expense:sales_shortfall</td><td>alice</td>');
+    expect(section).toContain('<td class="num">1.00</td>');
+    expect(section).toContain('payment amount mismatch');
   });
 
   it('error: hostile strings from findings are escaped', () => {
