@@ -356,7 +356,15 @@ function causes(facts: FindingFacts): (f: OpenFinding) => string | undefined {
           ? 'a lagging read from before the intent existed'
           : undefined;
       case 'funding_matched_by_amount':
+        if (link?.fundingResend)
+          return 'a reorg took its funding and the service sent it again under a new hash';
         return link && answerLost(link) ? 'the first create answer never reached the books' : undefined;
+      case 'claimed_after_cancel':
+      case 'cancel_races_pool_outflow':
+      case 'claim_link_close_conflict':
+        return link?.cancelRacesClaim
+          ? 'the service accepted a cancel with the claim already on chain'
+          : undefined;
       case 'claim_link_closed_on_replay':
         // Run again because its answer was lost, after the recipient claimed (or it expired).
         return link &&

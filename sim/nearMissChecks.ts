@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../src/db/database.ts';
-import { finalStatus, inRegistry } from './oracle.ts';
+import { finalStatus, inRegistry, paymentMined } from './oracle.ts';
 import type { World } from './world.ts';
 
 /**
@@ -44,10 +44,14 @@ export async function judgeNearMisses(db: Db, world: World, facts: NearMissFacts
       !facts.mined.has(paying)
     )
       continue;
-    const got = [...(provenBy.get(intent.id) ?? [])];
-    if (got.length !== 1 || got[0] !== paying.toLowerCase())
+    // A direct payment in pieces (payment_pieces) is proven by every piece, once all are mined.
+    const pieces = intent.route === 'direct' ? (intent.pieces ?? []).map((p) => p.txHash) : [];
+    if (!paymentMined(intent, facts.mined)) continue;
+    const want = [paying, ...pieces].map((t) => t.toLowerCase()).sort();
+    const got = [...(provenBy.get(intent.id) ?? [])].sort();
+    if (got.join() !== want.join())
       problems.push(
-        `intent ${intent.id} proven by ${got.map((t) => t.slice(0, 10)).join(',') || 'nothing'}, not its payment ${paying.slice(0, 10)}`,
+        `intent ${intent.id} proven by ${got.map((t) => t.slice(0, 10)).join(',') || 'nothing'}, not its payment ${want.map((t) => t.slice(0, 10)).join(',')}`,
       );
   }
 

@@ -37,7 +37,8 @@ const poolClosed = sql`(exists (
       select coalesce(sum(a.amount) filter (where a.purpose = 'funding'), 0) as funded,
              coalesce(sum(a.amount) filter (where a.purpose = 'fee_sweep'), 0) as swept,
              coalesce(sum(a.amount) filter (where a.purpose in ('claim', 'refund')), 0) as paid
-      from allocations a where a.obligation_type = 'claim_link' and a.obligation_id = w.claim_link_id
+      from allocations a
+      where a.obligation_type = 'claim_link' and a.obligation_id = w.claim_link_id and a.side = 'out'
     ) s
     where s.funded - s.swept - s.paid <= 0 or s.paid >= (
       select coalesce(sum(p.amount), 0) from ledger_entries e join ledger_postings p on p.entry_id = e.id

@@ -45,6 +45,7 @@ export async function applyPayoutFromPool(
   const { payout, base } = link;
   const { storeId, claimLinkId: linkId } = base;
   const value = BigInt(row.value);
+  if (await fundingIncomplete(tx, deps, row, link)) return { kind: 'deferred' };
   const unswept = await unsweptFee(tx, linkId, link.amount);
   if (unswept > 0n && (value === unswept || (value < unswept && value !== link.amount))) {
     await allocatePoolOutflow(tx, row, link, 'fee_sweep', null);
@@ -108,6 +109,31 @@ export async function applyPayoutFromPool(
     await resolveFinding(tx, kind, ref);
   await markApplied(tx, row.id, ['claim_link_claimed'], linkId, storeId);
   return { kind: 'applied' };
+}
+
+/**
+ * How long money out of a pool waits for the pool's funding to be whole on chain (on the
+ * settlement's clock, from the outflow's finality): a day, after which it is decided as it stands.
+ */
+export const POOL_OUTFLOW_WAITS_FOR_FUNDING_MS = 24 * 3_600_000;
+
+/**
+ * The link's funding pieces on chain are short of A (a partial deposit not topped up yet, or a
+ * funding a reorg took away and the service has not sent again): nothing can be told apart in
+ * what leaves the pool until it is whole. The fee sweep would be taken for the claim (the fee not
+ * yet funded), and the claim for nothing. The outflow waits, for at most
+ * POOL_OUTFLOW_WAITS_FOR_FUNDING_MS.
+ */
+async function fundingIncomplete(
+  tx: DbExecutor,
+  deps: ClaimLinkSettlementDeps,
+  row: TransferRow,
+  link: Link,
+): Promise<boolean> {
+  const waited = row.final_at ? deps.clock.now().getTime() - new Date(row.final_at).getTime() : 0;
+  if (waited >= POOL_OUTFLOW_WAITS_FOR_FUNDING_MS) return false;
+  const funded = await allocatedTo(tx, { type: 'claim_link', id: link.base.claimLinkId }, ['funding']);
+  return funded < link.amount;
 }
 
 /** matched_as of the service's fee sweep out of a pool: booked nothing (rule 5 did), but counted. */

@@ -164,6 +164,21 @@ export const BY_AMOUNT_BLOCK_SECOND_MS = 1_000;
  */
 export const BY_AMOUNT_FUNDING_WINDOW_MS = 15 * 60_000;
 
+/**
+ * The payout's named funding left the chain before its pool was learnt: every row of that
+ * transaction is orphaned (a reorg took it while it was pending, or before it was booked). The
+ * service sends such a funding again under a new hash, which no answer names, so it is matched by
+ * amount like a funding whose answer was lost, with no end to its window: the resend comes when
+ * the service notices, not within a create call (docs/decisions.md, "Claim-link funding by
+ * allocation").
+ */
+function fundingLeftChain(chainId: number) {
+  return sql`exists (select 1 from chain_transfers o
+                 where o.chain_id = ${chainId} and o.tx_hash = lower(payouts.funding_tx_hash) and o.state = 'orphaned')
+    and not exists (select 1 from chain_transfers l
+                    where l.chain_id = ${chainId} and l.tx_hash = lower(payouts.funding_tx_hash) and l.state <> 'orphaned')`;
+}
+
 export function maxFundingFeeByAmount(amount: bigint, decimals: number): bigint {
   return (
     parseDecimalAmount(BY_AMOUNT_MAX_FEE_COINS, decimals) +
@@ -273,8 +288,9 @@ async function fundedByAmount(
         custody.storeIds.map((s) => sql`${s}`),
         sql`, `,
       )})
-      and pool_address is null and funding_tx_hash is null and create_outcome <> 'failed'
-      and created_at <= ${latest}::timestamptz and updated_at >= ${earliestAttempt}::timestamptz
+      and pool_address is null and create_outcome <> 'failed' and created_at <= ${latest}::timestamptz
+      and ((funding_tx_hash is null and updated_at >= ${earliestAttempt}::timestamptz)
+           or (funding_tx_hash is not null and ${fundingLeftChain(Number(row.chain_id))}))
     order by created_at, id for update`);
   const fits = rows
     .map((payout, order) => ({

@@ -67,7 +67,11 @@ export async function post(
 /** The rule that allocates each purpose of money out of a pool (docs/accounting.md). */
 const POOL_RULE = { fee_sweep: 'rule 6', claim: 'rule 6', refund: 'rule 8' } as const;
 
-/** Allocates the pool's side of `row`, its whole value, to the link: its sweep, claim or refund. */
+/**
+ * Allocates the pool's side of `row`, its whole value, to the link: its sweep, claim or refund. A
+ * refund explains custody's side too (rule 8 books both wallets at once), so it is allocated on
+ * both sides.
+ */
 export async function allocatePoolOutflow(
   tx: DbExecutor,
   row: TransferRow,
@@ -75,16 +79,18 @@ export async function allocatePoolOutflow(
   purpose: keyof typeof POOL_RULE,
   entryId: bigint | null,
 ): Promise<void> {
-  await allocate(tx, {
-    transferId: row.id,
-    side: 'out',
-    obligation: { type: 'claim_link', id: link.base.claimLinkId },
-    purpose,
-    amount: BigInt(row.value),
-    rule: POOL_RULE[purpose],
-    entryId,
-    storeId: link.base.storeId,
-  });
+  const sides = purpose === 'refund' ? (['out', 'in'] as const) : (['out'] as const);
+  for (const side of sides)
+    await allocate(tx, {
+      transferId: row.id,
+      side,
+      obligation: { type: 'claim_link', id: link.base.claimLinkId },
+      purpose,
+      amount: BigInt(row.value),
+      rule: POOL_RULE[purpose],
+      entryId,
+      storeId: link.base.storeId,
+    });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { allocate } from '../chain/allocations.ts';
 import { type MatchDecision, markApplied, type TransferRow, transferFact } from '../chain/transferRow.ts';
 import type { DbExecutor } from '../db/database.ts';
 import { recordEvent } from '../events/recordEvent.ts';
@@ -52,6 +53,18 @@ export async function applyRefund(
       wallet: { address: custody as `0x${string}`, role: 'custody' },
     });
     const booked = await post(tx, deps, outcome, storeId);
+    // Custody's side waits in suspense, as rule 9 allocates it.
+    if (booked !== null)
+      await allocate(tx, {
+        transferId: row.id,
+        side: 'in',
+        obligation: { type: 'suspense', id: row.id },
+        purpose: 'unmatched',
+        amount: BigInt(row.value),
+        rule: 'rule 9',
+        entryId: booked,
+        storeId,
+      });
     await recordFinding(
       tx,
       {
