@@ -147,3 +147,37 @@ export async function unallocated(tx: DbExecutor, transferId: string, side: Allo
   if (!row) return 0n;
   return BigInt(row.value) - BigInt(row.allocated ?? '0');
 }
+
+/** An allocation as `ledger entries --explain` shows it beside the entry it caused. */
+export type EntryAllocation = {
+  entry_id: string;
+  /** `<chain id>:<tx hash>:<log index>` of the transfer. */
+  transfer: string;
+  side: AllocationSide;
+  obligation_type: ObligationType;
+  obligation_id: string;
+  purpose: AllocationPurpose;
+  amount: string;
+  rule: string;
+  /** Why it was released (a reorg, the entry reversed), or null while it stands. */
+  released: string | null;
+};
+
+/** The allocations the given entries caused, with their transfers: what each entry rests on. */
+export async function entryAllocations(
+  tx: DbExecutor,
+  entryIds: readonly bigint[],
+): Promise<EntryAllocation[]> {
+  if (entryIds.length === 0) return [];
+  const { rows } = await tx.execute<EntryAllocation>(sql`
+    select a.entry_id::text, t.chain_id || ':' || t.tx_hash || ':' || t.log_index as transfer, a.side,
+      a.obligation_type, a.obligation_id, a.purpose, a.amount::text, a.rule,
+      (select r.reason from allocations r where r.releases = a.id) as released
+    from allocations a join chain_transfers t on t.id = a.transfer_id
+    where a.releases is null and a.entry_id in (${sql.join(
+      entryIds.map((id) => sql`${id.toString()}::bigint`),
+      sql`, `,
+    )})
+    order by a.entry_id, a.id`);
+  return rows;
+}

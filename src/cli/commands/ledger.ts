@@ -97,57 +97,84 @@ export function registerLedger(program: Command): void {
     .option('--kind <kind>', 'only entries of this kind, e.g. checkout.confirmed')
     .option('--store <id>', 'only this store')
     .option('--limit <n>', 'at most this many entries', '50')
+    .option(
+      '--explain',
+      'with each entry, the transfers it rests on: what part of which transfer settles what',
+    )
     .option('--json', 'machine-readable output (amounts in base units as strings)')
-    .action(async (opts: { ref?: string; kind?: string; store?: string; limit: string; json?: boolean }) => {
-      const limit = Number(opts.limit);
-      if (!Number.isInteger(limit) || limit < 1)
-        throw new CliError(`--limit: ${opts.limit} is not a positive integer`);
-      const { listEntries } = await import('../../ledger/listEntries.ts');
-      await withDatabase({ max: 2 }, async (db) => {
-        const entries = await listEntries(db, {
-          refId: opts.ref,
-          kind: opts.kind,
-          storeId: opts.store,
-          limit,
-        });
-        printResult(
-          opts.json,
-          entries.map((e) => ({
-            id: e.id.toString(),
-            idempotency_key: e.idempotencyKey,
-            kind: e.kind,
-            occurred_at: e.occurredAt.toISOString(),
-            recorded_at: e.recordedAt.toISOString(),
-            store_id: e.storeId,
-            ref_type: e.ref.type,
-            ref_id: e.ref.id,
-            reverses_entry_id: e.reversesEntryId?.toString() ?? null,
-            memo: e.memo,
-            metadata: e.metadata,
-            postings: e.postings.map((p) => ({
-              account: p.accountCode,
-              asset: p.asset,
-              amount: p.amount.toString(),
+    .action(
+      async (opts: {
+        ref?: string;
+        kind?: string;
+        store?: string;
+        limit: string;
+        explain?: boolean;
+        json?: boolean;
+      }) => {
+        const limit = Number(opts.limit);
+        if (!Number.isInteger(limit) || limit < 1)
+          throw new CliError(`--limit: ${opts.limit} is not a positive integer`);
+        const { listEntries } = await import('../../ledger/listEntries.ts');
+        const { entryAllocations } = await import('../../chain/allocations.ts');
+        await withDatabase({ max: 2 }, async (db) => {
+          const entries = await listEntries(db, {
+            refId: opts.ref,
+            kind: opts.kind,
+            storeId: opts.store,
+            limit,
+          });
+          const explained = opts.explain
+            ? await entryAllocations(
+                db,
+                entries.map((e) => e.id),
+              )
+            : [];
+          const basis = (id: bigint) => explained.filter((a) => a.entry_id === id.toString());
+          printResult(
+            opts.json,
+            entries.map((e) => ({
+              id: e.id.toString(),
+              idempotency_key: e.idempotencyKey,
+              kind: e.kind,
+              occurred_at: e.occurredAt.toISOString(),
+              recorded_at: e.recordedAt.toISOString(),
+              store_id: e.storeId,
+              ref_type: e.ref.type,
+              ref_id: e.ref.id,
+              reverses_entry_id: e.reversesEntryId?.toString() ?? null,
+              memo: e.memo,
+              metadata: e.metadata,
+              postings: e.postings.map((p) => ({
+                account: p.accountCode,
+                asset: p.asset,
+                amount: p.amount.toString(),
+              })),
+              ...(opts.explain ? { allocations: basis(e.id).map(({ entry_id: _entry, ...a }) => a) } : {}),
             })),
-          })),
-          () =>
-            entries.length === 0
-              ? 'no entries'
-              : entries
-                  .map((e) =>
-                    [
-                      `#${e.id}  ${e.occurredAt.toISOString()}  ${e.kind}  ${e.ref.type} ${e.ref.id}` +
-                        (e.reversesEntryId ? `  (reverses #${e.reversesEntryId})` : ''),
-                      ...e.postings.map(
-                        (p) =>
-                          `    ${p.accountCode.padEnd(48)} ${(p.amount > 0n ? 'Dr ' : 'Cr ') + money(p.amount < 0n ? -p.amount : p.amount, p.decimals, p.symbol)}`,
-                      ),
-                    ].join('\n'),
-                  )
-                  .join('\n'),
-        );
-      });
-    });
+            () =>
+              entries.length === 0
+                ? 'no entries'
+                : entries
+                    .map((e) =>
+                      [
+                        `#${e.id}  ${e.occurredAt.toISOString()}  ${e.kind}  ${e.ref.type} ${e.ref.id}` +
+                          (e.reversesEntryId ? `  (reverses #${e.reversesEntryId})` : ''),
+                        ...e.postings.map(
+                          (p) =>
+                            `    ${p.accountCode.padEnd(48)} ${(p.amount > 0n ? 'Dr ' : 'Cr ') + money(p.amount < 0n ? -p.amount : p.amount, p.decimals, p.symbol)}`,
+                        ),
+                        ...basis(e.id).map(
+                          (a) =>
+                            `    rests on ${a.transfer} (${a.side}): ${a.amount} base units to ${a.obligation_type} ${a.obligation_id}, ${a.purpose}, ${a.rule}` +
+                            (a.released ? ` [released: ${a.released}]` : ''),
+                        ),
+                      ].join('\n'),
+                    )
+                    .join('\n'),
+          );
+        });
+      },
+    );
 }
 
 function registerProve(ledger: Command): void {
