@@ -335,9 +335,8 @@ async function proveRemainder(
   if (shared.matchedRowIds.length > 0 || !mine) return shared;
   const topUps = await lockTopUps(tx, topUpQuery(deps, claim, expected.token, n - already));
   if (!topUps) return noProof();
+  // The chain now shows N in all: bookProof resolves the short proof's finding.
   const proof = await bookProof(tx, deps, claim, topUps, { ...terms, mismatch: false, paid: n - already });
-  // The chain now shows N in all: the short proof's finding has no cause any more.
-  await resolveFinding(tx, 'payment_amount_mismatch', intent);
   const matchedRowIds = topUps.map((l) => l.id);
   return {
     proven: proof.proven,
@@ -618,6 +617,10 @@ async function bookProof(
   // The payment is on chain: verification's findings about it (not found, reverted, no transfer;
   // a node that lagged at the grace) have cleared.
   if (proven) await resolveVerificationFindings(tx, { type: 'checkout_intent', id: claim.intentId });
+  // Logs that pay N in full leave no mismatch: one an earlier proof opened (a short proof that
+  // rule 3 reversed, booked again here with its top-up at once) has no cause any more.
+  if (proven && !terms.mismatch)
+    await resolveFinding(tx, 'payment_amount_mismatch', { type: 'checkout_intent', id: claim.intentId });
   return { proven, findings };
 }
 
