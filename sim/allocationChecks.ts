@@ -31,7 +31,12 @@ export async function judgeAllocations(
     from chain_transfers t
     cross join lateral (values ('in', t.to_address), ('out', t.from_address)) as s(side, wallet)
     where t.state = 'final' and t.value > 0 and t.from_address <> t.to_address
-      and s.wallet in (${sql.join(wallets, sql`, `)})`);
+      and s.wallet in (${sql.join(wallets, sql`, `)})
+      -- A contract outside the registry (the look-alike) moves no money: nothing to allocate.
+      and (t.chain_id, t.token) in (${sql.join(
+        world.tokens.map((k) => sql`(${k.chainId}::bigint, ${k.address.toLowerCase()})`),
+        sql`, `,
+      )})`);
   for (const s of sides.rows)
     if (s.allocated !== s.value)
       problems.push(

@@ -50,13 +50,19 @@ const plain = (intent: SimIntent) =>
 /**
  * payment_pieces: a confirmed intent's payment in 2 or 3 transfers; some come after the
  * confirmation (within 5 minutes), some from another payer; the service names any one of them
- * as tx_hash when paid directly. Routed, the pieces go to the temporary wallet before the sweep.
+ * as tx_hash when paid directly (only intents tracked at their creation: see below). Routed, the
+ * pieces go to the temporary wallet before the sweep.
  */
 function paymentPieces(world: World, r: Stream, label: (what: string) => string): void {
   for (const intent of world.intents) {
     const paidAt = at(intent, CheckoutStatus.ON_CHAIN);
     const confirmedAt = at(intent, CheckoutStatus.CONFIRMED);
     if (!endsConfirmed(intent) || paidAt === undefined || confirmedAt === undefined) continue;
+    // Paid directly, the pieces are top-ups, taken only within the intent's window, which opens at
+    // its first tracking less 5 minutes (docs/accounting.md, rule 2): an intent first heard of by a
+    // later webhook may have been paid before it. The service gives no creation time, so only an
+    // intent tracked at its creation is paid in pieces here.
+    if (intent.route === 'direct' && !intent.trackedAtCreation) continue;
     if (intent.outcome === 'send_back' || intent.P < 3n || !r.chance(0.3)) continue;
     const extra = r.int(1, 2);
     const pieces: PaymentPiece[] = [];

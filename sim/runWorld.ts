@@ -973,7 +973,14 @@ async function dumpState(database: Database): Promise<void> {
     sql`select substr(tx_hash,1,10) tx, substr(from_address,1,10) f, substr(to_address,1,10) t, value::text, state, block_number::text b, matched_as, applied_at is not null applied, unwound_at is not null unwound from chain_transfers order by block_number, log_index`,
   );
   await show('entries', sql`select kind, ref_id, idempotency_key from ledger_entries order by id`);
-  await show('intents', sql`select id, status, settled_by, tx_hash is not null paid from checkout_intents`);
+  await show(
+    'intents',
+    sql`select id, status, settled_by, substr(tx_hash,1,10) tx, tracked_at, confirmed_at from checkout_intents`,
+  );
+  await show(
+    'allocations',
+    sql`select a.id::text, substr(t.tx_hash,1,10) tx, a.side, a.obligation_type, a.obligation_id, a.purpose, a.amount::text, a.releases::text from allocations a join chain_transfers t on t.id = a.transfer_id order by a.id`,
+  );
   await show('findings', sql`select kind, ref_id, resolved_at is null open from findings order by id`);
   await show(
     'payouts',

@@ -324,20 +324,23 @@ async function proveRemainder(
   wallet: WalletLogs,
   expected: ExpectedPayment,
 ): Promise<ProofResult> {
-  const n = expected.inTransit;
-  if (n === null || !expected.token) return noProof();
+  if (!expected.token) return noProof();
+  const mine = wallet.intoWallet.some((l) => l.matched_ref === claim.intentId);
+  const waiting =
+    expected.inTransit === null && !mine ? await rule1FromExcess(tx, deps, claim, wallet) : null;
+  const n = waiting?.inTransit ?? expected.inTransit;
+  if (n === null) return noProof();
   const intent = { type: 'checkout_intent' as const, id: claim.intentId };
   const already = await allocatedTo(tx, intent, ['payment']);
-  const mine = wallet.intoWallet.some((l) => l.matched_ref === claim.intentId);
-  if (already >= n || (mine && already === 0n)) return noProof();
+  if (already >= n || (mine && already === 0n)) return noProof(waiting?.findings);
   const terms = { token: expected.token, inTransit: n };
   const shared = await claimSharedExcess(tx, deps, claim, wallet.intoWallet, n - already, terms);
+  if (waiting) shared.findings.unshift(...waiting.findings);
   if (shared.matchedRowIds.length > 0 || !mine) return shared;
   const topUps = await lockTopUps(tx, topUpQuery(deps, claim, expected.token, n - already));
   if (!topUps) return noProof();
+  // The chain now shows N in all: bookProof resolves the short proof's finding.
   const proof = await bookProof(tx, deps, claim, topUps, { ...terms, mismatch: false, paid: n - already });
-  // The chain now shows N in all: the short proof's finding has no cause any more.
-  await resolveFinding(tx, 'payment_amount_mismatch', intent);
   const matchedRowIds = topUps.map((l) => l.id);
   return {
     proven: proof.proven,
@@ -345,6 +348,35 @@ async function proveRemainder(
     matchedRowId: matchedRowIds[0] ?? null,
     matchedRowIds,
   };
+}
+
+/**
+ * Rule 1 of an intent waiting for the chain (reported P - F != N) whose transaction's log another
+ * intent took whole (a bundle): its share of that log's excess is the chain's value for it, so rule
+ * 1 is booked from the reported amount (N or P - F) the live excess covers, the one equal to all of
+ * it first, else the largest (rule 1: "books rule 1 from the chain"). Null when none fits.
+ */
+async function rule1FromExcess(
+  tx: DbExecutor,
+  deps: PaymentProofDeps,
+  claim: ClaimedPayment,
+  wallet: WalletLogs,
+): Promise<{ inTransit: bigint | null; findings: FindingDraft[] } | null> {
+  const token = claim.intent.coin_contract
+    ? deps.chains.token(Number(claim.intent.chain_id), claim.intent.coin_contract)
+    : undefined;
+  if (!token) return null;
+  const others = wallet.intoWallet.filter((l) => l.matched_ref !== null && l.matched_ref !== claim.intentId);
+  if (others.length === 0) return null;
+  const excesses = await liveExcesses(
+    tx,
+    others.map((l) => l.id),
+  );
+  const available = excesses.reduce((sum, e) => sum + BigInt(e.amount), 0n);
+  const fits = reportedNets(claim.intent, token.decimals).filter((a) => a > 0n && a <= available);
+  const value = fits.find((a) => a === available) ?? fits.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0))[0];
+  if (value === undefined) return null;
+  return settleWaitingRule1(tx, deps, claim, null, value);
 }
 
 /**
@@ -391,7 +423,8 @@ async function claimSharedExcess(
   if (proven.created) {
     const revision = await bookingRevision(tx, ref, 'chain.payment_proven', proven.id);
     const proofTerms = { ...terms, mismatch: left > 0n, paid: owed - left };
-    await recordEvent(tx, provenEvent(claim, taken, proofTerms, proven, revision));
+    // What this booking proved is the share it took, not the log (the first intent announced that).
+    await recordEvent(tx, provenEvent(claim, taken, proofTerms, proven, revision, owed - left));
   }
   await resolveVerificationFindings(tx, ref);
   return { proven, findings, matchedRowId: first.id, matchedRowIds: taken.map((l) => l.id) };
@@ -618,6 +651,10 @@ async function bookProof(
   // The payment is on chain: verification's findings about it (not found, reverted, no transfer;
   // a node that lagged at the grace) have cleared.
   if (proven) await resolveVerificationFindings(tx, { type: 'checkout_intent', id: claim.intentId });
+  // Logs that pay N in full leave no mismatch: one an earlier proof opened (a short proof that
+  // rule 3 reversed, booked again here with its top-up at once) has no cause any more.
+  if (proven && !terms.mismatch)
+    await resolveFinding(tx, 'payment_amount_mismatch', { type: 'checkout_intent', id: claim.intentId });
   return { proven, findings };
 }
 
@@ -631,6 +668,8 @@ function provenEvent(
   terms: ProofTerms,
   firstEntry: PostedEntry,
   revision: number,
+  /** What the booking proved when it is not the logs' value: a share of another intent's excess. */
+  amount?: bigint,
 ): EventDraft {
   const facts = logs.map(transferFact);
   const first = facts[0];
@@ -649,7 +688,7 @@ function provenEvent(
       tx_hash: first.txHash.toLowerCase(),
       log_indexes: facts.map((f) => f.logIndex),
       block_number: Number(first.blockNumber),
-      amount: fmt(facts.reduce((sum, f) => sum + f.amount, 0n)),
+      amount: fmt(amount ?? facts.reduce((sum, f) => sum + f.amount, 0n)),
       paid_amount: fmt(terms.paid),
       expected_amount: fmt(terms.inTransit),
       mismatch: terms.mismatch,

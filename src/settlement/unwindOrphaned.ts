@@ -152,7 +152,11 @@ async function announceProofReversal(
     data: {
       intent_id: reversed.ref_id,
       store_id: storeId,
-      ...movedData(await entryMoved(tx, deps.config.chains, entryId, 'assets:wallet')),
+      // A share of another intent's excess moves no wallet: what it proved is what it credited in_transit.
+      ...movedData(
+        (await entryMoved(tx, deps.config.chains, entryId, 'assets:wallet')) ??
+          (await entryMoved(tx, deps.config.chains, entryId, 'assets:in_transit')),
+      ),
       tx_hash: fact.txHash.toLowerCase(),
       log_index: fact.logIndex,
     },
