@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   allocate,
   allocatedTo,
+  entryAllocations,
   releaseAllocations,
   transferAllocations,
   unallocated,
@@ -109,8 +110,20 @@ describe('allocations', () => {
       });
     });
     expect(await allocatedTo(database.db, { type: 'suspense', id: transferId })).toBe(5n);
-    await reverseEntry(database.db, entry.id, 'a rule explained it');
+    // What `ledger entries --explain` prints beside the entry: the transfer it rests on.
+    const [basis] = await entryAllocations(database.db, [entry.id]);
+    expect(basis).toMatchObject({
+      transfer: `1:0x${'a'.repeat(64)}:0`,
+      side: 'in',
+      obligation_type: 'suspense',
+      purpose: 'unmatched',
+      amount: '5',
+      released: null,
+    });
+    const reversal = await reverseEntry(database.db, entry.id, 'a rule explained it');
     expect(await allocatedTo(database.db, { type: 'suspense', id: transferId })).toBe(0n);
     expect(await unallocated(database.db, transferId, 'in')).toBe(35_000_000n);
+    const [after] = await entryAllocations(database.db, [entry.id]);
+    expect(after?.released).toBe(`entry ${entry.id} reversed by entry ${reversal.id}`);
   });
 });
