@@ -19,6 +19,9 @@ export async function judgeAllocations(
   const wallets = [...new Set(world.stores.flatMap((s) => [s.merchant, s.custody]))].map(
     (a) => sql`${a.toLowerCase()}`,
   );
+  // Only the registry's tokens: a contract outside it (a look-alike) books nothing, so nothing
+  // allocates it either (docs/accounting.md rule 9: `unknown_token`, info).
+  const tokens = world.tokens.map((t) => sql`${t.address.toLowerCase()}`);
   const sides = await db.execute<{
     id: string;
     tx_hash: string;
@@ -31,7 +34,7 @@ export async function judgeAllocations(
     from chain_transfers t
     cross join lateral (values ('in', t.to_address), ('out', t.from_address)) as s(side, wallet)
     where t.state = 'final' and t.value > 0 and t.from_address <> t.to_address
-      and s.wallet in (${sql.join(wallets, sql`, `)})`);
+      and s.wallet in (${sql.join(wallets, sql`, `)}) and t.token in (${sql.join(tokens, sql`, `)})`);
   for (const s of sides.rows)
     if (s.allocated !== s.value)
       problems.push(
