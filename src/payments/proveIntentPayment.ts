@@ -324,15 +324,36 @@ async function proveRemainder(
   wallet: WalletLogs,
   expected: ExpectedPayment,
 ): Promise<ProofResult> {
-  const n = expected.inTransit;
-  if (n === null || !expected.token) return noProof();
+  if (!expected.token) return noProof();
   const intent = { type: 'checkout_intent' as const, id: claim.intentId };
+  let n = expected.inTransit;
+  const rule1Findings: FindingDraft[] = [];
+  if (n === null) {
+    // Rule 1 waits for the chain (reported P - F != N) and another intent's lone log holds the
+    // rest of a bundle in excess: that excess is this intent's proven value when it is exactly
+    // one of its reported nets (exactness, as for a top-up, keeps a third intent's share out).
+    const others = wallet.intoWallet.filter(
+      (l) => l.matched_ref !== null && l.matched_ref !== claim.intentId,
+    );
+    const excess = (
+      await liveExcesses(
+        tx,
+        others.map((l) => l.id),
+      )
+    ).reduce((s, a) => s + BigInt(a.amount), 0n);
+    if (excess === 0n || !expected.amounts.includes(excess)) return noProof();
+    const rule1 = await settleWaitingRule1(tx, deps, claim, null, excess);
+    rule1Findings.push(...rule1.findings);
+    n = rule1.inTransit;
+    if (n === null) return noProof(rule1Findings);
+  }
   const already = await allocatedTo(tx, intent, ['payment']);
   const mine = wallet.intoWallet.some((l) => l.matched_ref === claim.intentId);
   if (already >= n || (mine && already === 0n)) return noProof();
   const terms = { token: expected.token, inTransit: n };
   const shared = await claimSharedExcess(tx, deps, claim, wallet.intoWallet, n - already, terms);
-  if (shared.matchedRowIds.length > 0 || !mine) return shared;
+  if (shared.matchedRowIds.length > 0 || !mine)
+    return { ...shared, findings: [...rule1Findings, ...shared.findings] };
   const topUps = await lockTopUps(tx, topUpQuery(deps, claim, expected.token, n - already));
   if (!topUps) return noProof();
   const proof = await bookProof(tx, deps, claim, topUps, { ...terms, mismatch: false, paid: n - already });
@@ -391,7 +412,10 @@ async function claimSharedExcess(
   if (proven.created) {
     const revision = await bookingRevision(tx, ref, 'chain.payment_proven', proven.id);
     const proofTerms = { ...terms, mismatch: left > 0n, paid: owed - left };
-    await recordEvent(tx, provenEvent(claim, taken, proofTerms, proven, revision));
+    // The wallet got this money with the first intent's proof (announced there): a share moves it
+    // from suspense to in_transit, so its `amount` (what the booking added to the wallet) is 0 and
+    // the share is its `paid_amount`. A consumer's sum over intents counts the log once.
+    await recordEvent(tx, provenEvent(claim, taken, proofTerms, proven, revision, 0n));
   }
   await resolveVerificationFindings(tx, ref);
   return { proven, findings, matchedRowId: first.id, matchedRowIds: taken.map((l) => l.id) };
@@ -631,6 +655,8 @@ function provenEvent(
   terms: ProofTerms,
   firstEntry: PostedEntry,
   revision: number,
+  /** What the booking added to the wallet, when not the logs' sum (a share of a bundle: 0). */
+  walletUnits?: bigint,
 ): EventDraft {
   const facts = logs.map(transferFact);
   const first = facts[0];
@@ -649,7 +675,7 @@ function provenEvent(
       tx_hash: first.txHash.toLowerCase(),
       log_indexes: facts.map((f) => f.logIndex),
       block_number: Number(first.blockNumber),
-      amount: fmt(facts.reduce((sum, f) => sum + f.amount, 0n)),
+      amount: fmt(walletUnits ?? facts.reduce((sum, f) => sum + f.amount, 0n)),
       paid_amount: fmt(terms.paid),
       expected_amount: fmt(terms.inTransit),
       mismatch: terms.mismatch,
