@@ -277,8 +277,9 @@ function revisitsAllocations(wallet: WalletLogs, intentId: string): boolean {
  * The top-up of a named payment short of N (docs/accounting.md, rule 2): when the free logs of
  * the named transaction (the lone log of another amount, or logs no split sums to N) add up to
  * less than N, other free transfers into tx_to in the token, within the intent's window, that
- * complete N exactly are taken with them. Null when it does not apply (N unknown: rule 1 waits;
- * a log held by another matcher; the named logs already pay N or more; nothing completes it).
+ * complete N exactly are taken with them (while rule 1 waits, N is each reported net in turn).
+ * Null when it does not apply (a log held by another matcher; the named logs already pay N or
+ * more; nothing completes it).
  */
 async function withTopUp(
   tx: DbExecutor,
@@ -287,15 +288,22 @@ async function withTopUp(
   expected: ExpectedPayment,
   locked: PayingLogs,
 ): Promise<TransferRow[] | null> {
-  const n = expected.inTransit;
-  if (n === null || !expected.token || !locked.noneHeld) return null;
+  if (!expected.token || !locked.noneHeld) return null;
   const sum = (rows: TransferRow[]) => rows.reduce((s, l) => s + BigInt(l.value), 0n);
   if (locked.paying && expected.amounts.includes(sum(locked.paying))) return null;
   const named = locked.paying ?? locked.lockedFree;
-  const short = n - sum(named);
-  if (named.length === 0 || short <= 0n) return null;
-  const topUps = await lockTopUps(tx, topUpQuery(deps, claim, expected.token, short));
-  return topUps ? [...named, ...topUps] : null;
+  if (named.length === 0) return null;
+  // N as rule 1 booked it; while rule 1 waits for the chain (reported P - F != N), each reported
+  // net in turn: a top-up completing one exactly is the proven value rule 1 then books, where
+  // the named logs alone would book their short sum as the net (and the rest as a fee).
+  const owed = expected.inTransit !== null ? [expected.inTransit] : expected.amounts;
+  for (const n of owed) {
+    const short = n - sum(named);
+    if (short <= 0n) continue;
+    const topUps = await lockTopUps(tx, topUpQuery(deps, claim, expected.token, short));
+    if (topUps) return [...named, ...topUps];
+  }
+  return null;
 }
 
 function topUpQuery(deps: PaymentProofDeps, claim: ClaimedPayment, token: Token, owed: bigint): TopUpQuery {
