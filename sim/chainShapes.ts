@@ -64,6 +64,11 @@ function twoChains(world: World, nearEqualToo: boolean): void {
   world.tokens.push(...on2.values());
   const second = (t: SimToken) => on2.get(t.symbol) as SimToken;
   for (const intent of world.intents) if (rnd() < 0.5) intent.token = second(intent.token);
+  // A bundle (bundle_payment) is one transfer of both sums: its intents stay on one chain.
+  for (const intent of world.intents) {
+    const into = world.intents.find((x) => x.id === intent.bundledInto);
+    if (into) intent.token = into.token;
+  }
   for (const stray of world.strays) {
     const token = world.tokens.find((t) => t.address === stray.token);
     if (token && rnd() < 0.5) stray.token = second(token).address;

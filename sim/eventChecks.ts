@@ -8,8 +8,7 @@ import type { World } from './world.ts';
  * deduped by id, ends with what the ledger says.
  * - per intent, the `net_amount` of `payment.booked` less that of `payment.booked.reversed` is
  *   what rule 1's entries (net of reversals) hold in in_transit; the `amount` of `payment.proven`
- *   less that of `payment.proven.reversed` is what rule 2's entries added to the wallet (a share
- *   of another intent's excess: what it credited in_transit);
+ *   less that of `payment.proven.reversed` is what rule 2's entries added to the wallet;
  * - per payout, `claimed` and `refunded` are announced (net of reversals) once exactly when the
  *   books hold the link claimed or refunded, and never more than once;
  * - no event for a booking that rolled back: each names an entry that is in the ledger.
@@ -55,18 +54,8 @@ export async function judgeEvents(db: Db, world: World): Promise<string[]> {
     from ledger_entries e join ledger_postings p on p.entry_id = e.id join ledger_accounts a on a.id = p.account_id
     where (e.kind in ('checkout.confirmed', 'checkout.confirmed.reversal') and a.code like 'assets:in_transit:%')
        or (e.kind in ('chain.payment_proven', 'chain.payment_proven.reversal') and a.code like 'assets:wallet:%')
-    group by 1
-    union all
-    -- A share of another intent's excess (suspense to in_transit) moves no wallet: it proved what it
-    -- credited in_transit.
-    select 'payment.proven ' || e.ref_id, (-sum(p.amount))::text
-    from ledger_entries e join ledger_postings p on p.entry_id = e.id join ledger_accounts a on a.id = p.account_id
-    where e.kind in ('chain.payment_proven', 'chain.payment_proven.reversal') and a.code like 'assets:in_transit:%'
-      and not exists (select 1 from ledger_postings w join ledger_accounts wa on wa.id = w.account_id
-                      where w.entry_id = e.id and wa.code like 'assets:wallet:%')
-    group by e.ref_id`);
-  const booked = new Map<string, bigint>();
-  for (const r of ledger) booked.set(r.key, (booked.get(r.key) ?? 0n) + BigInt(r.units));
+    group by 1`);
+  const booked = new Map(ledger.map((r) => [r.key, BigInt(r.units)]));
   for (const key of new Set([
     ...booked.keys(),
     ...[...folded.keys()].filter((k) => k.startsWith('payment.')),

@@ -277,8 +277,9 @@ function revisitsAllocations(wallet: WalletLogs, intentId: string): boolean {
  * The top-up of a named payment short of N (docs/accounting.md, rule 2): when the free logs of
  * the named transaction (the lone log of another amount, or logs no split sums to N) add up to
  * less than N, other free transfers into tx_to in the token, within the intent's window, that
- * complete N exactly are taken with them. Null when it does not apply (N unknown: rule 1 waits;
- * a log held by another matcher; the named logs already pay N or more; nothing completes it).
+ * complete N exactly are taken with them (while rule 1 waits, N is each reported net in turn).
+ * Null when it does not apply (a log held by another matcher; the named logs already pay N or
+ * more; nothing completes it).
  */
 async function withTopUp(
   tx: DbExecutor,
@@ -287,15 +288,22 @@ async function withTopUp(
   expected: ExpectedPayment,
   locked: PayingLogs,
 ): Promise<TransferRow[] | null> {
-  const n = expected.inTransit;
-  if (n === null || !expected.token || !locked.noneHeld) return null;
+  if (!expected.token || !locked.noneHeld) return null;
   const sum = (rows: TransferRow[]) => rows.reduce((s, l) => s + BigInt(l.value), 0n);
   if (locked.paying && expected.amounts.includes(sum(locked.paying))) return null;
   const named = locked.paying ?? locked.lockedFree;
-  const short = n - sum(named);
-  if (named.length === 0 || short <= 0n) return null;
-  const topUps = await lockTopUps(tx, topUpQuery(deps, claim, expected.token, short));
-  return topUps ? [...named, ...topUps] : null;
+  if (named.length === 0) return null;
+  // N as rule 1 booked it; while rule 1 waits for the chain (reported P - F != N), each reported
+  // net in turn: a top-up completing one exactly is the proven value rule 1 then books, where
+  // the named logs alone would book their short sum as the net (and the rest as a fee).
+  const owed = expected.inTransit !== null ? [expected.inTransit] : expected.amounts;
+  for (const n of owed) {
+    const short = n - sum(named);
+    if (short <= 0n) continue;
+    const topUps = await lockTopUps(tx, topUpQuery(deps, claim, expected.token, short));
+    if (topUps) return [...named, ...topUps];
+  }
+  return null;
 }
 
 function topUpQuery(deps: PaymentProofDeps, claim: ClaimedPayment, token: Token, owed: bigint): TopUpQuery {
@@ -325,18 +333,35 @@ async function proveRemainder(
   expected: ExpectedPayment,
 ): Promise<ProofResult> {
   if (!expected.token) return noProof();
-  const mine = wallet.intoWallet.some((l) => l.matched_ref === claim.intentId);
-  const waiting =
-    expected.inTransit === null && !mine ? await rule1FromExcess(tx, deps, claim, wallet) : null;
-  const n = waiting?.inTransit ?? expected.inTransit;
-  if (n === null) return noProof();
   const intent = { type: 'checkout_intent' as const, id: claim.intentId };
+  let n = expected.inTransit;
+  const rule1Findings: FindingDraft[] = [];
+  if (n === null) {
+    // Rule 1 waits for the chain (reported P - F != N) and another intent's lone log holds the
+    // rest of a bundle in excess: that excess is this intent's proven value when it is exactly
+    // one of its reported nets (exactness, as for a top-up, keeps a third intent's share out).
+    const others = wallet.intoWallet.filter(
+      (l) => l.matched_ref !== null && l.matched_ref !== claim.intentId,
+    );
+    const excess = (
+      await liveExcesses(
+        tx,
+        others.map((l) => l.id),
+      )
+    ).reduce((s, a) => s + BigInt(a.amount), 0n);
+    if (excess === 0n || !expected.amounts.includes(excess)) return noProof();
+    const rule1 = await settleWaitingRule1(tx, deps, claim, null, excess);
+    rule1Findings.push(...rule1.findings);
+    n = rule1.inTransit;
+    if (n === null) return noProof(rule1Findings);
+  }
   const already = await allocatedTo(tx, intent, ['payment']);
-  if (already >= n || (mine && already === 0n)) return noProof(waiting?.findings);
+  const mine = wallet.intoWallet.some((l) => l.matched_ref === claim.intentId);
+  if (already >= n || (mine && already === 0n)) return noProof(rule1Findings);
   const terms = { token: expected.token, inTransit: n };
   const shared = await claimSharedExcess(tx, deps, claim, wallet.intoWallet, n - already, terms);
-  if (waiting) shared.findings.unshift(...waiting.findings);
-  if (shared.matchedRowIds.length > 0 || !mine) return shared;
+  if (shared.matchedRowIds.length > 0 || !mine)
+    return { ...shared, findings: [...rule1Findings, ...shared.findings] };
   const topUps = await lockTopUps(tx, topUpQuery(deps, claim, expected.token, n - already));
   if (!topUps) return noProof();
   // The chain now shows N in all: bookProof resolves the short proof's finding.
@@ -348,35 +373,6 @@ async function proveRemainder(
     matchedRowId: matchedRowIds[0] ?? null,
     matchedRowIds,
   };
-}
-
-/**
- * Rule 1 of an intent waiting for the chain (reported P - F != N) whose transaction's log another
- * intent took whole (a bundle): its share of that log's excess is the chain's value for it, so rule
- * 1 is booked from the reported amount (N or P - F) the live excess covers, the one equal to all of
- * it first, else the largest (rule 1: "books rule 1 from the chain"). Null when none fits.
- */
-async function rule1FromExcess(
-  tx: DbExecutor,
-  deps: PaymentProofDeps,
-  claim: ClaimedPayment,
-  wallet: WalletLogs,
-): Promise<{ inTransit: bigint | null; findings: FindingDraft[] } | null> {
-  const token = claim.intent.coin_contract
-    ? deps.chains.token(Number(claim.intent.chain_id), claim.intent.coin_contract)
-    : undefined;
-  if (!token) return null;
-  const others = wallet.intoWallet.filter((l) => l.matched_ref !== null && l.matched_ref !== claim.intentId);
-  if (others.length === 0) return null;
-  const excesses = await liveExcesses(
-    tx,
-    others.map((l) => l.id),
-  );
-  const available = excesses.reduce((sum, e) => sum + BigInt(e.amount), 0n);
-  const fits = reportedNets(claim.intent, token.decimals).filter((a) => a > 0n && a <= available);
-  const value = fits.find((a) => a === available) ?? fits.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0))[0];
-  if (value === undefined) return null;
-  return settleWaitingRule1(tx, deps, claim, null, value);
 }
 
 /**
@@ -423,8 +419,10 @@ async function claimSharedExcess(
   if (proven.created) {
     const revision = await bookingRevision(tx, ref, 'chain.payment_proven', proven.id);
     const proofTerms = { ...terms, mismatch: left > 0n, paid: owed - left };
-    // What this booking proved is the share it took, not the log (the first intent announced that).
-    await recordEvent(tx, provenEvent(claim, taken, proofTerms, proven, revision, owed - left));
+    // The wallet got this money with the first intent's proof (announced there): a share moves it
+    // from suspense to in_transit, so its `amount` (what the booking added to the wallet) is 0 and
+    // the share is its `paid_amount`. A consumer's sum over intents counts the log once.
+    await recordEvent(tx, provenEvent(claim, taken, proofTerms, proven, revision, 0n));
   }
   await resolveVerificationFindings(tx, ref);
   return { proven, findings, matchedRowId: first.id, matchedRowIds: taken.map((l) => l.id) };
@@ -668,8 +666,8 @@ function provenEvent(
   terms: ProofTerms,
   firstEntry: PostedEntry,
   revision: number,
-  /** What the booking proved when it is not the logs' value: a share of another intent's excess. */
-  amount?: bigint,
+  /** What the booking added to the wallet, when not the logs' sum (a share of a bundle: 0). */
+  walletUnits?: bigint,
 ): EventDraft {
   const facts = logs.map(transferFact);
   const first = facts[0];
@@ -688,7 +686,7 @@ function provenEvent(
       tx_hash: first.txHash.toLowerCase(),
       log_indexes: facts.map((f) => f.logIndex),
       block_number: Number(first.blockNumber),
-      amount: fmt(amount ?? facts.reduce((sum, f) => sum + f.amount, 0n)),
+      amount: fmt(walletUnits ?? facts.reduce((sum, f) => sum + f.amount, 0n)),
       paid_amount: fmt(terms.paid),
       expected_amount: fmt(terms.inTransit),
       mismatch: terms.mismatch,

@@ -4,6 +4,7 @@ import { type TransferRow, transferColumns, transferFact } from '../chain/transf
 import type { DbExecutor } from '../db/database.ts';
 import { bookingRevision, entryMoved, movedData, recordReversal } from '../events/announcements.ts';
 import { recordFinding, resolveFinding } from '../findings/recordFinding.ts';
+import type { Token } from '../ledger/accounts.ts';
 import { type PostedEntry, reverseEntry } from '../ledger/postEntry.ts';
 import { reversalCount } from '../ledger/reversalCount.ts';
 import type { ChainTransferFact } from '../ledger/rules/chainTransferFact.ts';
@@ -152,15 +153,26 @@ async function announceProofReversal(
     data: {
       intent_id: reversed.ref_id,
       store_id: storeId,
-      // A share of another intent's excess moves no wallet: what it proved is what it credited in_transit.
-      ...movedData(
-        (await entryMoved(tx, deps.config.chains, entryId, 'assets:wallet')) ??
-          (await entryMoved(tx, deps.config.chains, entryId, 'assets:in_transit')),
-      ),
+      ...movedData(await proofMoved(tx, deps, entryId)),
       tx_hash: fact.txHash.toLowerCase(),
       log_index: fact.logIndex,
     },
   });
+}
+
+/**
+ * What a proof entry added to the wallet; a share of a bundle's log (suspense to in_transit,
+ * announced with amount 0) added nothing, and its reversal carries its token and 0 too.
+ */
+async function proofMoved(
+  tx: DbExecutor,
+  deps: SettlementDeps,
+  entryId: bigint,
+): Promise<{ token: Token; units: bigint } | null> {
+  const wallet = await entryMoved(tx, deps.config.chains, entryId, 'assets:wallet');
+  if (wallet) return wallet;
+  const share = await entryMoved(tx, deps.config.chains, entryId, 'assets:in_transit');
+  return share ? { token: share.token, units: 0n } : null;
 }
 
 /**

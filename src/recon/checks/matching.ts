@@ -14,8 +14,8 @@ const NON_TERMINAL = [1, 2, 3, 4, 5, 10];
 
 /**
  * Matching, per confirmed intent: the API's view (checkout_intents), the webhooks (webhook_inbox
- * by ref_id, their actual_paid_amount as stored at processing, never parsed from the bodies) and the chain (final transfers the matcher attributed to the intent, summed, so a
- * payment split over two transfers matches one-to-many), side by side, in one pass:
+ * by ref_id, their actual_paid_amount as stored at processing, never parsed from the bodies) and the chain (what rule 2 allocated to the intent, summed, so a payment split over
+ * two transfers matches one-to-many and a transfer paying two intents is each one's share), side by side, in one pass:
  * - missing_webhook: confirmed longer than RECON_WEBHOOK_MINUTES ago and no checkout webhook;
  * - amount_mismatch: a webhook's actual_paid_amount differs from the API's, or the chain's sum
  *   differs from the API's net_income_amount, by more than RECON_AMOUNT_TOLERANCE base units;
@@ -44,12 +44,19 @@ export async function matchIntents(ctx: CheckContext): Promise<CheckOutcome> {
         group by w.ref_id
       ) wh on wh.ref_id = ci.id
       left join (
-        select t.matched_ref, count(*) as n, sum(t.value) as value
-        from chain_transfers t
-        where t.state = 'final' and t.matched_ref is not null
-          and (t.matched_as like '%payment_proof%' or t.matched_as like '%payment_mismatch%')
-        group by t.matched_ref
-      ) ch on ch.matched_ref = ci.id
+        -- What rule 2 allocated to the intent (its live payment and payment_excess allocations,
+        -- releases netted), not the transfers whose matched_ref names it: a bundle's log is
+        -- marked with the first intent proven but pays each intent only its share.
+        select per.intent_id, count(*) as n, sum(per.value) as value
+        from (
+          select a.obligation_id as intent_id, a.transfer_id, sum(a.amount) as value
+          from allocations a
+          where a.obligation_type = 'checkout_intent' and a.purpose in ('payment', 'payment_excess')
+          group by 1, 2
+          having sum(a.amount) > 0
+        ) per
+        group by per.intent_id
+      ) ch on ch.intent_id = ci.id
       -- Each amount is parsed once per intent: "offset 0" keeps the planner from copying these
       -- expressions into every place the checks below read them.
       cross join lateral (
