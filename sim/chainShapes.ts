@@ -64,6 +64,13 @@ function twoChains(world: World, nearEqualToo: boolean): void {
   world.tokens.push(...on2.values());
   const second = (t: SimToken) => on2.get(t.symbol) as SimToken;
   for (const intent of world.intents) if (rnd() < 0.5) intent.token = second(intent.token);
+  // A bundled intent (bundle_payment) is paid by its head's transfer: it is on the head's chain,
+  // whatever its own draw said (the draws stay as they were).
+  const byId = new Map(world.intents.map((i) => [i.id, i]));
+  for (const intent of world.intents) {
+    const head = intent.bundledInto === undefined ? undefined : byId.get(intent.bundledInto);
+    if (head) intent.token = head.token;
+  }
   for (const stray of world.strays) {
     const token = world.tokens.find((t) => t.address === stray.token);
     if (token && rnd() < 0.5) stray.token = second(token).address;
