@@ -368,7 +368,22 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
   // amount, its first part (below A) funds nothing, a shape sim/piecesShapes.ts keeps out of the
   // world for lostAnswer and no fault may bring back (docs/decisions.md, "Payments by allocation").
   const byRef = new Map(world.payouts.map((p) => [p.referenceId, p]));
+  // A payment in pieces (payment_pieces) is proven by top-ups mined in the intent's window, which
+  // opens at its first tracking (docs/accounting.md, rule 2): an intent tracked at its creation
+  // must be tracked then, not after a fault delayed the call past its pieces (drawn all the same).
+  const inPieces = new Set(world.intents.filter((i) => i.pieces).map((i) => i.id));
   return withJobFaults(kept, seed, options.faults).map((e) => {
+    if (e.k === 'track' && inPieces.has(e.intent)) {
+      const {
+        svc: _svc,
+        retryAfter: _retryAfter,
+        crash: _crash,
+        prepared: _prepared,
+        connLoss: _connLoss,
+        ...rest
+      } = e as SimEvent & JobFaults;
+      return rest as SimEvent;
+    }
     if (e.k !== 'payout') return e;
     const p = byRef.get(e.ref);
     if (p?.fundingKind === 'split' && (e as JobFaults).svc?.includes('lost')) {
