@@ -14,8 +14,9 @@ const NON_TERMINAL = [1, 2, 3, 4, 5, 10];
 
 /**
  * Matching, per confirmed intent: the API's view (checkout_intents), the webhooks (webhook_inbox
- * by ref_id, their actual_paid_amount as stored at processing, never parsed from the bodies) and the chain (final transfers the matcher attributed to the intent, summed, so a
- * payment split over two transfers matches one-to-many), side by side, in one pass:
+ * by ref_id, their actual_paid_amount as stored at processing, never parsed from the bodies) and the chain (what rule 2
+ * allocated to the intent, its payment and a lone log's excess, summed: a payment split over two
+ * transfers matches one-to-many, a transfer paying two intents one-to-one each), side by side, in one pass:
  * - missing_webhook: confirmed longer than RECON_WEBHOOK_MINUTES ago and no checkout webhook;
  * - amount_mismatch: a webhook's actual_paid_amount differs from the API's, or the chain's sum
  *   differs from the API's net_income_amount, by more than RECON_AMOUNT_TOLERANCE base units;
@@ -43,12 +44,17 @@ export async function matchIntents(ctx: CheckContext): Promise<CheckOutcome> {
         where w.endpoint = 'checkout' and w.status = 'processed' and w.ref_id is not null
         group by w.ref_id
       ) wh on wh.ref_id = ci.id
+      -- The chain's side is what rule 2 allocated to the intent (its payment and any excess of a
+      -- lone log), never the values of the transfers it is the matched_ref of: one log may pay
+      -- several intents (a bundle: the first proof's excess is the others' shares), and a
+      -- payment in pieces is several transfers (docs/accounting.md, "Pieces and bundles").
       left join (
-        select t.matched_ref, count(*) as n, sum(t.value) as value
-        from chain_transfers t
-        where t.state = 'final' and t.matched_ref is not null
-          and (t.matched_as like '%payment_proof%' or t.matched_as like '%payment_mismatch%')
-        group by t.matched_ref
+        select a.obligation_id as matched_ref, count(distinct a.transfer_id) as n, sum(a.amount) as value
+        from allocations a
+        where a.obligation_type = 'checkout_intent' and a.side = 'in'
+          and a.purpose in ('payment', 'payment_excess')
+        group by a.obligation_id
+        having sum(a.amount) > 0
       ) ch on ch.matched_ref = ci.id
       -- Each amount is parsed once per intent: "offset 0" keeps the planner from copying these
       -- expressions into every place the checks below read them.
