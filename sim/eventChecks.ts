@@ -47,13 +47,22 @@ export async function judgeEvents(db: Db, world: World): Promise<string[]> {
       add(`${p.outcome} ${p.payout_id}`, sign);
   }
 
-  // Rule 1's and rule 2's entries, net of reversals, per intent.
+  // Rule 1's and rule 2's entries, net of reversals, per intent. A proof is what it moved into the
+  // wallet; a share of a log paying several intents moves nothing there, and is what it took
+  // from suspense (the first proof's excess).
   const { rows: ledger } = await db.execute<{ key: string; units: string }>(sql`
-    select case when e.kind like 'checkout.confirmed%' then 'payment.booked ' else 'payment.proven ' end || e.ref_id as key,
-           sum(p.amount)::text as units
-    from ledger_entries e join ledger_postings p on p.entry_id = e.id join ledger_accounts a on a.id = p.account_id
-    where (e.kind in ('checkout.confirmed', 'checkout.confirmed.reversal') and a.code like 'assets:in_transit:%')
-       or (e.kind in ('chain.payment_proven', 'chain.payment_proven.reversal') and a.code like 'assets:wallet:%')
+    with per_entry as (
+      select e.id, e.kind, e.ref_id,
+             sum(p.amount) filter (where a.code like 'assets:in_transit:%') as in_transit,
+             sum(p.amount) filter (where a.code like 'assets:wallet:%') as wallet,
+             sum(p.amount) filter (where a.code like 'assets:suspense:%') as suspense
+      from ledger_entries e join ledger_postings p on p.entry_id = e.id join ledger_accounts a on a.id = p.account_id
+      where e.kind in ('checkout.confirmed', 'checkout.confirmed.reversal', 'chain.payment_proven', 'chain.payment_proven.reversal')
+      group by e.id, e.kind, e.ref_id)
+    select case when kind like 'checkout.confirmed%' then 'payment.booked ' else 'payment.proven ' end || ref_id as key,
+           sum(case when kind like 'checkout.confirmed%' then coalesce(in_transit, 0)
+                    else coalesce(wallet, suspense, 0) end)::text as units
+    from per_entry
     group by 1`);
   const booked = new Map(ledger.map((r) => [r.key, BigInt(r.units)]));
   for (const key of new Set([

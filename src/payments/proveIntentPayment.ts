@@ -391,7 +391,8 @@ async function claimSharedExcess(
   if (proven.created) {
     const revision = await bookingRevision(tx, ref, 'chain.payment_proven', proven.id);
     const proofTerms = { ...terms, mismatch: left > 0n, paid: owed - left };
-    await recordEvent(tx, provenEvent(claim, taken, proofTerms, proven, revision));
+    // A share proves what it takes of the log, not the log (the first proof announced that).
+    await recordEvent(tx, provenEvent(claim, taken, proofTerms, proven, revision, owed - left));
   }
   await resolveVerificationFindings(tx, ref);
   return { proven, findings, matchedRowId: first.id, matchedRowIds: taken.map((l) => l.id) };
@@ -623,7 +624,8 @@ async function bookProof(
 
 /**
  * `payment.proven`: the logs this booking proved the intent with (`amount`: what they add to the
- * wallet), what all its paying logs sum to and what rule 1 expected.
+ * wallet; for a share of another intent's log, what it takes of that log's excess in suspense),
+ * what all its paying logs sum to and what rule 1 expected.
  */
 function provenEvent(
   claim: ClaimedPayment,
@@ -631,6 +633,8 @@ function provenEvent(
   terms: ProofTerms,
   firstEntry: PostedEntry,
   revision: number,
+  /** What the booking proved when it is not the logs' sum: a share of a log paying several intents. */
+  proved?: bigint,
 ): EventDraft {
   const facts = logs.map(transferFact);
   const first = facts[0];
@@ -649,7 +653,7 @@ function provenEvent(
       tx_hash: first.txHash.toLowerCase(),
       log_indexes: facts.map((f) => f.logIndex),
       block_number: Number(first.blockNumber),
-      amount: fmt(facts.reduce((sum, f) => sum + f.amount, 0n)),
+      amount: fmt(proved ?? facts.reduce((sum, f) => sum + f.amount, 0n)),
       paid_amount: fmt(terms.paid),
       expected_amount: fmt(terms.inTransit),
       mismatch: terms.mismatch,

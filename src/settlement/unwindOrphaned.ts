@@ -152,7 +152,12 @@ async function announceProofReversal(
     data: {
       intent_id: reversed.ref_id,
       store_id: storeId,
-      ...movedData(await entryMoved(tx, deps.config.chains, entryId, 'assets:wallet')),
+      // A share of a log paying several intents moved nothing in the wallet: its amount is what
+      // it took from suspense, as its announcement said.
+      ...movedData(
+        (await entryMoved(tx, deps.config.chains, entryId, 'assets:wallet')) ??
+          (await entryMoved(tx, deps.config.chains, entryId, 'assets:suspense')),
+      ),
       tx_hash: fact.txHash.toLowerCase(),
       log_index: fact.logIndex,
     },
