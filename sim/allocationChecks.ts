@@ -19,6 +19,7 @@ export async function judgeAllocations(
   const wallets = [...new Set(world.stores.flatMap((s) => [s.merchant, s.custody]))].map(
     (a) => sql`${a.toLowerCase()}`,
   );
+  const tokens = world.tokens.map((t) => sql`${t.address.toLowerCase()}`);
   const sides = await db.execute<{
     id: string;
     tx_hash: string;
@@ -31,7 +32,9 @@ export async function judgeAllocations(
     from chain_transfers t
     cross join lateral (values ('in', t.to_address), ('out', t.from_address)) as s(side, wallet)
     where t.state = 'final' and t.value > 0 and t.from_address <> t.to_address
-      and s.wallet in (${sql.join(wallets, sql`, `)})`);
+      and s.wallet in (${sql.join(wallets, sql`, `)})
+      -- Money only: a look-alike contract's transfer (unknown_token, ignored) books nothing.
+      and t.token in (${sql.join(tokens, sql`, `)})`);
   for (const s of sides.rows)
     if (s.allocated !== s.value)
       problems.push(
