@@ -64,12 +64,28 @@ export async function judgeAllocations(
         `allocations: intent ${intent.id} holds ${got} of its payment, N is ${intent.P - intent.F}`,
       );
   }
+  // Equal payouts of one store and token whose create answers were lost are told apart only by
+  // the order their links are learnt in (sim/nearMisses.ts, near_equal_payouts; stateChecks.ts
+  // judges their statuses alike): which funding is whose may be swapped between them, so their
+  // links are judged as a group, what they hold against what custody sent them.
+  const groups = new Map<string, Array<{ linkId: string; want: bigint; got: bigint }>>();
   for (const p of world.payouts) {
     if (!facts.knownLinks.has(p.referenceId) || !fundingMined(p, facts.mined)) continue;
-    const want = fundedTotal(p, facts.mined);
-    const got = holds('claim_link', p.linkId, 'funding');
-    if (got !== want)
-      problems.push(`allocations: link ${p.linkId} holds ${got} of its funding, custody sent ${want}`);
+    const key = `${p.storeId}:${p.token.chainId}:${p.token.address}:${p.A}`;
+    const group = groups.get(key) ?? [];
+    group.push({
+      linkId: p.linkId,
+      want: fundedTotal(p, facts.mined),
+      got: holds('claim_link', p.linkId, 'funding'),
+    });
+    groups.set(key, group);
+  }
+  const sorted = (xs: bigint[]) => xs.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).join(',');
+  for (const group of groups.values()) {
+    if (sorted(group.map((l) => l.want)) === sorted(group.map((l) => l.got))) continue;
+    for (const { linkId, want, got } of group)
+      if (got !== want)
+        problems.push(`allocations: link ${linkId} holds ${got} of its funding, custody sent ${want}`);
   }
   return problems;
 }

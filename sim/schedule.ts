@@ -364,11 +364,33 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
   // A create whose answer is lost is matched to its funding by amount: it must act when the
   // world says, not after a fault delayed it; and a near-equal payout's losses are the world's
   // own (its generator keeps such pairs to ends the chain decides), so no fault adds one
-  // (SimPayout.createReachesService).
+  // (SimPayout.createReachesService). A funding in two parts loses no answer either: matched by
+  // amount, its first part (below A) funds nothing, a shape sim/piecesShapes.ts keeps out of the
+  // world for lostAnswer and no fault may bring back (docs/decisions.md, "Payments by allocation").
   const byRef = new Map(world.payouts.map((p) => [p.referenceId, p]));
+  // A payment in pieces (payment_pieces) is proven by top-ups mined in the intent's window, which
+  // opens at its first tracking (docs/accounting.md, rule 2): an intent tracked at its creation
+  // must be tracked then, not after a fault delayed the call past its pieces (drawn all the same).
+  const inPieces = new Set(world.intents.filter((i) => i.pieces).map((i) => i.id));
   return withJobFaults(kept, seed, options.faults).map((e) => {
+    if (e.k === 'track' && inPieces.has(e.intent)) {
+      const {
+        svc: _svc,
+        retryAfter: _retryAfter,
+        crash: _crash,
+        prepared: _prepared,
+        connLoss: _connLoss,
+        ...rest
+      } = e as SimEvent & JobFaults;
+      return rest as SimEvent;
+    }
     if (e.k !== 'payout') return e;
     const p = byRef.get(e.ref);
+    if (p?.fundingKind === 'split' && (e as JobFaults).svc?.includes('lost')) {
+      const svc = (e as JobFaults).svc?.map((f) => (f === 'lost' ? false : f));
+      while (svc && svc.length > 0 && svc[svc.length - 1] === false) svc.pop();
+      return { ...e, svc: svc && svc.length > 0 ? svc : undefined } as SimEvent;
+    }
     const lostHere = (e as JobFaults).svc?.includes('lost') === true;
     if (!p?.createReachesService && !p?.lostAnswer && !lostHere) return e;
     // Drawn as any other create's, then kept from stopping it before the service acts.
