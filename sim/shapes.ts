@@ -62,8 +62,19 @@ export const SHAPES = {
 export type Shape = keyof typeof SHAPES;
 export const ALL_SHAPES = Object.keys(SHAPES) as Shape[];
 
-/** `all`, `none`, or a comma list of shape names; a clear error for an unknown one. */
+/**
+ * Shapes not in the default mix yet: the simulator still finds worlds of theirs the books get
+ * wrong (docs/decisions.md, "Money in pieces and bundles in the simulator"). `--shapes all` and a
+ * list naming them play them.
+ */
+export const PENDING_SHAPES: readonly Shape[] = [];
+
+/** The default mix: every shape but the pending ones. */
+export const DEFAULT_SHAPES: readonly Shape[] = ALL_SHAPES.filter((s) => !PENDING_SHAPES.includes(s));
+
+/** `default`, `all`, `none`, or a comma list of shape names; a clear error for an unknown one. */
 export function parseShapes(list: string): Set<Shape> {
+  if (list === 'default') return new Set(DEFAULT_SHAPES);
   if (list === 'all') return new Set(ALL_SHAPES);
   if (list === 'none') return new Set();
   const out = new Set<Shape>();
