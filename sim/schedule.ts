@@ -366,7 +366,8 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
   // own (its generator keeps such pairs to ends the chain decides), so no fault adds one
   // (SimPayout.createReachesService). A funding in two parts loses no answer either: matched by
   // amount, its first part (below A) funds nothing, a shape sim/piecesShapes.ts keeps out of the
-  // world for lostAnswer and no fault may bring back (docs/decisions.md, "Payments by allocation").
+  // world for lostAnswer and no fault may bring back (docs/decisions.md, "Payments by allocation"),
+  // neither a lost answer nor a crash between the service's answer and its commit.
   const byRef = new Map(world.payouts.map((p) => [p.referenceId, p]));
   // A payment in pieces (payment_pieces) is proven by top-ups mined in the intent's window, which
   // opens at its first tracking (docs/accounting.md, rule 2): an intent tracked at its creation
@@ -386,10 +387,13 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     }
     if (e.k !== 'payout') return e;
     const p = byRef.get(e.ref);
-    if (p?.fundingKind === 'split' && (e as JobFaults).svc?.includes('lost')) {
-      const svc = (e as JobFaults).svc?.map((f) => (f === 'lost' ? false : f));
+    if (p?.fundingKind === 'split') {
+      // Nor does a crash lose it (seed 38: a crash after the service funded the link left the
+      // re-run an idempotent hit without the funding hash, the same gap as a lost answer).
+      const { crash: _crash, prepared: _prepared, connLoss: _connLoss, ...rest } = e as SimEvent & JobFaults;
+      const svc = rest.svc?.map((f) => (f === 'lost' ? false : f));
       while (svc && svc.length > 0 && svc[svc.length - 1] === false) svc.pop();
-      return { ...e, svc: svc && svc.length > 0 ? svc : undefined } as SimEvent;
+      return { ...rest, svc: svc && svc.length > 0 ? svc : undefined } as SimEvent;
     }
     const lostHere = (e as JobFaults).svc?.includes('lost') === true;
     if (!p?.createReachesService && !p?.lostAnswer && !lostHere) return e;

@@ -286,9 +286,10 @@ async function proveTopUp(
       and lower(coin_contract) = ${row.token} and store_id in (${stores})
       and ${new Date(row.block_time).toISOString()}::timestamptz between tracked_at - ${slack}::interval
           and coalesce(confirmed_at, now()) + ${grace}::interval
-      -- Not one its named transaction proved at N already (one lookup by hash each).
+      -- Not one its named transaction proved at N already (one lookup by hash each); on the
+      -- chain now: an orphaned inclusion's match was reversed with it (rule 3).
       and not exists (select 1 from chain_transfers p
-                      where p.chain_id = checkout_intents.chain_id
+                      where p.chain_id = checkout_intents.chain_id and p.state = 'final'
                         and p.tx_hash = lower(coalesce(checkout_intents.tx_hash_2, checkout_intents.tx_hash))
                         and p.matched_ref = checkout_intents.id and p.matched_as like '%payment_proof%'
                         and p.matched_as not like '%payment_mismatch%')
