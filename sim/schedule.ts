@@ -399,7 +399,10 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     }
     if (e.k !== 'payout') return e;
     const p = byRef.get(e.ref);
-    if (p?.fundingKind === 'split' && (e as JobFaults).svc?.includes('lost')) {
+    // A split funding, or one the service sends again after a reorg (funding_resent), has no
+    // rule matching it by amount (docs/decisions.md, "Money in pieces and bundles in the
+    // simulator"): their create answers are never lost.
+    if ((p?.fundingKind === 'split' || p?.fundingResend) && (e as JobFaults).svc?.includes('lost')) {
       const svc = (e as JobFaults).svc?.map((f) => (f === 'lost' ? false : f));
       while (svc && svc.length > 0 && svc[svc.length - 1] === false) svc.pop();
       return { ...e, svc: svc && svc.length > 0 ? svc : undefined } as SimEvent;
