@@ -119,6 +119,10 @@ function cancelledReturn(world: World, r: Stream, label: (what: string) => strin
   for (const intent of world.intents) {
     if (intent.route !== 'direct' || !endsConfirmed(intent) || !plain(intent) || intent.returnTx) continue;
     if (world.intents.some((x) => x.bundledInto === intent.id) || !r.chance(0.25)) continue;
+    // A cancel after CONFIRMED reaches stablebooks only by its webhook (it stops polling at a
+    // terminal status): webhooks_lost keeps away from intents the service contradicts, and so
+    // does this (checked after the draw, so the other intents draw as before).
+    if (intent.webhooksLost) continue;
     const last = intent.timeline[intent.timeline.length - 1];
     if (!last) continue;
     intent.timeline.push({ at: last.at + r.int(60_000, 2 * 3_600_000), status: CheckoutStatus.CANCELED });

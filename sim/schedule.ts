@@ -44,7 +44,19 @@ export type SimEvent =
    * The chain (the world's first when absent) replaces its last `depth` blocks; a change of a
    * reorg shape also reaches its target's block and changes what it holds (sim/chainShapes.ts).
    */
-  | { k: 'reorg'; t: number; depth: number; chain?: number; change?: ReorgChange }
+  | {
+      k: 'reorg';
+      t: number;
+      depth: number;
+      chain?: number;
+      change?: ReorgChange;
+      /**
+       * funding_resent: the reorg comes only if the indexer has read its target by then (the
+       * shape's premise, a funding the books saw); a lagging node's dropped log may hide it, and
+       * then the reorg does not come (sim/runWorld.ts).
+       */
+      read?: true;
+    }
   /** The next eth_getLogs answer leaves a log out (of the world's first chain when `chain` is absent). */
   | { k: 'dropLog'; t: number; chain?: number }
   /** One indexer pass and the settlement of what became final (the chain job). */
@@ -340,7 +352,8 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     const change: ReorgChange = { kind: plan.change, target: plan.target };
     if (plan.replacement) change.replacement = plan.replacement;
     if (plan.filler) change.filler = plan.filler;
-    events.push({ k: 'reorg', t, depth: plan.depth, chain: plan.chainId, change });
+    const read = plan.shape === 'funding_resent' ? { read: true as const } : {};
+    events.push({ k: 'reorg', t, depth: plan.depth, chain: plan.chainId, change, ...read });
   }
   events.sort((a, b) => a.t - b.t);
   // Reordered delivery: neighbouring deliveries swap (their times too, so the clock still only moves on).
@@ -387,9 +400,11 @@ export function scheduleEvents(world: World, seed: string, options: ScheduleOpti
     }
     if (e.k !== 'payout') return e;
     const p = byRef.get(e.ref);
-    if (p?.fundingKind === 'split') {
-      // Nor does a crash lose it (seed 38: a crash after the service funded the link left the
-      // re-run an idempotent hit without the funding hash, the same gap as a lost answer).
+    // A split funding, or one the service sends again after a reorg (funding_resent), has no
+    // rule matching it by amount (docs/decisions.md, "Money in pieces and bundles in the
+    // simulator"): their create answers are never lost, nor lost by a crash (seed 38: a crash
+    // after the service funded the link left the re-run an idempotent hit without the hash).
+    if (p?.fundingKind === 'split' || p?.fundingResend) {
       const { crash: _crash, prepared: _prepared, connLoss: _connLoss, ...rest } = e as SimEvent & JobFaults;
       const svc = rest.svc?.map((f) => (f === 'lost' ? false : f));
       while (svc && svc.length > 0 && svc[svc.length - 1] === false) svc.pop();
