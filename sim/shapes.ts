@@ -67,7 +67,11 @@ export const ALL_SHAPES = Object.keys(SHAPES) as Shape[];
  * wrong (docs/decisions.md, "Money in pieces and bundles in the simulator"). `--shapes all` and a
  * list naming them play them.
  */
-export const PENDING_SHAPES: readonly Shape[] = [];
+export const PENDING_SHAPES: readonly Shape[] = [
+  // Seeds 64 and 74: a payment in pieces whose reported figures do not add up (fee_mismatch):
+  // rule 1 waits for the chain and books the net from the first piece proven, for good.
+  'payment_pieces',
+];
 
 /** The default mix: every shape but the pending ones. */
 export const DEFAULT_SHAPES: readonly Shape[] = ALL_SHAPES.filter((s) => !PENDING_SHAPES.includes(s));
