@@ -101,8 +101,10 @@ async function counter(notifier: string, outcome: string): Promise<number> {
 }
 
 beforeEach(async () => {
-  // The owner's: the daemon's role may not truncate.
-  await database.ownerDb.execute(sql`truncate findings, alert_states, balance_proofs, chain_cursors`);
+  // The owner's: the daemon's role may not truncate (corrections name findings).
+  await database.ownerDb.execute(
+    sql`truncate findings, corrections, alert_states, balance_proofs, chain_cursors`,
+  );
   for (const r of [webhook, slack]) {
     r.received.length = 0;
     r.state.status = 200;
