@@ -255,3 +255,29 @@ export async function metricValue(
     )
     .reduce((sum, v) => sum + v.value, 0);
 }
+
+/**
+ * Replaces the kit's stores (what its indexer, matcher and intent observer read, in place) with
+ * one store per id, each with its own merchant and custody wallet on the kit's chain.
+ */
+export async function useStores(kit: IndexerKit, storeIds: readonly string[]): Promise<void> {
+  const storeOf = async (storeId: string): Promise<StoreConfig> => ({
+    storeId,
+    businessId: `biz_${storeId}`,
+    apiKey: `key_${storeId}`,
+    apiSecret: `secret-${storeId}-0123456789`,
+    signedResponse: false,
+    functionalCurrency: 'USD',
+    par: new Map(),
+    wallets: new Map([
+      [
+        CHAIN_ID,
+        {
+          merchant: await kit.chain.wallet(`merchant:${storeId}`),
+          custody: await kit.chain.wallet(`custody:${storeId}`),
+        },
+      ],
+    ]),
+  });
+  kit.stores.splice(0, kit.stores.length, ...(await Promise.all(storeIds.map(storeOf))));
+}

@@ -2,7 +2,6 @@ import { sql } from 'drizzle-orm';
 import type { Address } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../../src/clock.ts';
-import type { StoreConfig } from '../../../src/config/stores.ts';
 import { trialBalance } from '../../../src/ledger/balances.ts';
 import { postEntry } from '../../../src/ledger/postEntry.ts';
 import { claimLinkFunded } from '../../../src/ledger/rules/claimLinkRules.ts';
@@ -12,7 +11,7 @@ import { proveBalances } from '../../../src/recon/balanceProofs.ts';
 import { settleTransfers } from '../../../src/settlement/settleTransfers.ts';
 import type { CheckoutIntent } from '../../../src/svc/models/checkoutIntent.ts';
 import { CheckoutStatus } from '../../../src/svc/models/checkoutStatus.ts';
-import { CHAIN_ID, createIndexerKit } from '../chain/indexerKit.ts';
+import { CHAIN_ID, createIndexerKit, useStores } from '../chain/indexerKit.ts';
 
 /**
  * A transfer from one watched wallet into another (docs/accounting.md, rule 9: "A transfer between
@@ -48,28 +47,7 @@ const STORE_IDS = [
 ] as const;
 type StoreId = (typeof STORE_IDS)[number];
 
-async function storeOf(storeId: StoreId): Promise<StoreConfig> {
-  return {
-    storeId,
-    businessId: `biz_${storeId}`,
-    apiKey: `key_${storeId}`,
-    apiSecret: `secret-${storeId}-0123456789`,
-    signedResponse: false,
-    functionalCurrency: 'USD',
-    par: new Map(),
-    wallets: new Map([
-      [
-        CHAIN_ID,
-        {
-          merchant: await kit.chain.wallet(`merchant:${storeId}`),
-          custody: await kit.chain.wallet(`custody:${storeId}`),
-        },
-      ],
-    ]),
-  };
-}
-// The kit's stores array is what its indexer, matcher and intent observer read: replaced in place.
-kit.stores.splice(0, kit.stores.length, ...(await Promise.all(STORE_IDS.map(storeOf))));
+await useStores(kit, STORE_IDS);
 const deps = kit.deps();
 const applyDeps = kit.applyDeps(clock, GRACE);
 
