@@ -75,6 +75,8 @@ export const PENDING_SHAPES: readonly Shape[] = [
   // split funding): failures not yet understood.
   'bundle_payment',
   'funding_pieces',
+  // Seed 8: a resend matched by amount took an owner's withdrawal of the same amount.
+  'funding_resent',
 ];
 
 /** The default mix: every shape but the pending ones. */

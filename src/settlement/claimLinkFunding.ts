@@ -168,15 +168,20 @@ export const BY_AMOUNT_FUNDING_WINDOW_MS = 15 * 60_000;
  * The payout's named funding left the chain before its pool was learnt: every row of that
  * transaction is orphaned (a reorg took it while it was pending, or before it was booked). The
  * service sends such a funding again under a new hash, which no answer names, so it is matched by
- * amount like a funding whose answer was lost, with no end to its window: the resend comes when
- * the service notices, not within a create call (docs/decisions.md, "Claim-link funding by
- * allocation").
+ * amount like a funding whose answer was lost, within its own window: mined after the funding it
+ * replaces, and at most BY_AMOUNT_FUNDING_WINDOW_MS after our books saw that one orphaned (an
+ * owner's withdrawal of a similar amount later is no resend; seed 8 of the simulator).
  */
-function fundingLeftChain(chainId: number) {
+function fundingLeftChain(row: TransferRow) {
+  const blockTime = new Date(row.block_time).toISOString();
+  const windowMs = `${BY_AMOUNT_FUNDING_WINDOW_MS} milliseconds`;
   return sql`exists (select 1 from chain_transfers o
-                 where o.chain_id = ${chainId} and o.tx_hash = lower(payouts.funding_tx_hash) and o.state = 'orphaned')
+                 where o.chain_id = ${row.chain_id}::bigint and o.tx_hash = lower(payouts.funding_tx_hash)
+                   and o.state = 'orphaned' and o.block_time <= ${blockTime}::timestamptz
+                   and o.orphaned_at + ${windowMs}::interval >= ${blockTime}::timestamptz)
     and not exists (select 1 from chain_transfers l
-                    where l.chain_id = ${chainId} and l.tx_hash = lower(payouts.funding_tx_hash) and l.state <> 'orphaned')`;
+                    where l.chain_id = ${row.chain_id}::bigint and l.tx_hash = lower(payouts.funding_tx_hash)
+                      and l.state <> 'orphaned')`;
 }
 
 export function maxFundingFeeByAmount(amount: bigint, decimals: number): bigint {
@@ -290,7 +295,7 @@ async function fundedByAmount(
       )})
       and pool_address is null and create_outcome <> 'failed' and created_at <= ${latest}::timestamptz
       and ((funding_tx_hash is null and updated_at >= ${earliestAttempt}::timestamptz)
-           or (funding_tx_hash is not null and ${fundingLeftChain(Number(row.chain_id))}))
+           or (funding_tx_hash is not null and ${fundingLeftChain(row)}))
     order by created_at, id for update`);
   const fits = rows
     .map((payout, order) => ({
