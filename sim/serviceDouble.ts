@@ -441,24 +441,18 @@ export function createServiceDouble(
           if (!p || !link) throw answer(notCancellable('unknown'));
           if (link.status === 'cancelled')
             return answer({ claim_link_id: id, status: 'cancelled', already_cancelled: true });
-          // cancel_races_claim: the cancel is answered as done, the link stays claimed, nothing refunded.
-          if (link.status === 'claimed' && p.cancelRacesClaim)
-            return answer({
-              claim_link_id: id,
-              reference_id: p.referenceId,
-              status: 'cancelled',
-              refund_status: 'refund_pending',
-              already_cancelled: false,
-            } as const);
-          if (link.status !== 'link_sent') throw answer(notCancellable(link.status));
-          refund(p, link, 'cancelled');
-          return answer({
+          const accepted = {
             claim_link_id: id,
             reference_id: p.referenceId,
             status: 'cancelled',
             refund_status: 'refund_pending',
             already_cancelled: false,
-          } as const);
+          } as const;
+          // cancel_races_claim: the cancel is answered as done, the link stays claimed, nothing refunded.
+          if (link.status === 'claimed' && p.cancelRacesClaim) return answer(accepted);
+          if (link.status !== 'link_sent') throw answer(notCancellable(link.status));
+          refund(p, link, 'cancelled');
+          return answer(accepted);
         },
         getCheckoutIntent: async (id) => read('checkout_intents.get', id),
         getCheckoutIntentStatus: async (id) => read('checkout_intents.status', id).status,
